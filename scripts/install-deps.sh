@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that building and testing cairn need. Idempotent: packages that
+# are already installed are skipped, and apt is not touched when nothing is missing.
+# Usage: scripts/install-deps.sh            (as root, or with sudo available)
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake ninja-build ccache pkg-config
+  # libraries (DESIGN.md, "Dependencies")
+  libcpp-httplib-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev python3 curl wrk
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# Node.js and npm may come from another source than Debian; any working pair will do.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all build and test packages are present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

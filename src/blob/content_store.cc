@@ -1,0 +1,38 @@
+#include "blob/content_store.h"
+
+#include "blob/local/local_store.h"
+#include "blob/memory/memory_store.h"
+
+namespace cairn::blob {
+
+Result<BlobInfo> PutBytes(ContentStore& store, std::string_view bytes) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<BlobWriter> w, store.NewWriter());
+  CAIRN_RETURN_IF_ERROR(w->Write(bytes));
+  return w->Commit();
+}
+
+Result<std::string> ReadAllBytes(ContentStore& store, std::string_view digest) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<BlobReader> r, store.Open(digest));
+  std::string out(static_cast<size_t>(r->size()), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    CAIRN_ASSIGN_OR_RETURN(size_t n, r->ReadAt(static_cast<int64_t>(done), out.data() + done,
+                                               out.size() - done));
+    if (n == 0) return Internal("blob " + std::string(digest) + " is shorter than its size");
+    done += n;
+  }
+  return out;
+}
+
+Result<std::unique_ptr<ContentStore>> OpenContentStore(std::string_view uri) {
+  if (uri == "memory:") return NewMemoryContentStore();
+  constexpr std::string_view kFile = "file://";
+  std::string_view path = uri.starts_with(kFile) ? uri.substr(kFile.size()) : uri;
+  if (path.empty() || (uri.find("://") != std::string_view::npos && !uri.starts_with(kFile))) {
+    return InvalidArgument("unsupported artifact store URI '" + std::string(uri) +
+                           "': expected a directory, file:///DIR or memory:");
+  }
+  return OpenLocalContentStore(std::string(path));
+}
+
+}  // namespace cairn::blob

@@ -1,0 +1,59 @@
+// ContentStore: immutable blobs named by the lowercase hex SHA-256 of their bytes.
+//
+// Artifacts, dataset versions, step outputs and wheels are stored once however often they are
+// referenced. Writers stream: bytes go in through a BlobWriter and the name is known only at
+// Commit, so a blob of any size passes through bounded memory. Backends: memory, local
+// directory (S3 later); all pass content_store_conformance_test.cc.
+// Thread safety: every method may be called concurrently. A BlobWriter or BlobReader is used by
+// one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "util/status.h"
+
+namespace cairn::blob {
+
+struct BlobInfo {
+  std::string digest;  // lowercase hex SHA-256
+  int64_t size = 0;
+};
+
+class BlobWriter {
+ public:
+  virtual ~BlobWriter() = default;  // discards the bytes unless Commit succeeded
+  virtual Status Write(std::string_view bytes) = 0;
+  // Makes the blob durable and visible under its digest. Writing the same bytes twice is not
+  // an error: the second commit finds the blob present.
+  virtual Result<BlobInfo> Commit() = 0;
+};
+
+class BlobReader {
+ public:
+  virtual ~BlobReader() = default;
+  virtual int64_t size() const = 0;
+  // Reads up to n bytes at offset; returns the count read, 0 at the end.
+  virtual Result<size_t> ReadAt(int64_t offset, char* buf, size_t n) = 0;
+};
+
+class ContentStore {
+ public:
+  virtual ~ContentStore() = default;
+  virtual Result<std::unique_ptr<BlobWriter>> NewWriter() = 0;
+  // kNotFound when no blob has that digest; kInvalidArgument when digest is not a SHA-256 hex.
+  virtual Result<std::unique_ptr<BlobReader>> Open(std::string_view digest) = 0;
+  virtual Result<bool> Has(std::string_view digest) = 0;
+  // Removes the blob; OK when it was not there.
+  virtual Status Delete(std::string_view digest) = 0;
+};
+
+Result<BlobInfo> PutBytes(ContentStore& store, std::string_view bytes);
+Result<std::string> ReadAllBytes(ContentStore& store, std::string_view digest);
+
+// "memory:" or "file:///abs/dir" or a plain directory path.
+Result<std::unique_ptr<ContentStore>> OpenContentStore(std::string_view uri);
+
+}  // namespace cairn::blob

@@ -1,0 +1,102 @@
+// The ContentStore contract, run against every backend.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "blob/content_store.h"
+#include "blob/local/local_store.h"
+#include "blob/memory/memory_store.h"
+#include "util/hash.h"
+
+namespace cairn::blob {
+namespace {
+
+struct MemoryBackend {
+  static std::unique_ptr<ContentStore> Open(const std::string&) { return NewMemoryContentStore(); }
+};
+
+struct LocalBackend {
+  static std::unique_ptr<ContentStore> Open(const std::string& dir) {
+    return std::move(OpenLocalContentStore(dir).value());
+  }
+};
+
+template <typename Backend>
+class ContentStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("cairn-blob-" + RandomHex(8));
+    store_ = Backend::Open(dir_.string());
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<ContentStore> store_;
+};
+
+using Backends = ::testing::Types<MemoryBackend, LocalBackend>;
+TYPED_TEST_SUITE(ContentStoreTest, Backends);
+
+TYPED_TEST(ContentStoreTest, PutNamesBlobBySha256AndReadsItBack) {
+  auto info = PutBytes(*this->store_, "hello");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->digest, "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+  EXPECT_EQ(info->size, 5);
+  EXPECT_TRUE(*this->store_->Has(info->digest));
+  EXPECT_EQ(*ReadAllBytes(*this->store_, info->digest), "hello");
+}
+
+TYPED_TEST(ContentStoreTest, StreamedWritesEqualOneWrite) {
+  auto w = this->store_->NewWriter();
+  ASSERT_TRUE(w.ok());
+  std::string all;
+  for (int i = 0; i < 100; ++i) {
+    std::string chunk(1000 + i, static_cast<char>('a' + i % 26));
+    all += chunk;
+    ASSERT_TRUE((*w)->Write(chunk).ok());
+  }
+  auto info = (*w)->Commit();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->digest, Sha256Hex(all));
+  auto reader = this->store_->Open(info->digest);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ((*reader)->size(), static_cast<int64_t>(all.size()));
+  char buf[10];
+  ASSERT_EQ(*(*reader)->ReadAt(1000, buf, sizeof buf), sizeof buf);
+  EXPECT_EQ(std::string(buf, sizeof buf), all.substr(1000, 10));
+  EXPECT_EQ(*(*reader)->ReadAt(static_cast<int64_t>(all.size()), buf, sizeof buf), 0u);
+}
+
+TYPED_TEST(ContentStoreTest, SameBytesTwiceIsOneBlob) {
+  auto a = PutBytes(*this->store_, "same");
+  auto b = PutBytes(*this->store_, "same");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->digest, b->digest);
+}
+
+TYPED_TEST(ContentStoreTest, AbandonedWriterLeavesNothing) {
+  {
+    auto w = this->store_->NewWriter();
+    ASSERT_TRUE((*w)->Write("never committed").ok());
+  }
+  EXPECT_FALSE(*this->store_->Has(Sha256Hex("never committed")));
+}
+
+TYPED_TEST(ContentStoreTest, MissingAndMalformedDigests) {
+  EXPECT_EQ(this->store_->Open(std::string(64, 'a')).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->Open("../../etc/passwd").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_FALSE(*this->store_->Has(std::string(64, 'a')));
+}
+
+TYPED_TEST(ContentStoreTest, DeleteRemovesAndIsIdempotent) {
+  auto info = PutBytes(*this->store_, "gone soon");
+  ASSERT_TRUE(this->store_->Delete(info->digest).ok());
+  EXPECT_FALSE(*this->store_->Has(info->digest));
+  EXPECT_TRUE(this->store_->Delete(info->digest).ok());
+}
+
+}  // namespace
+}  // namespace cairn::blob

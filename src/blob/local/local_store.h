@@ -1,0 +1,15 @@
+// A ContentStore in a local directory: blob <digest> lives at <root>/<digest[0:2]>/<digest[2:]>.
+// Writes go to <root>/tmp, are fsynced, and are renamed into place, so a blob path either
+// holds the complete bytes or does not exist. Format: docs/formats/content-store.md.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "blob/content_store.h"
+
+namespace cairn::blob {
+
+Result<std::unique_ptr<ContentStore>> OpenLocalContentStore(const std::string& root);
+
+}  // namespace cairn::blob

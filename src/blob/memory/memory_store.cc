@@ -1,0 +1,88 @@
+#include "blob/memory/memory_store.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "util/hash.h"
+
+namespace cairn::blob {
+namespace {
+
+using BlobMap = std::map<std::string, std::shared_ptr<const std::string>, std::less<>>;
+
+struct Shared {
+  std::mutex mu;
+  BlobMap blobs;
+};
+
+class MemoryWriter : public BlobWriter {
+ public:
+  explicit MemoryWriter(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  Status Write(std::string_view bytes) override {
+    buf_.append(bytes);
+    hasher_.Update(bytes);
+    return Status::Ok();
+  }
+  Result<BlobInfo> Commit() override {
+    BlobInfo info{hasher_.HexDigest(), static_cast<int64_t>(buf_.size())};
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->blobs.try_emplace(info.digest, std::make_shared<const std::string>(std::move(buf_)));
+    return info;
+  }
+
+ private:
+  std::shared_ptr<Shared> shared_;
+  std::string buf_;
+  Sha256Hasher hasher_;
+};
+
+class MemoryReader : public BlobReader {
+ public:
+  explicit MemoryReader(std::shared_ptr<const std::string> data) : data_(std::move(data)) {}
+  int64_t size() const override { return static_cast<int64_t>(data_->size()); }
+  Result<size_t> ReadAt(int64_t offset, char* buf, size_t n) override {
+    if (offset < 0 || static_cast<size_t>(offset) >= data_->size()) return size_t{0};
+    size_t count = std::min(n, data_->size() - static_cast<size_t>(offset));
+    std::memcpy(buf, data_->data() + offset, count);
+    return count;
+  }
+
+ private:
+  std::shared_ptr<const std::string> data_;
+};
+
+class MemoryContentStore : public ContentStore {
+ public:
+  Result<std::unique_ptr<BlobWriter>> NewWriter() override {
+    return std::unique_ptr<BlobWriter>(std::make_unique<MemoryWriter>(shared_));
+  }
+  Result<std::unique_ptr<BlobReader>> Open(std::string_view digest) override {
+    if (!IsSha256Hex(digest)) return InvalidArgument("not a SHA-256 digest: " + std::string(digest));
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    auto it = shared_->blobs.find(digest);
+    if (it == shared_->blobs.end()) return NotFound("no blob " + std::string(digest));
+    return std::unique_ptr<BlobReader>(std::make_unique<MemoryReader>(it->second));
+  }
+  Result<bool> Has(std::string_view digest) override {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    return shared_->blobs.count(digest) != 0;
+  }
+  Status Delete(std::string_view digest) override {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    auto it = shared_->blobs.find(digest);
+    if (it != shared_->blobs.end()) shared_->blobs.erase(it);
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+};
+
+}  // namespace
+
+std::unique_ptr<ContentStore> NewMemoryContentStore() {
+  return std::make_unique<MemoryContentStore>();
+}
+
+}  // namespace cairn::blob

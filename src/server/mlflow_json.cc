@@ -1,0 +1,102 @@
+#include "server/mlflow_json.h"
+
+namespace cairn::server {
+
+namespace {
+
+template <typename KeyValue>
+void WriteKeyValues(JsonWriter& w, const std::vector<KeyValue>& items) {
+  w.BeginArray();
+  for (const KeyValue& t : items) {
+    w.BeginObject().Key("key").String(t.key).Key("value").String(t.value).EndObject();
+  }
+  w.EndArray();
+}
+
+}  // namespace
+
+void WriteTags(JsonWriter& w, const std::vector<core::Tag>& tags) { WriteKeyValues(w, tags); }
+
+void WriteExperiment(JsonWriter& w, const core::Experiment& e) {
+  w.BeginObject();
+  w.Key("experiment_id").String(e.experiment_id);
+  w.Key("name").String(e.name);
+  w.Key("artifact_location").String(e.artifact_location);
+  w.Key("lifecycle_stage").String(core::LifecycleStageName(e.lifecycle_stage));
+  w.Key("last_update_time").Int(e.last_update_time);
+  w.Key("creation_time").Int(e.creation_time);
+  if (!e.tags.empty()) {
+    w.Key("tags");
+    WriteTags(w, e.tags);
+  }
+  w.EndObject();
+}
+
+void WriteRunInfo(JsonWriter& w, const core::RunInfo& info) {
+  w.BeginObject();
+  w.Key("run_uuid").String(info.run_id);
+  w.Key("run_id").String(info.run_id);
+  w.Key("run_name").String(info.run_name);
+  w.Key("experiment_id").String(info.experiment_id);
+  w.Key("user_id").String(info.user_id);
+  w.Key("status").String(core::RunStatusName(info.status));
+  w.Key("start_time").Int(info.start_time);
+  if (info.end_time) w.Key("end_time").Int(*info.end_time);
+  w.Key("artifact_uri").String(info.artifact_uri);
+  w.Key("lifecycle_stage").String(core::LifecycleStageName(info.lifecycle_stage));
+  w.EndObject();
+}
+
+void WriteMetric(JsonWriter& w, const core::Metric& m) {
+  w.BeginObject();
+  w.Key("key").String(m.key);
+  w.Key("value").Double(m.value);
+  w.Key("timestamp").Int(m.timestamp);
+  w.Key("step").Int(m.step);
+  w.EndObject();
+}
+
+void WriteRun(JsonWriter& w, const core::Run& run) {
+  w.BeginObject();
+  w.Key("info");
+  WriteRunInfo(w, run.info);
+  w.Key("data").BeginObject();
+  if (!run.data.metrics.empty()) {
+    w.Key("metrics").BeginArray();
+    for (const core::Metric& m : run.data.metrics) WriteMetric(w, m);
+    w.EndArray();
+  }
+  if (!run.data.params.empty()) {
+    w.Key("params");
+    WriteKeyValues(w, run.data.params);
+  }
+  if (!run.data.tags.empty()) {
+    w.Key("tags");
+    WriteKeyValues(w, run.data.tags);
+  }
+  w.EndObject();
+  w.Key("inputs").BeginObject();
+  if (!run.inputs.empty()) {
+    w.Key("dataset_inputs").BeginArray();
+    for (const core::DatasetInput& in : run.inputs) {
+      w.BeginObject();
+      if (!in.tags.empty()) {
+        w.Key("tags");
+        WriteTags(w, in.tags);
+      }
+      const core::Dataset& d = in.dataset;
+      w.Key("dataset").BeginObject();
+      w.Key("name").String(d.name).Key("digest").String(d.digest);
+      w.Key("source_type").String(d.source_type).Key("source").String(d.source);
+      if (!d.schema.empty()) w.Key("schema").String(d.schema);
+      if (!d.profile.empty()) w.Key("profile").String(d.profile);
+      w.EndObject();
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+  w.EndObject();
+}
+
+}  // namespace cairn::server

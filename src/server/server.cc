@@ -1,0 +1,321 @@
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <unordered_map>
+
+#include "blob/content_store.h"
+#include "server/fields.h"
+#include "server/http_errors.h"
+#include "server/routes.h"
+#include "service/artifact_service.h"
+#include "service/tracking_service.h"
+#include "store/metadata_store.h"
+#include "util/clock.h"
+#include "util/json_writer.h"
+#include "util/log.h"
+
+#ifndef CAIRN_VERSION
+#define CAIRN_VERSION "0.1.0"
+#endif
+
+namespace cairn::server {
+
+const char* Version() { return CAIRN_VERSION; }
+
+namespace {
+
+constexpr std::string_view kApiPrefixes[] = {"/api/2.0/mlflow/", "/ajax-api/2.0/mlflow/"};
+constexpr std::string_view kArtifactPrefixes[] = {"/api/2.0/mlflow-artifacts/",
+                                                  "/ajax-api/2.0/mlflow-artifacts/"};
+// MLflow's cap on log-batch bodies; other JSON bodies get the same generous bound.
+constexpr size_t kMaxJsonBody = 1'000'000;
+constexpr size_t kIoChunk = 1 << 20;
+
+void SendJson(httplib::Response& res, int status, std::string body) {
+  res.status = status;
+  res.set_content(std::move(body), "application/json");
+}
+
+void SendError(httplib::Response& res, const Status& status) {
+  HttpError e = ToHttpError(status.code());
+  SendJson(res, e.http_status, ErrorBody(e.error_code, status.message()));
+}
+
+void SendNotFound(httplib::Response& res, const httplib::Request& req) {
+  SendJson(res, 404,
+           ErrorBody("ENDPOINT_NOT_FOUND", "No endpoint " + req.method + " " + req.path));
+}
+
+std::string_view StripPrefix(std::string_view path, std::span<const std::string_view> prefixes) {
+  for (std::string_view p : prefixes) {
+    if (path.starts_with(p)) return path.substr(p.size());
+  }
+  return std::string_view();
+}
+
+bool HasPrefix(std::string_view path, std::span<const std::string_view> prefixes) {
+  for (std::string_view p : prefixes) {
+    if (path.starts_with(p)) return true;
+  }
+  return false;
+}
+
+std::string ContentTypeFor(std::string_view name) {
+  auto ends = [&](std::string_view ext) { return name.ends_with(ext); };
+  if (ends(".json")) return "application/json";
+  if (ends(".txt") || ends(".log") || ends(".md") || ends(".yaml") || ends(".yml") ||
+      ends(".csv") || ends(".toml") || ends(".py") || name == "MLmodel") {
+    return "text/plain";
+  }
+  if (ends(".html")) return "text/plain";  // never rendered as a page of the server's origin
+  if (ends(".png")) return "image/png";
+  if (ends(".jpg") || ends(".jpeg")) return "image/jpeg";
+  return "application/octet-stream";
+}
+
+// A header-safe quoted file name.
+std::string DispositionName(std::string_view name) {
+  std::string out;
+  for (unsigned char c : name) {
+    out.push_back(c < 0x20 || c >= 0x7f || c == '"' || c == '\\' ? '_' : static_cast<char>(c));
+  }
+  return out;
+}
+
+// Reads a request body of at most `limit` bytes.
+Result<std::string> ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
+                             size_t limit) {
+  if (req.has_header("Content-Length")) {
+    uint64_t declared = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+    if (declared > limit) {
+      return ResourceExhausted("Request body of " + std::to_string(declared) +
+                               " bytes exceeds the limit of " + std::to_string(limit) + " bytes");
+    }
+  }
+  std::string body;
+  bool too_large = false;
+  reader([&](const char* data, size_t len) {
+    if (body.size() + len > limit) {
+      too_large = true;
+      return false;
+    }
+    body.append(data, len);
+    return true;
+  });
+  if (too_large) {
+    return ResourceExhausted("Request body exceeds the limit of " + std::to_string(limit) +
+                             " bytes");
+  }
+  return body;
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions options;
+  std::unique_ptr<store::MetadataStore> store;
+  std::unique_ptr<blob::ContentStore> blobs;
+  std::unique_ptr<service::TrackingService> tracking;
+  std::unique_ptr<service::ArtifactService> artifacts;
+  ApiContext ctx{};
+  std::unordered_map<std::string, ApiHandler> routes;  // "POST runs/log-batch"
+  httplib::Server http;
+  int port = 0;
+
+  void Install() {
+    for (const Route& r : MlflowRoutes()) {
+      routes[std::string(r.method) + " " + r.path] = r.handler;
+    }
+    http.new_task_queue = [n = options.threads] {
+      return new httplib::ThreadPool(static_cast<size_t>(n));
+    };
+    http.set_payload_max_length(std::numeric_limits<size_t>::max());
+    http.set_keep_alive_max_count(1'000'000);
+    http.set_keep_alive_timeout(30);
+    http.set_tcp_nodelay(true);
+    http.set_read_timeout(300);
+    http.set_write_timeout(300);
+    http.set_exception_handler([](const httplib::Request&, httplib::Response& res,
+                                  std::exception_ptr ep) {
+      std::string what = "unexpected error";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      LogError("request failed: " + what);
+      SendError(res, Internal(what));
+    });
+
+    auto plain = [this](const httplib::Request& req, httplib::Response& res) {
+      Dispatch(req, res, nullptr);
+    };
+    auto with_body = [this](const httplib::Request& req, httplib::Response& res,
+                            const httplib::ContentReader& reader) { Dispatch(req, res, &reader); };
+    http.Get(".*", plain);
+    http.Post(".*", with_body);
+    http.Put(".*", with_body);
+    http.Patch(".*", with_body);
+    http.Delete(".*", with_body);
+  }
+
+  void Dispatch(const httplib::Request& req, httplib::Response& res,
+                const httplib::ContentReader* reader) {
+    std::string_view path = req.path;
+    if (HasPrefix(path, kApiPrefixes)) return ServeApi(req, res, reader);
+    if (HasPrefix(path, kArtifactPrefixes)) return ServeArtifacts(req, res, reader);
+    if (req.method == "GET" && path == "/health") return res.set_content("OK", "text/plain");
+    if (req.method == "GET" && path == "/version") {
+      return res.set_content(Version(), "text/plain");
+    }
+    SendNotFound(res, req);
+  }
+
+  void ServeApi(const httplib::Request& req, httplib::Response& res,
+                const httplib::ContentReader* reader) {
+    std::string_view rest = StripPrefix(req.path, kApiPrefixes);
+    auto it = routes.find(req.method + " " + std::string(rest));
+    if (it == routes.end()) return SendNotFound(res, req);
+    Result<std::string> out = std::string();
+    if (reader == nullptr) {
+      Fields fields(&req.params);
+      out = it->second(ctx, fields);
+    } else {
+      Result<std::string> body = ReadBody(req, *reader, kMaxJsonBody);
+      if (!body.ok()) return SendError(res, body.status());
+      Result<Json> json = ParseJsonObject(*body);
+      if (!json.ok()) return SendError(res, json.status());
+      Fields fields(&*json, "");
+      out = it->second(ctx, fields);
+    }
+    if (!out.ok()) {
+      if (out.status().code() == StatusCode::kInternal ||
+          out.status().code() == StatusCode::kUnavailable) {
+        LogError(req.method + " " + req.path + ": " + out.status().ToString());
+      }
+      return SendError(res, out.status());
+    }
+    SendJson(res, 200, std::move(out).value());
+  }
+
+  void ServeArtifacts(const httplib::Request& req, httplib::Response& res,
+                      const httplib::ContentReader* reader) {
+    std::string_view rest = StripPrefix(req.path, kArtifactPrefixes);
+    if (rest.starts_with("mpu/")) {
+      return SendError(res, Unimplemented("Multipart upload is not supported for the current "
+                                          "artifact repository"));
+    }
+    if (rest == "artifacts" || rest == "artifacts/") {
+      if (req.method != "GET") return SendNotFound(res, req);
+      return ListProxy(req, res);
+    }
+    if (!rest.starts_with("artifacts/")) return SendNotFound(res, req);
+    Result<std::string> path =
+        service::NormalizeArtifactPath(rest.substr(std::string_view("artifacts/").size()), false);
+    if (!path.ok()) return SendError(res, path.status());
+    if (req.method == "GET") return Download(*path, res);
+    if (req.method == "PUT") return Upload(*path, *reader, res);
+    if (req.method == "DELETE") {
+      Status s = artifacts->Delete(*path);
+      if (!s.ok()) return SendError(res, s);
+      return SendJson(res, 200, "{}");
+    }
+    SendNotFound(res, req);
+  }
+
+  void ListProxy(const httplib::Request& req, httplib::Response& res) {
+    Result<std::string> path =
+        service::NormalizeArtifactPath(req.get_param_value("path"), /*allow_root=*/true);
+    if (!path.ok()) return SendError(res, path.status());
+    Result<std::vector<store::ArtifactEntry>> entries = artifacts->List(*path);
+    if (!entries.ok()) return SendError(res, entries.status());
+    JsonWriter w;
+    w.BeginObject();
+    if (!entries->empty()) {
+      w.Key("files").BeginArray();
+      for (const store::ArtifactEntry& e : *entries) {
+        w.BeginObject().Key("path").String(e.name).Key("is_dir").Bool(e.is_dir);
+        if (!e.is_dir) w.Key("file_size").Int(e.size);
+        w.EndObject();
+      }
+      w.EndArray();
+    }
+    w.EndObject();
+    SendJson(res, 200, w.Take());
+  }
+
+  void Download(const std::string& path, httplib::Response& res) {
+    Result<service::Download> d = artifacts->Open(path);
+    if (!d.ok()) return SendError(res, d.status());
+    res.set_header("Content-Disposition",
+                   "attachment; filename=\"" + DispositionName(d->file_name) + "\"");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    std::shared_ptr<blob::BlobReader> blob = std::move(d->reader);
+    res.set_content_provider(
+        static_cast<size_t>(d->size), ContentTypeFor(d->file_name),
+        [blob](size_t offset, size_t length, httplib::DataSink& sink) {
+          std::string buf(std::min(length, kIoChunk), '\0');
+          Result<size_t> n = blob->ReadAt(static_cast<int64_t>(offset), buf.data(), buf.size());
+          if (!n.ok() || *n == 0) return false;
+          return sink.write(buf.data(), *n);
+        });
+  }
+
+  void Upload(const std::string& path, const httplib::ContentReader& reader,
+              httplib::Response& res) {
+    Result<std::unique_ptr<blob::BlobWriter>> writer = artifacts->NewUpload();
+    if (!writer.ok()) return SendError(res, writer.status());
+    Status write_status;
+    bool complete = reader([&](const char* data, size_t len) {
+      write_status = (*writer)->Write(std::string_view(data, len));
+      return write_status.ok();
+    });
+    if (!write_status.ok()) return SendError(res, write_status);
+    if (!complete) return SendError(res, InvalidArgument("the upload was cut short"));
+    Status s = artifacts->CommitUpload(path, **writer);
+    if (!s.ok()) return SendError(res, s);
+    SendJson(res, 200, "{}");
+  }
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() = default;
+
+Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  store::StoreOptions store_options;
+  CAIRN_ASSIGN_OR_RETURN(impl->store,
+                         store::OpenMetadataStore(options.backend_store_uri, store_options));
+  CAIRN_ASSIGN_OR_RETURN(impl->blobs, blob::OpenContentStore(options.artifacts_destination));
+  impl->tracking = std::make_unique<service::TrackingService>(impl->store.get(), SystemClock());
+  impl->artifacts =
+      std::make_unique<service::ArtifactService>(impl->store.get(), impl->blobs.get());
+  impl->ctx = {impl->tracking.get(), impl->artifacts.get()};
+  impl->Install();
+  if (options.port == 0) {
+    impl->port = impl->http.bind_to_any_port(options.host);
+  } else {
+    impl->port = impl->http.bind_to_port(options.host, options.port) ? options.port : -1;
+  }
+  if (impl->port <= 0) {
+    return Unavailable("cannot listen on " + options.host + ":" + std::to_string(options.port) +
+                       " (is the port in use?)");
+  }
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+int Server::port() const { return impl_->port; }
+
+std::string Server::url() const {
+  return "http://" + impl_->options.host + ":" + std::to_string(impl_->port);
+}
+
+void Server::Serve() { impl_->http.listen_after_bind(); }
+
+void Server::Stop() { impl_->http.stop(); }
+
+}  // namespace cairn::server

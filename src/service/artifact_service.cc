@@ -1,0 +1,94 @@
+#include "service/artifact_service.h"
+
+#include <mutex>
+
+namespace cairn::service {
+
+Result<std::string> NormalizeArtifactPath(std::string_view path, bool allow_root) {
+  auto invalid = [&](std::string_view why) {
+    std::string shown;
+    for (char c : path) shown += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
+    return InvalidArgument("Invalid artifact path '" + shown + "': " + std::string(why));
+  };
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  if (path.empty()) {
+    if (allow_root) return std::string();
+    return invalid("a path is required");
+  }
+  if (path.size() > 4096) return invalid("longer than 4096 bytes");
+  if (path.front() == '/') return invalid("absolute paths are not allowed");
+  for (unsigned char c : path) {
+    if (c < 0x20 || c == 0x7f) return invalid("control characters are not allowed");
+    if (c == '\\') return invalid("backslashes are not allowed");
+  }
+  size_t start = 0;
+  for (;;) {
+    size_t slash = path.find('/', start);
+    size_t end = slash == std::string_view::npos ? path.size() : slash;
+    std::string_view seg = path.substr(start, end - start);
+    if (seg.empty()) return invalid("empty path segments are not allowed");
+    if (seg == "." || seg == "..") return invalid("'.' and '..' segments are not allowed");
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return std::string(path);
+}
+
+Result<std::string> ProxyPathOfUri(std::string_view artifact_uri) {
+  constexpr std::string_view kScheme = "mlflow-artifacts:";
+  if (!artifact_uri.starts_with(kScheme)) {
+    return Unimplemented("artifacts at '" + std::string(artifact_uri) +
+                         "' are not served by this server");
+  }
+  std::string_view rest = artifact_uri.substr(kScheme.size());
+  // mlflow-artifacts:/path and mlflow-artifacts://host/path
+  if (rest.starts_with("//")) {
+    rest.remove_prefix(2);
+    size_t slash = rest.find('/');
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  }
+  while (rest.starts_with("/")) rest.remove_prefix(1);
+  return NormalizeArtifactPath(rest, /*allow_root=*/true);
+}
+
+Result<std::unique_ptr<blob::BlobWriter>> ArtifactService::NewUpload() {
+  return blobs_->NewWriter();
+}
+
+Status ArtifactService::CommitUpload(const std::string& path, blob::BlobWriter& writer) {
+  std::shared_lock lock(gc_mu_);
+  CAIRN_ASSIGN_OR_RETURN(blob::BlobInfo info, writer.Commit());
+  return store_->PutArtifact({path, info.digest, info.size});
+}
+
+Status ArtifactService::PutBytes(const std::string& path, std::string_view bytes) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> w, NewUpload());
+  CAIRN_RETURN_IF_ERROR(w->Write(bytes));
+  return CommitUpload(path, *w);
+}
+
+Result<Download> ArtifactService::Open(const std::string& path) {
+  CAIRN_ASSIGN_OR_RETURN(store::ArtifactFile file, store_->GetArtifact(path));
+  Download d;
+  CAIRN_ASSIGN_OR_RETURN(d.reader, blobs_->Open(file.digest));
+  d.size = d.reader->size();
+  size_t slash = path.rfind('/');
+  d.file_name = slash == std::string::npos ? path : path.substr(slash + 1);
+  return d;
+}
+
+Result<std::vector<store::ArtifactEntry>> ArtifactService::List(const std::string& path) {
+  return store_->ListArtifacts(path);
+}
+
+Status ArtifactService::Delete(const std::string& path) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> removed, store_->DeleteArtifacts(path));
+  std::unique_lock lock(gc_mu_);
+  for (const store::ArtifactFile& f : removed) {
+    CAIRN_ASSIGN_OR_RETURN(bool referenced, store_->BlobReferenced(f.digest));
+    if (!referenced) CAIRN_RETURN_IF_ERROR(blobs_->Delete(f.digest));
+  }
+  return Status::Ok();
+}
+
+}  // namespace cairn::service

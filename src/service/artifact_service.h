@@ -1,0 +1,59 @@
+// ArtifactService: files logged to runs, kept as blobs in the ContentStore and indexed by path
+// in the MetadataStore.
+//
+// Artifact paths come from requests, so each one is checked before use: relative, '/'-separated,
+// no '.', '..' or empty segments, no backslashes, NUL or control characters. Paths are keys,
+// never joined onto a file system path, so a valid path cannot reach outside its root either.
+// Uploads stream into the ContentStore and become visible only once complete.
+#pragma once
+
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "blob/content_store.h"
+#include "store/metadata_store.h"
+
+namespace cairn::service {
+
+// Checks and normalises an artifact path (a trailing '/' is dropped). An empty path is the
+// root, allowed only when `allow_root`.
+Result<std::string> NormalizeArtifactPath(std::string_view path, bool allow_root);
+
+// "mlflow-artifacts:/1/R/artifacts" -> "1/R/artifacts"; kUnimplemented for other schemes,
+// whose artifacts clients write elsewhere.
+Result<std::string> ProxyPathOfUri(std::string_view artifact_uri);
+
+struct Download {
+  std::unique_ptr<blob::BlobReader> reader;
+  std::string file_name;
+  int64_t size = 0;
+};
+
+class ArtifactService {
+ public:
+  ArtifactService(store::MetadataStore* store, blob::ContentStore* blobs)
+      : store_(store), blobs_(blobs) {}
+
+  // Streaming upload: write chunks into the returned writer, then Commit.
+  Result<std::unique_ptr<blob::BlobWriter>> NewUpload();
+  Status CommitUpload(const std::string& path, blob::BlobWriter& writer);
+  // Convenience for small files.
+  Status PutBytes(const std::string& path, std::string_view bytes);
+
+  Result<Download> Open(const std::string& path);
+  // Children of a directory; a path naming a file, or nothing, lists as empty.
+  Result<std::vector<store::ArtifactEntry>> List(const std::string& path);
+  // Deletes a file or a whole directory and collects blobs nothing references any more.
+  Status Delete(const std::string& path);
+
+ private:
+  store::MetadataStore* store_;
+  blob::ContentStore* blobs_;
+  // Held shared from a blob's commit until it is indexed, exclusively while collecting blobs,
+  // so a blob is never deleted between an upload's commit and its index entry.
+  std::shared_mutex gc_mu_;
+};
+
+}  // namespace cairn::service

@@ -1,0 +1,60 @@
+#include "service/artifact_service.h"
+
+#include <gtest/gtest.h>
+
+#include "blob/memory/memory_store.h"
+#include "store/memory/memory_store.h"
+
+namespace cairn::service {
+namespace {
+
+TEST(ArtifactPathTest, AcceptsPlainRelativePaths) {
+  EXPECT_EQ(*NormalizeArtifactPath("1/abc/artifacts/model/w.bin", false),
+            "1/abc/artifacts/model/w.bin");
+  EXPECT_EQ(*NormalizeArtifactPath("dir/", false), "dir");
+  EXPECT_EQ(*NormalizeArtifactPath("", true), "");
+  EXPECT_EQ(*NormalizeArtifactPath("name with spaces/..hidden", false),
+            "name with spaces/..hidden");
+}
+
+TEST(ArtifactPathTest, RejectsEveryEscape) {
+  const char* corpus[] = {"..",          "../x",       "a/../../x", "/etc/passwd", "a\\..\\b",
+                          "./../x",      "a/./../../b", "a//b",      "a/.",        ".",
+                          "a/..",        "\\etc",      "C:\\x"};
+  for (const char* p : corpus) {
+    auto r = NormalizeArtifactPath(p, true);
+    EXPECT_FALSE(r.ok()) << p;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << p;
+  }
+  EXPECT_FALSE(NormalizeArtifactPath(std::string("a\0b", 3), true).ok());
+  EXPECT_FALSE(NormalizeArtifactPath("a\nb", true).ok());
+  EXPECT_FALSE(NormalizeArtifactPath("", false).ok());
+}
+
+TEST(ArtifactPathTest, ProxyPathOfUri) {
+  EXPECT_EQ(*ProxyPathOfUri("mlflow-artifacts:/1/r/artifacts"), "1/r/artifacts");
+  EXPECT_EQ(*ProxyPathOfUri("mlflow-artifacts://host:5000/1/r/artifacts"), "1/r/artifacts");
+  EXPECT_EQ(ProxyPathOfUri("s3://bucket/x").status().code(), StatusCode::kUnimplemented);
+  EXPECT_FALSE(ProxyPathOfUri("mlflow-artifacts:/1/../../x").ok());
+}
+
+TEST(ArtifactServiceTest, DeleteCollectsBlobsNoLongerReferenced) {
+  auto store = store::NewMemoryMetadataStore({});
+  auto blobs = blob::NewMemoryContentStore();
+  ArtifactService svc(store.get(), blobs.get());
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/a", "shared").ok());
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/b", "shared").ok());
+  auto opened = svc.Open("1/r/artifacts/a");
+  ASSERT_TRUE(opened.ok());
+  EXPECT_EQ(opened->file_name, "a");
+  EXPECT_EQ(opened->size, 6);
+  std::string digest = store->GetArtifact("1/r/artifacts/a")->digest;
+  ASSERT_TRUE(svc.Delete("1/r/artifacts/a").ok());
+  EXPECT_TRUE(*blobs->Has(digest));  // still referenced by b
+  ASSERT_TRUE(svc.Delete("1/r/artifacts").ok());
+  EXPECT_FALSE(*blobs->Has(digest));
+  EXPECT_EQ(svc.Open("1/r/artifacts/b").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace cairn::service

@@ -1,0 +1,442 @@
+#include "service/tracking_service.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+#include <unordered_set>
+
+#include "core/search.h"
+#include "util/hash.h"
+
+namespace cairn::service {
+namespace {
+
+using core::Experiment;
+using core::LifecycleStage;
+using core::Run;
+
+// Keys may become file names (MLflow's FileStore, artifact paths), so they use a safe alphabet
+// and must not normalise to another path: no empty, "." or ".." segments, no leading slash.
+Status ValidateKey(std::string_view kind, std::string_view key) {
+  auto invalid = [&](std::string_view why) {
+    return InvalidArgument("Invalid " + std::string(kind) + " name: '" + std::string(key) +
+                           "'. " + std::string(why));
+  };
+  if (key.empty()) return InvalidArgument("Missing value for required parameter 'key'");
+  if (key.size() > kMaxKeyLength) {
+    return InvalidArgument(std::string(kind) + " name '" + std::string(key.substr(0, 40)) +
+                           "...' had length " + std::to_string(key.size()) +
+                           ", which exceeded length limit of " + std::to_string(kMaxKeyLength));
+  }
+  for (unsigned char c : key) {
+    bool ok = std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == ' ' || c == '/' ||
+              c == ':' || c >= 0x80;
+    if (!ok) {
+      return invalid(
+          "Names may only contain alphanumerics, underscores (_), dashes (-), periods (.), "
+          "spaces ( ), colons (:) and slashes (/).");
+    }
+  }
+  size_t start = 0;
+  for (;;) {
+    size_t slash = key.find('/', start);
+    std::string_view seg = key.substr(start, slash == std::string_view::npos ? key.size() - start
+                                                                             : slash - start);
+    if (seg.empty() || seg == "." || seg == "..") {
+      return invalid("Names must not resolve to other names when treated as file paths.");
+    }
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return Status::Ok();
+}
+
+Status ValidateLength(std::string_view what, std::string_view key, std::string_view value,
+                      size_t limit) {
+  if (value.size() <= limit) return Status::Ok();
+  return InvalidArgument(std::string(what) + " value '" + std::string(value.substr(0, 40)) +
+                         "...' for key '" + std::string(key) + "' had length " +
+                         std::to_string(value.size()) + ", which exceeded length limit of " +
+                         std::to_string(limit));
+}
+
+Status ValidateTag(const core::Tag& t) {
+  CAIRN_RETURN_IF_ERROR(ValidateKey("tag", t.key));
+  return ValidateLength("Tag", t.key, t.value, kMaxTagValueLength);
+}
+
+Status ValidateParam(const core::Param& p) {
+  CAIRN_RETURN_IF_ERROR(ValidateKey("param", p.key));
+  return ValidateLength("Param", p.key, p.value, kMaxParamValueLength);
+}
+
+Result<int64_t> ResolveMaxResults(std::optional<int64_t> requested) {
+  int64_t n = requested.value_or(kDefaultSearchResults);
+  if (n <= 0 || n > kMaxSearchResults) {
+    return InvalidArgument("Invalid value " + std::to_string(n) +
+                           " for parameter 'max_results' supplied. It must be a positive "
+                           "integer at most " +
+                           std::to_string(kMaxSearchResults));
+  }
+  return n;
+}
+
+Status InactiveRun(const std::string& run_id, LifecycleStage stage) {
+  return InvalidArgument("The run " + run_id + " must be in the 'active' state. Current state is " +
+                         std::string(core::LifecycleStageName(stage)) + ".");
+}
+
+// A readable default run name, "<adjective>-<noun>-<number>", as MLflow gives unnamed runs.
+std::string RandomRunName() {
+  static constexpr std::string_view kAdjectives[] = {
+      "amber", "bold",  "brisk", "calm",  "clever", "crisp", "dapper", "eager",
+      "fleet", "gentle", "keen", "lucid", "mellow", "nimble", "quiet", "sturdy"};
+  static constexpr std::string_view kNouns[] = {
+      "badger", "crane", "falcon", "fox",  "heron", "ibis",  "lynx",  "marten",
+      "otter",  "owl",   "panda",  "robin", "seal", "stoat", "swift", "wren"};
+  std::string hex = RandomHex(3);
+  unsigned a = static_cast<unsigned>(hex[0]) % 16, b = static_cast<unsigned>(hex[1]) % 16;
+  unsigned n = static_cast<unsigned>(std::stoul(hex.substr(2), nullptr, 16)) % 1000;
+  return std::string(kAdjectives[a]) + "-" + std::string(kNouns[b]) + "-" + std::to_string(n);
+}
+
+}  // namespace
+
+std::string EncodePageToken(int64_t offset) {
+  return Base64Encode("{\"offset\": " + std::to_string(offset) + "}");
+}
+
+Result<int64_t> DecodePageToken(const std::string& token) {
+  if (token.empty()) return int64_t{0};
+  std::string json;
+  auto invalid = [&] { return InvalidArgument("Invalid page token: '" + token + "'"); };
+  if (!Base64Decode(token, &json)) return invalid();
+  size_t key = json.find("\"offset\"");
+  if (key == std::string::npos) return invalid();
+  size_t colon = json.find(':', key);
+  if (colon == std::string::npos) return invalid();
+  size_t start = json.find_first_not_of(" \t", colon + 1);
+  if (start == std::string::npos) return invalid();
+  int64_t offset = 0;
+  auto r = std::from_chars(json.data() + start, json.data() + json.size(), offset);
+  if (r.ec != std::errc() || offset < 0) return invalid();
+  return offset;
+}
+
+// --- Experiments ---------------------------------------------------------------------------
+
+Result<std::string> TrackingService::CreateExperiment(const std::string& name,
+                                                      const std::string& artifact_location,
+                                                      const std::vector<core::Tag>& tags) {
+  if (name.empty()) return InvalidArgument("Invalid experiment name: ''. Name must not be empty.");
+  for (const core::Tag& t : tags) CAIRN_RETURN_IF_ERROR(ValidateTag(t));
+  Experiment e;
+  e.name = name;
+  e.artifact_location = artifact_location;
+  e.creation_time = e.last_update_time = clock_->NowMillis();
+  e.tags = tags;
+  return store_->CreateExperiment(e);
+}
+
+Result<Experiment> TrackingService::GetExperiment(const std::string& experiment_id) {
+  return store_->GetExperiment(experiment_id);
+}
+
+Result<Experiment> TrackingService::GetExperimentByName(const std::string& name) {
+  return store_->GetExperimentByName(name);
+}
+
+Result<ExperimentPage> TrackingService::SearchExperiments(const ExperimentSearchRequest& req) {
+  CAIRN_ASSIGN_OR_RETURN(int64_t max_results, ResolveMaxResults(req.max_results));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::Clause> filter, core::ParseExperimentFilter(req.filter));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::OrderKey> order,
+                         core::ParseExperimentOrderBy(req.order_by));
+  CAIRN_ASSIGN_OR_RETURN(int64_t offset, DecodePageToken(req.page_token));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Experiment> all, store_->ListExperiments(req.view));
+  std::vector<Experiment> matched;
+  for (Experiment& e : all) {
+    if (core::ExperimentMatches(e, filter)) matched.push_back(std::move(e));
+  }
+  core::SortExperiments(&matched, order);
+  ExperimentPage page;
+  size_t begin = std::min(matched.size(), static_cast<size_t>(offset));
+  size_t end = std::min(matched.size(), begin + static_cast<size_t>(max_results));
+  page.experiments.assign(std::make_move_iterator(matched.begin() + begin),
+                          std::make_move_iterator(matched.begin() + end));
+  if (end < matched.size()) page.next_page_token = EncodePageToken(static_cast<int64_t>(end));
+  return page;
+}
+
+Status TrackingService::RenameExperiment(const std::string& experiment_id,
+                                         const std::string& new_name) {
+  if (new_name.empty()) {
+    return InvalidArgument("Invalid experiment name: ''. Name must not be empty.");
+  }
+  CAIRN_ASSIGN_OR_RETURN(Experiment e, store_->GetExperiment(experiment_id));
+  if (e.lifecycle_stage != LifecycleStage::kActive) {
+    return InvalidArgument("Cannot rename a non-active experiment.");
+  }
+  return store_->RenameExperiment(experiment_id, new_name, clock_->NowMillis());
+}
+
+Status TrackingService::DeleteExperiment(const std::string& experiment_id) {
+  if (experiment_id == "0") {
+    return InvalidArgument("Cannot delete the default experiment '0'. This is an internally "
+                           "reserved experiment.");
+  }
+  return store_->SetExperimentStage(experiment_id, LifecycleStage::kDeleted, clock_->NowMillis());
+}
+
+Status TrackingService::RestoreExperiment(const std::string& experiment_id) {
+  return store_->SetExperimentStage(experiment_id, LifecycleStage::kActive, clock_->NowMillis());
+}
+
+Status TrackingService::SetExperimentTag(const std::string& experiment_id, const core::Tag& tag) {
+  CAIRN_RETURN_IF_ERROR(ValidateTag(tag));
+  CAIRN_ASSIGN_OR_RETURN(Experiment e, store_->GetExperiment(experiment_id));
+  if (e.lifecycle_stage != LifecycleStage::kActive) {
+    return InvalidArgument("The experiment " + experiment_id +
+                           " must be in the 'active' state. Current state is deleted.");
+  }
+  return store_->SetExperimentTag(experiment_id, tag);
+}
+
+Status TrackingService::DeleteExperimentTag(const std::string& experiment_id,
+                                            const std::string& key) {
+  return store_->DeleteExperimentTag(experiment_id, key);
+}
+
+// --- Runs ----------------------------------------------------------------------------------
+
+Result<Run> TrackingService::CreateRun(const CreateRunRequest& request) {
+  CAIRN_ASSIGN_OR_RETURN(Experiment e, store_->GetExperiment(request.experiment_id));
+  if (e.lifecycle_stage != LifecycleStage::kActive) {
+    return InvalidArgument("The experiment " + e.experiment_id +
+                           " must be in the 'active' state. Current state is deleted.");
+  }
+  for (const core::Tag& t : request.tags) CAIRN_RETURN_IF_ERROR(ValidateTag(t));
+  Run run;
+  run.info.run_id = RandomHex(16);
+  run.info.experiment_id = e.experiment_id;
+  run.info.user_id = request.user_id;
+  run.info.status = core::RunStatus::kRunning;
+  run.info.start_time = request.start_time.value_or(clock_->NowMillis());
+  run.info.artifact_uri = e.artifact_location + "/" + run.info.run_id + "/artifacts";
+  run.data.tags = request.tags;
+
+  const core::Tag* name_tag = nullptr;
+  for (const core::Tag& t : run.data.tags) {
+    if (t.key == core::kRunNameTag) name_tag = &t;
+  }
+  if (!request.run_name.empty() && name_tag != nullptr && name_tag->value != request.run_name) {
+    return InvalidArgument("Both 'run_name' argument and 'mlflow.runName' tag are specified, but "
+                           "with different values (run_name='" +
+                           request.run_name + "', mlflow.runName='" + name_tag->value + "').");
+  }
+  run.info.run_name = !request.run_name.empty() ? request.run_name
+                      : name_tag != nullptr     ? name_tag->value
+                                                : RandomRunName();
+  if (name_tag == nullptr) run.data.tags.push_back({std::string(core::kRunNameTag), run.info.run_name});
+  CAIRN_RETURN_IF_ERROR(store_->CreateRun(run));
+  return store_->GetRun(run.info.run_id);
+}
+
+Status TrackingService::RequireActiveRun(const std::string& run_id) {
+  CAIRN_ASSIGN_OR_RETURN(core::RunInfo info, store_->GetRunInfo(run_id));
+  if (info.lifecycle_stage != LifecycleStage::kActive) {
+    return InactiveRun(run_id, info.lifecycle_stage);
+  }
+  return Status::Ok();
+}
+
+Result<core::RunInfo> TrackingService::UpdateRun(const std::string& run_id,
+                                                 std::optional<core::RunStatus> status,
+                                                 std::optional<int64_t> end_time,
+                                                 std::optional<std::string> run_name) {
+  CAIRN_RETURN_IF_ERROR(RequireActiveRun(run_id));
+  if (run_name && run_name->empty()) run_name.reset();
+  CAIRN_RETURN_IF_ERROR(store_->UpdateRun(run_id, status, end_time, run_name));
+  return store_->GetRunInfo(run_id);
+}
+
+Status TrackingService::DeleteRun(const std::string& run_id) {
+  return store_->SetRunStage(run_id, LifecycleStage::kDeleted);
+}
+
+Status TrackingService::RestoreRun(const std::string& run_id) {
+  return store_->SetRunStage(run_id, LifecycleStage::kActive);
+}
+
+Result<Run> TrackingService::GetRun(const std::string& run_id) { return store_->GetRun(run_id); }
+
+Result<RunPage> TrackingService::SearchRuns(const RunSearchRequest& request) {
+  CAIRN_ASSIGN_OR_RETURN(int64_t max_results, ResolveMaxResults(request.max_results));
+  store::RunSearchQuery query;
+  CAIRN_ASSIGN_OR_RETURN(query.filter, core::ParseRunFilter(request.filter));
+  CAIRN_ASSIGN_OR_RETURN(query.order, core::ParseRunOrderBy(request.order_by));
+  CAIRN_ASSIGN_OR_RETURN(query.offset, DecodePageToken(request.page_token));
+  query.experiment_ids = request.experiment_ids;
+  query.view = request.view;
+  // One more than a page tells whether another page exists.
+  query.max_results = max_results + 1;
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Run> runs, store_->SearchRuns(query));
+  RunPage page;
+  if (static_cast<int64_t>(runs.size()) > max_results) {
+    runs.resize(static_cast<size_t>(max_results));
+    page.next_page_token = EncodePageToken(query.offset + max_results);
+  }
+  page.runs = std::move(runs);
+  return page;
+}
+
+// --- Logging -------------------------------------------------------------------------------
+
+Status TrackingService::LogMetric(const std::string& run_id, const core::Metric& metric) {
+  return LogBatch(run_id, {metric}, {}, {});
+}
+
+Status TrackingService::LogParam(const std::string& run_id, const core::Param& param) {
+  return LogBatch(run_id, {}, {param}, {});
+}
+
+Status TrackingService::SetTag(const std::string& run_id, const core::Tag& tag) {
+  return LogBatch(run_id, {}, {}, {tag});
+}
+
+Status TrackingService::DeleteTag(const std::string& run_id, const std::string& key) {
+  CAIRN_RETURN_IF_ERROR(RequireActiveRun(run_id));
+  return store_->DeleteRunTag(run_id, key);
+}
+
+Status TrackingService::LogBatch(const std::string& run_id,
+                                 const std::vector<core::Metric>& metrics,
+                                 const std::vector<core::Param>& params,
+                                 const std::vector<core::Tag>& tags) {
+  auto too_many = [](std::string_view what, size_t n, size_t limit) {
+    return InvalidArgument("A batch logging request can contain at most " + std::to_string(limit) +
+                           " " + std::string(what) + ". Got " + std::to_string(n) + " " +
+                           std::string(what) + ". Please split up " + std::string(what) +
+                           " across multiple requests and try again.");
+  };
+  if (metrics.size() > kMaxMetricsPerBatch) {
+    return too_many("metrics", metrics.size(), kMaxMetricsPerBatch);
+  }
+  if (params.size() > kMaxParamsPerBatch) {
+    return too_many("params", params.size(), kMaxParamsPerBatch);
+  }
+  if (tags.size() > kMaxTagsPerBatch) return too_many("tags", tags.size(), kMaxTagsPerBatch);
+  size_t total = metrics.size() + params.size() + tags.size();
+  if (total > kMaxEntitiesPerBatch) {
+    return too_many("total metrics, params, and tags", total, kMaxEntitiesPerBatch);
+  }
+  std::unordered_set<std::string_view> seen;
+  for (const core::Param& p : params) {
+    CAIRN_RETURN_IF_ERROR(ValidateParam(p));
+    if (!seen.insert(p.key).second) {
+      return InvalidArgument("Duplicate parameter keys have been submitted: ['" + p.key +
+                             "']. Please ensure the request contains only one param value per "
+                             "param key.");
+    }
+  }
+  for (const core::Tag& t : tags) CAIRN_RETURN_IF_ERROR(ValidateTag(t));
+  std::string_view last_key;
+  for (const core::Metric& m : metrics) {
+    if (m.key != last_key) CAIRN_RETURN_IF_ERROR(ValidateKey("metric", m.key));
+    last_key = m.key;
+  }
+  CAIRN_RETURN_IF_ERROR(RequireActiveRun(run_id));
+  return store_->LogBatch(run_id, metrics, params, tags);
+}
+
+Status TrackingService::LogInputs(const std::string& run_id,
+                                  const std::vector<core::DatasetInput>& inputs) {
+  for (const core::DatasetInput& in : inputs) {
+    if (in.dataset.name.empty()) return InvalidArgument("Missing value for 'dataset.name'");
+    if (in.dataset.digest.empty()) return InvalidArgument("Missing value for 'dataset.digest'");
+    for (const core::Tag& t : in.tags) CAIRN_RETURN_IF_ERROR(ValidateTag(t));
+  }
+  CAIRN_RETURN_IF_ERROR(RequireActiveRun(run_id));
+  return store_->LogInputs(run_id, inputs);
+}
+
+Result<MetricHistoryPage> TrackingService::GetMetricHistory(const std::string& run_id,
+                                                            const std::string& key,
+                                                            int64_t max_results,
+                                                            const std::string& page_token) {
+  if (max_results < 0) {
+    return InvalidArgument("Invalid value " + std::to_string(max_results) +
+                           " for parameter 'max_results'");
+  }
+  store::MetricHistoryQuery query;
+  query.run_id = run_id;
+  query.key = key;
+  CAIRN_ASSIGN_OR_RETURN(query.offset, DecodePageToken(page_token));
+  query.max_results = max_results > 0 ? max_results + 1 : 0;
+  MetricHistoryPage page;
+  CAIRN_ASSIGN_OR_RETURN(page.metrics, store_->GetMetricHistory(query));
+  if (max_results > 0 && static_cast<int64_t>(page.metrics.size()) > max_results) {
+    page.metrics.resize(static_cast<size_t>(max_results));
+    page.next_page_token = EncodePageToken(query.offset + max_results);
+  }
+  return page;
+}
+
+Result<std::vector<RunMetric>> TrackingService::GetMetricHistoryBulkInterval(
+    const std::vector<std::string>& run_ids, const std::string& key,
+    std::optional<int64_t> start_step, std::optional<int64_t> end_step, int64_t max_results) {
+  if (run_ids.empty()) return InvalidArgument("Missing value for required parameter 'run_ids'");
+  if (run_ids.size() > 100) {
+    return InvalidArgument("GetMetricHistoryBulkInterval request must specify at most 100 "
+                           "run_ids. Received " +
+                           std::to_string(run_ids.size()) + " run_ids.");
+  }
+  if (key.empty()) return InvalidArgument("Missing value for required parameter 'metric_key'");
+  if (max_results < 1 || max_results > 2500) {
+    return InvalidArgument("max_results must be between 1 and 2500");
+  }
+  if (start_step.has_value() != end_step.has_value()) {
+    return InvalidArgument("If either start step or end step are specified, both must be "
+                           "specified.");
+  }
+  if (start_step && *start_step > *end_step) {
+    return InvalidArgument("end_step must be greater than start_step.");
+  }
+  std::vector<std::string> sorted_ids = run_ids;
+  std::sort(sorted_ids.begin(), sorted_ids.end());
+  sorted_ids.erase(std::unique(sorted_ids.begin(), sorted_ids.end()), sorted_ids.end());
+
+  std::vector<std::vector<core::Metric>> histories;
+  std::set<int64_t> steps;
+  for (const std::string& id : sorted_ids) {
+    store::MetricHistoryQuery q;
+    q.run_id = id;
+    q.key = key;
+    q.min_step = start_step;
+    q.max_step = end_step;
+    CAIRN_ASSIGN_OR_RETURN(std::vector<core::Metric> h, store_->GetMetricHistory(q));
+    for (const core::Metric& m : h) steps.insert(m.step);
+    histories.push_back(std::move(h));
+  }
+  // Evenly spaced picks over the distinct steps, keeping the first and the last.
+  std::vector<int64_t> all(steps.begin(), steps.end());
+  std::unordered_set<int64_t> chosen;
+  if (static_cast<int64_t>(all.size()) <= max_results) {
+    chosen.insert(all.begin(), all.end());
+  } else if (!all.empty()) {
+    size_t n = all.size();
+    size_t picks = static_cast<size_t>(max_results);
+    for (size_t i = 0; i < picks; ++i) {
+      size_t idx = picks == 1 ? 0 : i * (n - 1) / (picks - 1);
+      chosen.insert(all[idx]);
+    }
+  }
+  std::vector<RunMetric> out;
+  for (size_t r = 0; r < sorted_ids.size(); ++r) {
+    for (core::Metric& m : histories[r]) {
+      if (chosen.count(m.step) != 0) out.push_back({sorted_ids[r], std::move(m)});
+    }
+  }
+  return out;
+}
+
+}  // namespace cairn::service

@@ -1,0 +1,130 @@
+// TrackingService: the rules of MLflow's tracking API over a MetadataStore.
+//
+// It validates what a request may not do (sizes, key names, lifecycle states, log-batch
+// limits), fills in what the request leaves to the server (ids, times, artifact URIs), and
+// pages search results. It knows nothing of HTTP or JSON; errors are Status values whose
+// messages are written for the person who sent the request.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "store/metadata_store.h"
+#include "util/clock.h"
+
+namespace cairn::service {
+
+// MLflow's limits (mlflow/utils/validation.py).
+inline constexpr size_t kMaxMetricsPerBatch = 1000;
+inline constexpr size_t kMaxParamsPerBatch = 100;
+inline constexpr size_t kMaxTagsPerBatch = 100;
+inline constexpr size_t kMaxEntitiesPerBatch = 1000;
+inline constexpr size_t kMaxKeyLength = 250;
+inline constexpr size_t kMaxParamValueLength = 6000;
+inline constexpr size_t kMaxTagValueLength = 8000;
+inline constexpr int64_t kMaxSearchResults = 50000;
+inline constexpr int64_t kDefaultSearchResults = 1000;
+
+struct CreateRunRequest {
+  std::string experiment_id;
+  std::string user_id;
+  std::string run_name;
+  std::optional<int64_t> start_time;
+  std::vector<core::Tag> tags;
+};
+
+struct RunSearchRequest {
+  std::vector<std::string> experiment_ids;
+  std::string filter;
+  core::ViewType view = core::ViewType::kActiveOnly;
+  std::optional<int64_t> max_results;
+  std::vector<std::string> order_by;
+  std::string page_token;
+};
+
+struct RunPage {
+  std::vector<core::Run> runs;
+  std::string next_page_token;  // empty when there is no next page
+};
+
+struct ExperimentSearchRequest {
+  std::string filter;
+  core::ViewType view = core::ViewType::kActiveOnly;
+  std::optional<int64_t> max_results;
+  std::vector<std::string> order_by;
+  std::string page_token;
+};
+
+struct ExperimentPage {
+  std::vector<core::Experiment> experiments;
+  std::string next_page_token;
+};
+
+struct MetricHistoryPage {
+  std::vector<core::Metric> metrics;
+  std::string next_page_token;
+};
+
+struct RunMetric {
+  std::string run_id;
+  core::Metric metric;
+};
+
+class TrackingService {
+ public:
+  // Neither pointer is owned; both must outlive the service.
+  TrackingService(store::MetadataStore* store, Clock* clock) : store_(store), clock_(clock) {}
+
+  Result<std::string> CreateExperiment(const std::string& name,
+                                       const std::string& artifact_location,
+                                       const std::vector<core::Tag>& tags);
+  Result<core::Experiment> GetExperiment(const std::string& experiment_id);
+  Result<core::Experiment> GetExperimentByName(const std::string& name);
+  Result<ExperimentPage> SearchExperiments(const ExperimentSearchRequest& request);
+  Status RenameExperiment(const std::string& experiment_id, const std::string& new_name);
+  Status DeleteExperiment(const std::string& experiment_id);
+  Status RestoreExperiment(const std::string& experiment_id);
+  Status SetExperimentTag(const std::string& experiment_id, const core::Tag& tag);
+  Status DeleteExperimentTag(const std::string& experiment_id, const std::string& key);
+
+  Result<core::Run> CreateRun(const CreateRunRequest& request);
+  Result<core::RunInfo> UpdateRun(const std::string& run_id, std::optional<core::RunStatus> status,
+                                  std::optional<int64_t> end_time,
+                                  std::optional<std::string> run_name);
+  Status DeleteRun(const std::string& run_id);
+  Status RestoreRun(const std::string& run_id);
+  Result<core::Run> GetRun(const std::string& run_id);
+  Result<RunPage> SearchRuns(const RunSearchRequest& request);
+
+  Status LogMetric(const std::string& run_id, const core::Metric& metric);
+  Status LogParam(const std::string& run_id, const core::Param& param);
+  Status SetTag(const std::string& run_id, const core::Tag& tag);
+  Status DeleteTag(const std::string& run_id, const std::string& key);
+  Status LogBatch(const std::string& run_id, const std::vector<core::Metric>& metrics,
+                  const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
+  Status LogInputs(const std::string& run_id, const std::vector<core::DatasetInput>& inputs);
+
+  // Pages with max_results (0: everything) and an opaque page token.
+  Result<MetricHistoryPage> GetMetricHistory(const std::string& run_id, const std::string& key,
+                                             int64_t max_results, const std::string& page_token);
+  // For each run, the points at up to max_results steps spread evenly over the steps the runs
+  // logged in [start_step, end_step], always including the first and last.
+  Result<std::vector<RunMetric>> GetMetricHistoryBulkInterval(
+      const std::vector<std::string>& run_ids, const std::string& key,
+      std::optional<int64_t> start_step, std::optional<int64_t> end_step, int64_t max_results);
+
+ private:
+  Status RequireActiveRun(const std::string& run_id);
+
+  store::MetadataStore* store_;
+  Clock* clock_;
+};
+
+// Page tokens are base64 of {"offset": N}, as MLflow's stores write them.
+std::string EncodePageToken(int64_t offset);
+Result<int64_t> DecodePageToken(const std::string& token);
+
+}  // namespace cairn::service

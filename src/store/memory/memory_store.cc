@@ -1,0 +1,346 @@
+#include "store/memory/memory_store.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "store/listing.h"
+#include "store/store_util.h"
+#include "util/clock.h"
+
+namespace cairn::store {
+namespace {
+
+using core::Experiment;
+using core::LifecycleStage;
+using core::Metric;
+using core::Run;
+
+struct RunRecord {
+  Run run;  // data.metrics holds the latest value per key
+  std::map<std::string, std::vector<Metric>, std::less<>> history;
+};
+
+class MemoryStore : public MetadataStore {
+ public:
+  MemoryStore(const StoreOptions& options, Clock* clock) : options_(options) {
+    Experiment def;
+    def.creation_time = def.last_update_time = clock->NowMillis();
+    def.experiment_id = "0";
+    def.name = "Default";
+    def.artifact_location = options_.default_artifact_root + "/0";
+    experiments_[0] = def;
+  }
+
+  Result<std::string> CreateExperiment(const Experiment& experiment) override {
+    std::unique_lock lock(mu_);
+    for (const auto& [id, e] : experiments_) {
+      if (e.name == experiment.name) return ExperimentNameTaken(experiment.name);
+    }
+    int64_t id = experiments_.rbegin()->first + 1;
+    Experiment e = experiment;
+    e.experiment_id = std::to_string(id);
+    if (e.artifact_location.empty()) {
+      e.artifact_location = options_.default_artifact_root + "/" + e.experiment_id;
+    }
+    experiments_[id] = std::move(e);
+    return std::to_string(id);
+  }
+
+  Result<Experiment> GetExperiment(std::string_view experiment_id) override {
+    std::shared_lock lock(mu_);
+    const Experiment* e = FindExperiment(experiment_id);
+    if (e == nullptr) return ExperimentNotFound(experiment_id);
+    return *e;
+  }
+
+  Result<Experiment> GetExperimentByName(std::string_view name) override {
+    std::shared_lock lock(mu_);
+    for (const auto& [id, e] : experiments_) {
+      if (e.name == name) return e;
+    }
+    return NotFound("Could not find experiment with name '" + std::string(name) + "'");
+  }
+
+  Result<std::vector<Experiment>> ListExperiments(core::ViewType view) override {
+    std::shared_lock lock(mu_);
+    std::vector<Experiment> out;
+    for (const auto& [id, e] : experiments_) {
+      if (core::StageVisible(e.lifecycle_stage, view)) out.push_back(e);
+    }
+    return out;
+  }
+
+  Status RenameExperiment(std::string_view experiment_id, std::string_view new_name,
+                          int64_t now) override {
+    std::unique_lock lock(mu_);
+    Experiment* e = FindExperiment(experiment_id);
+    if (e == nullptr) return ExperimentNotFound(experiment_id);
+    for (const auto& [id, other] : experiments_) {
+      if (other.name == new_name && &other != e) return ExperimentNameTaken(new_name);
+    }
+    e->name = std::string(new_name);
+    e->last_update_time = now;
+    return Status::Ok();
+  }
+
+  Status SetExperimentStage(std::string_view experiment_id, LifecycleStage stage,
+                            int64_t now) override {
+    std::unique_lock lock(mu_);
+    Experiment* e = FindExperiment(experiment_id);
+    if (e == nullptr) return ExperimentNotFound(experiment_id);
+    e->lifecycle_stage = stage;
+    e->last_update_time = now;
+    for (auto& [id, rec] : runs_) {
+      if (rec.run.info.experiment_id == e->experiment_id) rec.run.info.lifecycle_stage = stage;
+    }
+    return Status::Ok();
+  }
+
+  Status SetExperimentTag(std::string_view experiment_id, const core::Tag& tag) override {
+    std::unique_lock lock(mu_);
+    Experiment* e = FindExperiment(experiment_id);
+    if (e == nullptr) return ExperimentNotFound(experiment_id);
+    UpsertTag(&e->tags, tag);
+    return Status::Ok();
+  }
+
+  Status DeleteExperimentTag(std::string_view experiment_id, std::string_view key) override {
+    std::unique_lock lock(mu_);
+    Experiment* e = FindExperiment(experiment_id);
+    if (e == nullptr) return ExperimentNotFound(experiment_id);
+    if (!EraseTag(&e->tags, key)) {
+      return NotFound("No tag with name: " + std::string(key) + " in experiment with id " +
+                      std::string(experiment_id));
+    }
+    return Status::Ok();
+  }
+
+  Status CreateRun(const Run& run) override {
+    std::unique_lock lock(mu_);
+    if (FindExperiment(run.info.experiment_id) == nullptr) {
+      return ExperimentNotFound(run.info.experiment_id);
+    }
+    if (runs_.count(run.info.run_id) != 0) {
+      return AlreadyExists("Run with id " + run.info.run_id + " already exists");
+    }
+    RunRecord rec;
+    rec.run.info = run.info;
+    runs_.emplace(run.info.run_id, std::move(rec));
+    return LogBatchLocked(run.info.run_id, run.data.metrics, run.data.params, run.data.tags);
+  }
+
+  Result<Run> GetRun(std::string_view run_id) override {
+    std::shared_lock lock(mu_);
+    auto it = runs_.find(std::string(run_id));
+    if (it == runs_.end()) return RunNotFound(run_id);
+    return it->second.run;
+  }
+
+  Result<core::RunInfo> GetRunInfo(std::string_view run_id) override {
+    std::shared_lock lock(mu_);
+    auto it = runs_.find(std::string(run_id));
+    if (it == runs_.end()) return RunNotFound(run_id);
+    return it->second.run.info;
+  }
+
+  Status UpdateRun(std::string_view run_id, std::optional<core::RunStatus> status,
+                   std::optional<int64_t> end_time, std::optional<std::string> run_name) override {
+    std::unique_lock lock(mu_);
+    auto it = runs_.find(std::string(run_id));
+    if (it == runs_.end()) return RunNotFound(run_id);
+    core::RunInfo& info = it->second.run.info;
+    if (status) info.status = *status;
+    if (end_time) info.end_time = *end_time;
+    if (run_name) {
+      info.run_name = *run_name;
+      UpsertTag(&it->second.run.data.tags, {std::string(core::kRunNameTag), *run_name});
+    }
+    return Status::Ok();
+  }
+
+  Status SetRunStage(std::string_view run_id, LifecycleStage stage) override {
+    std::unique_lock lock(mu_);
+    auto it = runs_.find(std::string(run_id));
+    if (it == runs_.end()) return RunNotFound(run_id);
+    it->second.run.info.lifecycle_stage = stage;
+    return Status::Ok();
+  }
+
+  Status LogBatch(std::string_view run_id, const std::vector<Metric>& metrics,
+                  const std::vector<core::Param>& params,
+                  const std::vector<core::Tag>& tags) override {
+    std::unique_lock lock(mu_);
+    return LogBatchLocked(run_id, metrics, params, tags);
+  }
+
+  Status DeleteRunTag(std::string_view run_id, std::string_view key) override {
+    std::unique_lock lock(mu_);
+    auto it = runs_.find(std::string(run_id));
+    if (it == runs_.end()) return RunNotFound(run_id);
+    if (!EraseTag(&it->second.run.data.tags, key)) return RunTagNotFound(run_id, key);
+    return Status::Ok();
+  }
+
+  Status LogInputs(std::string_view run_id,
+                   const std::vector<core::DatasetInput>& inputs) override {
+    std::unique_lock lock(mu_);
+    auto it = runs_.find(std::string(run_id));
+    if (it == runs_.end()) return RunNotFound(run_id);
+    std::vector<core::DatasetInput>& have = it->second.run.inputs;
+    for (const core::DatasetInput& in : inputs) {
+      bool seen = std::any_of(have.begin(), have.end(), [&](const core::DatasetInput& h) {
+        return h.dataset.name == in.dataset.name && h.dataset.digest == in.dataset.digest;
+      });
+      if (!seen) have.push_back(in);
+    }
+    return Status::Ok();
+  }
+
+  Result<std::vector<Metric>> GetMetricHistory(const MetricHistoryQuery& query) override {
+    std::shared_lock lock(mu_);
+    auto it = runs_.find(query.run_id);
+    if (it == runs_.end()) return RunNotFound(query.run_id);
+    std::vector<Metric> out;
+    auto h = it->second.history.find(query.key);
+    if (h == it->second.history.end()) return out;
+    int64_t skipped = 0;
+    for (const Metric& m : h->second) {
+      if (query.min_step && m.step < *query.min_step) continue;
+      if (query.max_step && m.step > *query.max_step) continue;
+      if (skipped++ < query.offset) continue;
+      out.push_back(m);
+      if (query.max_results > 0 && static_cast<int64_t>(out.size()) >= query.max_results) break;
+    }
+    return out;
+  }
+
+  Result<std::vector<Run>> SearchRuns(const RunSearchQuery& query) override {
+    std::vector<Run> matched;
+    {
+      std::shared_lock lock(mu_);
+      for (const auto& [id, rec] : runs_) {
+        const core::RunInfo& info = rec.run.info;
+        if (!core::StageVisible(info.lifecycle_stage, query.view)) continue;
+        if (std::find(query.experiment_ids.begin(), query.experiment_ids.end(),
+                      info.experiment_id) == query.experiment_ids.end()) {
+          continue;
+        }
+        if (core::RunMatches(rec.run, query.filter)) matched.push_back(rec.run);
+      }
+    }
+    return SortAndPage(std::move(matched), query);
+  }
+
+  Status PutArtifact(const ArtifactFile& file) override {
+    std::unique_lock lock(mu_);
+    artifacts_[file.path] = file;
+    return Status::Ok();
+  }
+
+  Result<ArtifactFile> GetArtifact(std::string_view path) override {
+    std::shared_lock lock(mu_);
+    auto it = artifacts_.find(path);
+    if (it == artifacts_.end()) return ArtifactNotFound(path);
+    return it->second;
+  }
+
+  Result<std::vector<ArtifactEntry>> ListArtifacts(std::string_view dir) override {
+    std::shared_lock lock(mu_);
+    ListingBuilder builder(dir);
+    for (auto it = artifacts_.lower_bound(builder.prefix());
+         it != artifacts_.end() && it->first.starts_with(builder.prefix()); ++it) {
+      builder.Add(it->second);
+    }
+    return builder.Take();
+  }
+
+  Result<std::vector<ArtifactFile>> DeleteArtifacts(std::string_view path) override {
+    std::unique_lock lock(mu_);
+    std::vector<ArtifactFile> removed;
+    if (auto it = artifacts_.find(path); it != artifacts_.end()) {
+      removed.push_back(it->second);
+      artifacts_.erase(it);
+      return removed;
+    }
+    std::string prefix = DirPrefix(path);
+    auto it = artifacts_.lower_bound(prefix);
+    while (it != artifacts_.end() && it->first.starts_with(prefix)) {
+      removed.push_back(it->second);
+      it = artifacts_.erase(it);
+    }
+    if (removed.empty()) return ArtifactNotFound(path);
+    return removed;
+  }
+
+  Result<bool> BlobReferenced(std::string_view digest) override {
+    std::shared_lock lock(mu_);
+    for (const auto& [path, f] : artifacts_) {
+      if (f.digest == digest) return true;
+    }
+    return false;
+  }
+
+ private:
+  Experiment* FindExperiment(std::string_view id) {
+    int64_t n = 0;
+    if (!ParseExperimentId(id, &n)) return nullptr;
+    auto it = experiments_.find(n);
+    return it == experiments_.end() ? nullptr : &it->second;
+  }
+
+  Status LogBatchLocked(std::string_view run_id, const std::vector<Metric>& metrics,
+                        const std::vector<core::Param>& params,
+                        const std::vector<core::Tag>& tags) {
+    auto it = runs_.find(std::string(run_id));
+    if (it == runs_.end()) return RunNotFound(run_id);
+    RunRecord& rec = it->second;
+    for (const core::Param& p : params) {
+      const core::Param* have = rec.run.FindParam(p.key);
+      if (have != nullptr && have->value != p.value) {
+        return ParamChanged(run_id, p.key, have->value, p.value);
+      }
+    }
+    for (const core::Param& p : params) {
+      if (rec.run.FindParam(p.key) == nullptr) rec.run.data.params.push_back(p);
+    }
+    for (const core::Tag& t : tags) {
+      UpsertTag(&rec.run.data.tags, t);
+      if (t.key == core::kRunNameTag) rec.run.info.run_name = t.value;
+    }
+    for (const Metric& m : metrics) {
+      std::vector<Metric>& points = rec.history[m.key];
+      // Keep history in (step, timestamp, value) order; drop exact duplicates.
+      auto pos = std::upper_bound(points.begin(), points.end(), m, [](const Metric& a,
+                                                                     const Metric& b) {
+        return core::MetricIsNewer(b, a);
+      });
+      bool duplicate = false;
+      for (auto back = pos; back != points.begin();) {
+        --back;
+        if (back->step != m.step || back->timestamp != m.timestamp) break;
+        if (core::SameMetricPoint(*back, m)) duplicate = true;
+      }
+      if (duplicate) continue;
+      points.insert(pos, m);
+      UpdateLatest(&rec.run.data.metrics, m);
+    }
+    return Status::Ok();
+  }
+
+  StoreOptions options_;
+  std::shared_mutex mu_;
+  std::map<int64_t, Experiment> experiments_;
+  std::unordered_map<std::string, RunRecord> runs_;
+  std::map<std::string, ArtifactFile, std::less<>> artifacts_;
+};
+
+}  // namespace
+
+std::unique_ptr<MetadataStore> NewMemoryMetadataStore(const StoreOptions& options) {
+  return std::make_unique<MemoryStore>(options, SystemClock());
+}
+
+}  // namespace cairn::store

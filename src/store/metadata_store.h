@@ -1,0 +1,138 @@
+// MetadataStore: where experiments, runs, their logged values and the artifact index live.
+//
+// Backends (memory, SQLite; PostgreSQL later) implement this interface and pass one conformance
+// suite (metadata_store_conformance_test.cc). Contracts common to every method:
+//  - Thread safety: every method may be called from many threads at once.
+//  - Durability: a method that returns OK has committed its effect; a crash afterwards does not
+//    lose it.
+//  - Errors: kNotFound when a named experiment or run does not exist, kAlreadyExists on a
+//    duplicate name, kInvalidArgument when the request conflicts with stored data (a changed
+//    param value), kUnavailable when the backend cannot be reached or written.
+// Validation of user input (sizes, key names, lifecycle rules) belongs to the services in
+// core/; stores only enforce what they must to stay consistent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.h"
+#include "core/search.h"
+#include "util/status.h"
+
+namespace cairn::store {
+
+struct RunSearchQuery {
+  std::vector<std::string> experiment_ids;
+  core::ViewType view = core::ViewType::kActiveOnly;
+  std::vector<core::Clause> filter;
+  std::vector<core::OrderKey> order;
+  int64_t offset = 0;
+  int64_t max_results = 1000;
+};
+
+struct MetricHistoryQuery {
+  std::string run_id;
+  std::string key;
+  // Inclusive step range; unset means unbounded.
+  std::optional<int64_t> min_step;
+  std::optional<int64_t> max_step;
+  int64_t offset = 0;
+  // At most this many points; 0 means all.
+  int64_t max_results = 0;
+};
+
+// An artifact file as the index records it: where its bytes are in the ContentStore.
+struct ArtifactFile {
+  std::string path;  // full artifact path, e.g. "1/<run>/artifacts/model/weights.bin"
+  std::string digest;
+  int64_t size = 0;
+};
+
+// One entry of a directory listing: an immediate child of the listed directory.
+struct ArtifactEntry {
+  std::string name;  // the child's name, without the directory
+  bool is_dir = false;
+  int64_t size = 0;  // files only
+};
+
+class MetadataStore {
+ public:
+  virtual ~MetadataStore() = default;
+
+  // --- Experiments -------------------------------------------------------------------------
+  // Assigns the next id. An empty artifact_location becomes "<default root>/<id>".
+  virtual Result<std::string> CreateExperiment(const core::Experiment& experiment) = 0;
+  virtual Result<core::Experiment> GetExperiment(std::string_view experiment_id) = 0;
+  // Looks up among active and deleted experiments.
+  virtual Result<core::Experiment> GetExperimentByName(std::string_view name) = 0;
+  virtual Result<std::vector<core::Experiment>> ListExperiments(core::ViewType view) = 0;
+  virtual Status RenameExperiment(std::string_view experiment_id, std::string_view new_name,
+                                  int64_t now) = 0;
+  // Deleting an experiment also marks its runs deleted; restoring restores them.
+  virtual Status SetExperimentStage(std::string_view experiment_id, core::LifecycleStage stage,
+                                    int64_t now) = 0;
+  virtual Status SetExperimentTag(std::string_view experiment_id, const core::Tag& tag) = 0;
+  // kNotFound when the tag does not exist.
+  virtual Status DeleteExperimentTag(std::string_view experiment_id, std::string_view key) = 0;
+
+  // --- Runs --------------------------------------------------------------------------------
+  // Stores run.info and run.data.tags (and params, metrics if any). kNotFound when the
+  // experiment does not exist, kAlreadyExists when the run id is taken.
+  virtual Status CreateRun(const core::Run& run) = 0;
+  // The run with its latest metrics, params, tags and dataset inputs.
+  virtual Result<core::Run> GetRun(std::string_view run_id) = 0;
+  // Just the run's info: cheaper than GetRun when only its state is needed.
+  virtual Result<core::RunInfo> GetRunInfo(std::string_view run_id) = 0;
+  // Updates status, end_time and run_name where given; the run name also sets the
+  // mlflow.runName tag.
+  virtual Status UpdateRun(std::string_view run_id, std::optional<core::RunStatus> status,
+                           std::optional<int64_t> end_time,
+                           std::optional<std::string> run_name) = 0;
+  virtual Status SetRunStage(std::string_view run_id, core::LifecycleStage stage) = 0;
+
+  // Appends metrics (exact duplicates dropped), adds params, upserts tags, all or nothing.
+  // A param already stored with another value is kInvalidArgument and nothing is written.
+  virtual Status LogBatch(std::string_view run_id, const std::vector<core::Metric>& metrics,
+                          const std::vector<core::Param>& params,
+                          const std::vector<core::Tag>& tags) = 0;
+  // kNotFound when the run or the tag does not exist.
+  virtual Status DeleteRunTag(std::string_view run_id, std::string_view key) = 0;
+  // Records dataset inputs; a dataset is identified by (experiment, name, digest) and an input
+  // already recorded for the run is not duplicated.
+  virtual Status LogInputs(std::string_view run_id,
+                           const std::vector<core::DatasetInput>& inputs) = 0;
+
+  // Points in (step, timestamp) order.
+  virtual Result<std::vector<core::Metric>> GetMetricHistory(const MetricHistoryQuery& query) = 0;
+  // Runs matching the query, in order, at most max_results from offset.
+  virtual Result<std::vector<core::Run>> SearchRuns(const RunSearchQuery& query) = 0;
+
+  // --- Artifact index ----------------------------------------------------------------------
+  // Records (or replaces) the file at file.path.
+  virtual Status PutArtifact(const ArtifactFile& file) = 0;
+  // kNotFound when no file is recorded at path.
+  virtual Result<ArtifactFile> GetArtifact(std::string_view path) = 0;
+  // Immediate children of directory `dir` ("" is the root), sorted by name. Empty when the
+  // directory holds nothing.
+  virtual Result<std::vector<ArtifactEntry>> ListArtifacts(std::string_view dir) = 0;
+  // Removes the file at path, or every file under it when it is a directory. Returns the
+  // removed files so their blobs can be collected; kNotFound when nothing was there.
+  virtual Result<std::vector<ArtifactFile>> DeleteArtifacts(std::string_view path) = 0;
+  // Whether any artifact file still references the blob.
+  virtual Result<bool> BlobReferenced(std::string_view digest) = 0;
+};
+
+struct StoreOptions {
+  // Default artifact root for new experiments, e.g. "mlflow-artifacts:".
+  std::string default_artifact_root = "mlflow-artifacts:";
+};
+
+// Opens a store by URI: "memory:" or "sqlite:///abs/path/cairn.db".
+Result<std::unique_ptr<MetadataStore>> OpenMetadataStore(std::string_view uri,
+                                                         const StoreOptions& options);
+
+}  // namespace cairn::store

@@ -1,0 +1,357 @@
+// The MetadataStore contract, run against every backend. A new backend adds a factory to
+// kBackends' typed list and must pass unchanged.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "store/memory/memory_store.h"
+#include "store/metadata_store.h"
+#include "store/sqlite/sqlite_store.h"
+#include "util/hash.h"
+
+namespace cairn::store {
+namespace {
+
+using core::Experiment;
+using core::Metric;
+using core::Run;
+
+struct MemoryBackend {
+  static std::unique_ptr<MetadataStore> Open(const std::string&) {
+    return NewMemoryMetadataStore(StoreOptions{});
+  }
+  static constexpr bool kPersistent = false;
+};
+
+struct SqliteBackend {
+  static std::unique_ptr<MetadataStore> Open(const std::string& dir) {
+    auto store = OpenSqliteMetadataStore(dir + "/cairn.db", StoreOptions{});
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return std::move(store).value();
+  }
+  static constexpr bool kPersistent = true;
+};
+
+template <typename Backend>
+class MetadataStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("cairn-store-" + RandomHex(8));
+    std::filesystem::create_directories(dir_);
+    store_ = Backend::Open(dir_.string());
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::string NewExperiment(const std::string& name) {
+    Experiment e;
+    e.name = name;
+    e.creation_time = e.last_update_time = 1000;
+    auto id = store_->CreateExperiment(e);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return *id;
+  }
+
+  std::string NewRun(const std::string& experiment_id, int64_t start_time = 1) {
+    core::Run run;
+    run.info.run_id = RandomHex(16);
+    run.info.experiment_id = experiment_id;
+    run.info.run_name = "run-" + run.info.run_id.substr(0, 4);
+    run.info.start_time = start_time;
+    run.info.artifact_uri = "mlflow-artifacts:/" + experiment_id + "/" + run.info.run_id;
+    run.data.tags.push_back({"mlflow.runName", run.info.run_name});
+    EXPECT_TRUE(store_->CreateRun(run).ok());
+    return run.info.run_id;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<MetadataStore> store_;
+};
+
+using Backends = ::testing::Types<MemoryBackend, SqliteBackend>;
+TYPED_TEST_SUITE(MetadataStoreTest, Backends);
+
+TYPED_TEST(MetadataStoreTest, NewStoreHoldsDefaultExperiment) {
+  auto e = this->store_->GetExperiment("0");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->name, "Default");
+  EXPECT_EQ(e->artifact_location, "mlflow-artifacts:/0");
+  EXPECT_EQ(e->lifecycle_stage, core::LifecycleStage::kActive);
+}
+
+TYPED_TEST(MetadataStoreTest, CreateExperimentAssignsIdsAndRejectsDuplicateNames) {
+  std::string a = this->NewExperiment("a");
+  std::string b = this->NewExperiment("b");
+  EXPECT_EQ(a, "1");
+  EXPECT_EQ(b, "2");
+  Experiment dup;
+  dup.name = "a";
+  EXPECT_EQ(this->store_->CreateExperiment(dup).status().code(), StatusCode::kAlreadyExists);
+  auto byname = this->store_->GetExperimentByName("b");
+  ASSERT_TRUE(byname.ok());
+  EXPECT_EQ(byname->experiment_id, "2");
+  EXPECT_EQ(byname->artifact_location, "mlflow-artifacts:/2");
+  EXPECT_EQ(this->store_->GetExperimentByName("zzz").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->GetExperiment("99").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->GetExperiment("abc").status().code(), StatusCode::kNotFound);
+}
+
+TYPED_TEST(MetadataStoreTest, ExperimentTagsRenameAndLifecycle) {
+  std::string id = this->NewExperiment("tagged");
+  ASSERT_TRUE(this->store_->SetExperimentTag(id, {"k", "v1"}).ok());
+  ASSERT_TRUE(this->store_->SetExperimentTag(id, {"k", "v2"}).ok());
+  auto e = this->store_->GetExperiment(id);
+  ASSERT_EQ(e->tags.size(), 1u);
+  EXPECT_EQ(e->tags[0].value, "v2");
+  EXPECT_TRUE(this->store_->DeleteExperimentTag(id, "k").ok());
+  EXPECT_EQ(this->store_->DeleteExperimentTag(id, "k").code(), StatusCode::kNotFound);
+
+  this->NewExperiment("other");
+  EXPECT_EQ(this->store_->RenameExperiment(id, "other", 5).code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(this->store_->RenameExperiment(id, "renamed", 5).ok());
+  EXPECT_EQ(this->store_->GetExperiment(id)->name, "renamed");
+  EXPECT_EQ(this->store_->GetExperiment(id)->last_update_time, 5);
+
+  std::string run = this->NewRun(id);
+  ASSERT_TRUE(this->store_->SetExperimentStage(id, core::LifecycleStage::kDeleted, 6).ok());
+  EXPECT_EQ(this->store_->GetRun(run)->info.lifecycle_stage, core::LifecycleStage::kDeleted);
+  auto active = this->store_->ListExperiments(core::ViewType::kActiveOnly);
+  auto deleted = this->store_->ListExperiments(core::ViewType::kDeletedOnly);
+  auto all = this->store_->ListExperiments(core::ViewType::kAll);
+  EXPECT_EQ(active->size(), 2u);  // Default and "other"
+  ASSERT_EQ(deleted->size(), 1u);
+  EXPECT_EQ((*deleted)[0].name, "renamed");
+  EXPECT_EQ(all->size(), 3u);
+  ASSERT_TRUE(this->store_->SetExperimentStage(id, core::LifecycleStage::kActive, 7).ok());
+  EXPECT_EQ(this->store_->GetRun(run)->info.lifecycle_stage, core::LifecycleStage::kActive);
+}
+
+TYPED_TEST(MetadataStoreTest, RunRoundTripsInfoAndRejectsUnknownExperiment) {
+  std::string exp = this->NewExperiment("runs");
+  std::string id = this->NewRun(exp, 42);
+  auto run = this->store_->GetRun(id);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->info.experiment_id, exp);
+  EXPECT_EQ(run->info.start_time, 42);
+  EXPECT_FALSE(run->info.end_time.has_value());
+  EXPECT_EQ(run->info.status, core::RunStatus::kRunning);
+  EXPECT_EQ(this->store_->GetRun("nope").status().code(), StatusCode::kNotFound);
+
+  core::Run orphan;
+  orphan.info.run_id = RandomHex(16);
+  orphan.info.experiment_id = "77";
+  EXPECT_EQ(this->store_->CreateRun(orphan).code(), StatusCode::kNotFound);
+
+  ASSERT_TRUE(this->store_->UpdateRun(id, core::RunStatus::kFinished, 99, "renamed").ok());
+  run = this->store_->GetRun(id);
+  EXPECT_EQ(run->info.status, core::RunStatus::kFinished);
+  EXPECT_EQ(run->info.end_time, 99);
+  EXPECT_EQ(run->info.run_name, "renamed");
+  EXPECT_EQ(run->FindTag("mlflow.runName")->value, "renamed");
+}
+
+TYPED_TEST(MetadataStoreTest, LogBatchKeepsParamsImmutableAndTagsLastValue) {
+  std::string run = this->NewRun(this->NewExperiment("batch"));
+  ASSERT_TRUE(this->store_->LogBatch(run, {}, {{"lr", "0.1"}}, {{"t", "a"}}).ok());
+  EXPECT_TRUE(this->store_->LogBatch(run, {}, {{"lr", "0.1"}}, {{"t", "b"}}).ok());
+  Status changed = this->store_->LogBatch(run, {{"m", 1, 1, 0}}, {{"lr", "0.2"}}, {{"t", "c"}});
+  EXPECT_EQ(changed.code(), StatusCode::kInvalidArgument);
+  auto r = this->store_->GetRun(run);
+  EXPECT_EQ(r->FindParam("lr")->value, "0.1");
+  // The failed batch wrote nothing: neither its tag nor its metric.
+  EXPECT_EQ(r->FindTag("t")->value, "b");
+  EXPECT_EQ(r->FindMetric("m"), nullptr);
+  EXPECT_EQ(this->store_->LogBatch("missing", {}, {}, {}).code(), StatusCode::kNotFound);
+}
+
+TYPED_TEST(MetadataStoreTest, LatestMetricIsLargestStepTimestampValue) {
+  std::string run = this->NewRun(this->NewExperiment("latest"));
+  std::vector<Metric> points = {{"loss", 5, 100, 2}, {"loss", 9, 50, 1}, {"loss", 3, 100, 2},
+                                {"loss", 4, 90, 2}};
+  ASSERT_TRUE(this->store_->LogBatch(run, points, {}, {}).ok());
+  const Metric* latest = this->store_->GetRun(run)->FindMetric("loss");
+  ASSERT_NE(latest, nullptr);
+  EXPECT_EQ(latest->step, 2);
+  EXPECT_EQ(latest->timestamp, 100);
+  EXPECT_EQ(latest->value, 5);
+  // A later batch with an older point does not replace the latest value.
+  ASSERT_TRUE(this->store_->LogBatch(run, {{"loss", 1, 1, 0}}, {}, {}).ok());
+  EXPECT_EQ(this->store_->GetRun(run)->FindMetric("loss")->value, 5);
+}
+
+TYPED_TEST(MetadataStoreTest, MetricHistoryIsOrderedPagedAndDropsExactDuplicates) {
+  std::string run = this->NewRun(this->NewExperiment("history"));
+  std::vector<Metric> points;
+  for (int i = 9; i >= 0; --i) points.push_back({"acc", i * 0.1, 1000 + i, i});
+  points.push_back({"acc", 0.5, 1005, 5});  // exact duplicate
+  points.push_back({"acc", std::nan(""), 2000, 10});
+  points.push_back({"acc", INFINITY, 2001, 11});
+  ASSERT_TRUE(this->store_->LogBatch(run, points, {}, {}).ok());
+  MetricHistoryQuery q;
+  q.run_id = run;
+  q.key = "acc";
+  auto all = this->store_->GetMetricHistory(q);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 12u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ((*all)[i].step, static_cast<int64_t>(i));
+  EXPECT_TRUE(std::isnan((*all)[10].value));
+  EXPECT_TRUE(std::isinf((*all)[11].value));
+  q.offset = 3;
+  q.max_results = 4;
+  auto page = this->store_->GetMetricHistory(q);
+  ASSERT_EQ(page->size(), 4u);
+  EXPECT_EQ((*page)[0].step, 3);
+  q = {};
+  q.run_id = run;
+  q.key = "acc";
+  q.min_step = 2;
+  q.max_step = 4;
+  EXPECT_EQ(this->store_->GetMetricHistory(q)->size(), 3u);
+  q.key = "absent";
+  EXPECT_TRUE(this->store_->GetMetricHistory(q)->empty());
+}
+
+TYPED_TEST(MetadataStoreTest, DeleteRunTag) {
+  std::string run = this->NewRun(this->NewExperiment("tags"));
+  ASSERT_TRUE(this->store_->LogBatch(run, {}, {}, {{"a", "1"}}).ok());
+  EXPECT_TRUE(this->store_->DeleteRunTag(run, "a").ok());
+  EXPECT_EQ(this->store_->GetRun(run)->FindTag("a"), nullptr);
+  EXPECT_EQ(this->store_->DeleteRunTag(run, "a").code(), StatusCode::kNotFound);
+}
+
+TYPED_TEST(MetadataStoreTest, LogInputsRecordsDatasetsOnce) {
+  std::string run = this->NewRun(this->NewExperiment("inputs"));
+  core::DatasetInput in;
+  in.dataset = {"train", "abc123", "local", "/data/train.csv", "{\"cols\":1}", "{\"rows\":10}"};
+  in.tags = {{"mlflow.data.context", "training"}};
+  ASSERT_TRUE(this->store_->LogInputs(run, {in}).ok());
+  ASSERT_TRUE(this->store_->LogInputs(run, {in}).ok());
+  auto r = this->store_->GetRun(run);
+  ASSERT_EQ(r->inputs.size(), 1u);
+  EXPECT_EQ(r->inputs[0].dataset.source, "/data/train.csv");
+  EXPECT_EQ(r->inputs[0].dataset.profile, "{\"rows\":10}");
+  ASSERT_EQ(r->inputs[0].tags.size(), 1u);
+  EXPECT_EQ(r->inputs[0].tags[0].value, "training");
+}
+
+TYPED_TEST(MetadataStoreTest, SearchRunsFiltersOrdersAndPages) {
+  std::string exp = this->NewExperiment("search");
+  std::string other = this->NewExperiment("elsewhere");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) {
+    std::string id = this->NewRun(exp, 100 + i);
+    std::vector<Metric> m;
+    if (i != 5) m.push_back({"loss", 1.0 / (i + 1), 1, 0});
+    ASSERT_TRUE(this->store_->LogBatch(id, m, {{"opt", i % 2 ? "adam" : "sgd"}}, {}).ok());
+    ids.push_back(id);
+  }
+  this->NewRun(other);
+  ASSERT_TRUE(this->store_->SetRunStage(ids[0], core::LifecycleStage::kDeleted).ok());
+
+  RunSearchQuery q;
+  q.experiment_ids = {exp};
+  q.filter = core::ParseRunFilter("params.opt = 'sgd'").value();
+  auto sgd = this->store_->SearchRuns(q);
+  ASSERT_TRUE(sgd.ok());
+  EXPECT_EQ(sgd->size(), 2u);  // runs 2 and 4; run 0 is deleted
+
+  q.filter.clear();
+  q.order = core::ParseRunOrderBy({"metrics.loss ASC"}).value();
+  auto ordered = this->store_->SearchRuns(q);
+  ASSERT_EQ(ordered->size(), 5u);
+  EXPECT_EQ((*ordered)[0].info.run_id, ids[4]);
+  EXPECT_EQ((*ordered)[3].info.run_id, ids[1]);
+  EXPECT_EQ((*ordered)[4].info.run_id, ids[5]);  // lacks the metric: last
+  // Returned runs are complete, not just the fields the query used.
+  EXPECT_NE((*ordered)[0].FindParam("opt"), nullptr);
+  EXPECT_NE((*ordered)[0].FindTag("mlflow.runName"), nullptr);
+
+  q.offset = 2;
+  q.max_results = 2;
+  auto page = this->store_->SearchRuns(q);
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].info.run_id, ids[2]);
+
+  q = {};
+  q.experiment_ids = {exp};
+  q.view = core::ViewType::kDeletedOnly;
+  auto deleted = this->store_->SearchRuns(q);
+  ASSERT_EQ(deleted->size(), 1u);
+  EXPECT_EQ((*deleted)[0].info.run_id, ids[0]);
+}
+
+TYPED_TEST(MetadataStoreTest, ArtifactIndexListsDirectoriesAndDeletesTrees) {
+  ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/a.txt", std::string(64, 'a'), 3}).ok());
+  ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/d/x", std::string(64, 'b'), 4}).ok());
+  ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/d/y/z", std::string(64, 'b'), 5}).ok());
+  ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts.bak", std::string(64, 'c'), 6}).ok());
+  auto root = this->store_->ListArtifacts("1/r/artifacts");
+  ASSERT_TRUE(root.ok());
+  ASSERT_EQ(root->size(), 2u);
+  EXPECT_EQ((*root)[0].name, "a.txt");
+  EXPECT_FALSE((*root)[0].is_dir);
+  EXPECT_EQ((*root)[0].size, 3);
+  EXPECT_EQ((*root)[1].name, "d");
+  EXPECT_TRUE((*root)[1].is_dir);
+  EXPECT_TRUE(this->store_->ListArtifacts("1/r/artifacts/a.txt")->empty());
+  EXPECT_EQ(this->store_->ListArtifacts("")->size(), 1u);
+
+  EXPECT_EQ(this->store_->GetArtifact("1/r/artifacts/d/x")->size, 4);
+  EXPECT_EQ(this->store_->GetArtifact("1/r/artifacts/d").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(*this->store_->BlobReferenced(std::string(64, 'b')));
+  auto removed = this->store_->DeleteArtifacts("1/r/artifacts/d");
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(removed->size(), 2u);
+  EXPECT_FALSE(*this->store_->BlobReferenced(std::string(64, 'b')));
+  EXPECT_EQ(this->store_->DeleteArtifacts("1/r/artifacts/d").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->GetArtifact("1/r/artifacts.bak")->size, 6);
+}
+
+TYPED_TEST(MetadataStoreTest, ConcurrentWritersAllSucceed) {
+  std::string exp = this->NewExperiment("concurrent");
+  std::vector<std::string> runs;
+  for (int i = 0; i < 8; ++i) runs.push_back(this->NewRun(exp));
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        std::vector<Metric> batch;
+        for (int k = 0; k < 10; ++k) batch.push_back({"m", double(k), i, i * 10 + k});
+        if (!this->store_->LogBatch(runs[t], batch, {}, {{"i", std::to_string(i)}}).ok()) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  MetricHistoryQuery q;
+  q.key = "m";
+  for (const std::string& r : runs) {
+    q.run_id = r;
+    EXPECT_EQ(this->store_->GetMetricHistory(q)->size(), 500u);
+  }
+}
+
+TYPED_TEST(MetadataStoreTest, CommittedDataSurvivesReopen) {
+  if (!TypeParam::kPersistent) GTEST_SKIP() << "backend keeps nothing across restarts";
+  std::string exp = this->NewExperiment("durable");
+  std::string run = this->NewRun(exp);
+  ASSERT_TRUE(this->store_->LogBatch(run, {{"m", 1.5, 7, 3}}, {{"p", "v"}}, {}).ok());
+  this->store_.reset();
+  this->store_ = TypeParam::Open(this->dir_.string());
+  auto r = this->store_->GetRun(run);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->FindMetric("m")->value, 1.5);
+  EXPECT_EQ(r->FindParam("p")->value, "v");
+  EXPECT_EQ(this->store_->GetExperimentByName("durable")->experiment_id, exp);
+}
+
+}  // namespace
+}  // namespace cairn::store

@@ -1,0 +1,108 @@
+#include "store/sqlite/schema.h"
+
+namespace cairn::store::sqlite {
+namespace {
+
+// Runs are referenced by an integer key internally so that the large tables (metrics) do not
+// repeat 32-character run ids. NaN metric values are stored as value 0 with is_nan = 1, since
+// SQLite turns NaN into NULL; infinities are stored as they are.
+constexpr const char* kMigrations[] = {
+    R"sql(
+CREATE TABLE experiments (
+  experiment_id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  artifact_location TEXT NOT NULL,
+  lifecycle_stage TEXT NOT NULL,
+  creation_time INTEGER NOT NULL,
+  last_update_time INTEGER NOT NULL
+);
+CREATE TABLE experiment_tags (
+  experiment_id INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (experiment_id, key)
+) WITHOUT ROWID;
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  run_uuid TEXT NOT NULL UNIQUE,
+  experiment_id INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  start_time INTEGER NOT NULL,
+  end_time INTEGER,
+  artifact_uri TEXT NOT NULL,
+  lifecycle_stage TEXT NOT NULL
+);
+CREATE INDEX runs_by_experiment ON runs (experiment_id);
+CREATE TABLE params (
+  run INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run, key)
+) WITHOUT ROWID;
+CREATE INDEX params_by_key ON params (key);
+CREATE TABLE tags (
+  run INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run, key)
+) WITHOUT ROWID;
+CREATE INDEX tags_by_key ON tags (key);
+CREATE TABLE metrics (
+  run INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  timestamp INTEGER NOT NULL,
+  is_nan INTEGER NOT NULL,
+  value REAL NOT NULL,
+  PRIMARY KEY (run, key, step, timestamp, is_nan, value)
+) WITHOUT ROWID;
+CREATE TABLE latest_metrics (
+  run INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  timestamp INTEGER NOT NULL,
+  is_nan INTEGER NOT NULL,
+  value REAL NOT NULL,
+  PRIMARY KEY (run, key)
+) WITHOUT ROWID;
+CREATE INDEX latest_metrics_by_key ON latest_metrics (key);
+CREATE TABLE datasets (
+  id INTEGER PRIMARY KEY,
+  experiment_id INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  source_type TEXT NOT NULL,
+  source TEXT NOT NULL,
+  schema TEXT NOT NULL,
+  profile TEXT NOT NULL,
+  UNIQUE (experiment_id, name, digest)
+);
+CREATE TABLE inputs (
+  run INTEGER NOT NULL,
+  dataset INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY (run, dataset)
+) WITHOUT ROWID;
+CREATE TABLE input_tags (
+  run INTEGER NOT NULL,
+  dataset INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run, dataset, key)
+) WITHOUT ROWID;
+CREATE TABLE artifacts (
+  path TEXT PRIMARY KEY,
+  digest TEXT NOT NULL,
+  size INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX artifacts_by_digest ON artifacts (digest);
+)sql",
+};
+
+}  // namespace
+
+std::span<const char* const> Migrations() { return kMigrations; }
+
+}  // namespace cairn::store::sqlite

@@ -1,0 +1,89 @@
+#include "store/sqlite/sqlite_db.h"
+
+#include <string>
+
+namespace cairn::store::sqlite {
+
+Status SqliteError(sqlite3* db, std::string_view what) {
+  int code = db == nullptr ? SQLITE_ERROR : sqlite3_extended_errcode(db);
+  std::string m = "sqlite: " + std::string(what) + ": " +
+                  (db == nullptr ? std::string("out of memory") : sqlite3_errmsg(db));
+  int primary = code & 0xff;
+  if (primary == SQLITE_CONSTRAINT) return {StatusCode::kAlreadyExists, m};
+  if (primary == SQLITE_FULL || primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN ||
+      primary == SQLITE_BUSY || primary == SQLITE_LOCKED || primary == SQLITE_READONLY) {
+    return Unavailable(m);
+  }
+  return Internal(m);
+}
+
+bool Stmt::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc != SQLITE_DONE) status_ = SqliteError(db_, sqlite3_sql(stmt_));
+  return false;
+}
+
+Status Stmt::Exec() {
+  while (Step()) {
+  }
+  return status_;
+}
+
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, bool create) {
+  sqlite3* db = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    Status s = SqliteError(db, "open " + path);
+    sqlite3_close(db);
+    return s;
+  }
+  std::unique_ptr<Connection> conn(new Connection(db));
+  sqlite3_busy_timeout(db, 10000);
+  // WAL lets readers run beside the single writer; synchronous=FULL makes every committed
+  // transaction survive power loss, and group commit keeps its cost per batch, not per request.
+  CAIRN_RETURN_IF_ERROR(conn->Exec(
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;"
+      "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000;"));
+  return conn;
+}
+
+Connection::~Connection() {
+  cache_.clear();
+  sqlite3_close_v2(db_);
+}
+
+Result<Stmt*> Connection::Prepare(const char* sql) {
+  auto it = cache_.find(sql);
+  if (it != cache_.end()) {
+    it->second->Reset();
+    return it->second.get();
+  }
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK) {
+    return SqliteError(db_, std::string("prepare ") + sql);
+  }
+  auto owned = std::make_unique<Stmt>(db_, stmt);
+  Stmt* out = owned.get();
+  cache_[sql] = std::move(owned);
+  return out;
+}
+
+void Connection::ResetAll() {
+  for (auto& [sql, stmt] : cache_) stmt->Reset();
+}
+
+Status Connection::Exec(std::string_view sql) {
+  std::string text(sql);
+  char* err = nullptr;
+  if (sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string m = err != nullptr ? err : "unknown error";
+    sqlite3_free(err);
+    Status s = SqliteError(db_, text);
+    return Status(s.code(), "sqlite: " + m + " (in: " + text.substr(0, 80) + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace cairn::store::sqlite

@@ -1,0 +1,873 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "store/listing.h"
+#include "store/sqlite/schema.h"
+#include "store/sqlite/sqlite_db.h"
+#include "store/store_util.h"
+#include "util/clock.h"
+
+namespace cairn::store {
+namespace {
+
+using core::Experiment;
+using core::LifecycleStage;
+using core::Metric;
+using core::Run;
+using sqlite::Connection;
+using sqlite::Stmt;
+
+// Reads a row of (id, run_uuid, experiment_id, name, user_id, status, start_time, end_time,
+// artifact_uri, lifecycle_stage) from runs. Returns the internal run key.
+int64_t ReadRunInfo(const Stmt& s, core::RunInfo* info) {
+  info->run_id = s.Str(1);
+  info->experiment_id = std::to_string(s.Int(2));
+  info->run_name = s.Str(3);
+  info->user_id = s.Str(4);
+  core::ParseRunStatus(s.Text(5), &info->status);
+  info->start_time = s.Int(6);
+  if (s.IsNull(7)) {
+    info->end_time.reset();
+  } else {
+    info->end_time = s.Int(7);
+  }
+  info->artifact_uri = s.Str(8);
+  core::ParseLifecycleStage(s.Text(9), &info->lifecycle_stage);
+  return s.Int(0);
+}
+
+Metric ReadMetricPoint(const Stmt& s, int first_col, std::string key) {
+  // Columns: step, timestamp, is_nan, value.
+  Metric m;
+  m.key = std::move(key);
+  m.step = s.Int(first_col);
+  m.timestamp = s.Int(first_col + 1);
+  m.value = s.Int(first_col + 2) != 0 ? std::nan("") : s.Double(first_col + 3);
+  return m;
+}
+
+// Runs a statement with no result rows, taking it from the connection's cache.
+template <typename... Args>
+Status ExecStmt(Connection& c, const char* sql, const Args&... args) {
+  CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare(sql));
+  int i = 0;
+  (s->Bind(++i, args), ...);
+  return s->Exec();
+}
+
+class SqliteStore : public MetadataStore {
+ public:
+  SqliteStore(std::string path, StoreOptions options)
+      : path_(std::move(path)), options_(std::move(options)) {}
+
+  ~SqliteStore() override {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      stop_ = true;
+    }
+    queue_cv_.notify_all();
+    if (writer_thread_.joinable()) writer_thread_.join();
+  }
+
+  Status Init() {
+    CAIRN_ASSIGN_OR_RETURN(writer_, Connection::Open(path_, /*create=*/true));
+    CAIRN_RETURN_IF_ERROR(Migrate());
+    writer_thread_ = std::thread([this] { WriterLoop(); });
+    return Status::Ok();
+  }
+
+  // --- Experiments -------------------------------------------------------------------------
+
+  Result<std::string> CreateExperiment(const Experiment& experiment) override {
+    std::string id;
+    CAIRN_RETURN_IF_ERROR(Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * find, c.Prepare("SELECT 1 FROM experiments WHERE name = ?"));
+      find->Bind(1, experiment.name);
+      if (find->Step()) return ExperimentNameTaken(experiment.name);
+      CAIRN_RETURN_IF_ERROR(find->status());
+      CAIRN_ASSIGN_OR_RETURN(Stmt * next,
+                             c.Prepare("SELECT COALESCE(MAX(experiment_id), -1) + 1 FROM "
+                                       "experiments"));
+      if (!next->Step()) return next->status();
+      id = std::to_string(next->Int(0));
+      std::string location = experiment.artifact_location.empty()
+                                 ? options_.default_artifact_root + "/" + id
+                                 : experiment.artifact_location;
+      CAIRN_RETURN_IF_ERROR(ExecStmt(
+          c,
+          "INSERT INTO experiments (experiment_id, name, artifact_location, lifecycle_stage, "
+          "creation_time, last_update_time) VALUES (?, ?, ?, ?, ?, ?)",
+          std::stoll(id), experiment.name, location,
+          core::LifecycleStageName(experiment.lifecycle_stage), experiment.creation_time,
+          experiment.last_update_time));
+      for (const core::Tag& t : experiment.tags) {
+        CAIRN_RETURN_IF_ERROR(UpsertExperimentTag(c, std::stoll(id), t));
+      }
+      return Status::Ok();
+    }));
+    return id;
+  }
+
+  Result<Experiment> GetExperiment(std::string_view experiment_id) override {
+    int64_t id = 0;
+    if (!ParseExperimentId(experiment_id, &id)) return ExperimentNotFound(experiment_id);
+    return Read<Experiment>([&](Connection& c) -> Result<Experiment> {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT experiment_id, name, artifact_location, "
+                                                 "lifecycle_stage, creation_time, "
+                                                 "last_update_time FROM experiments WHERE "
+                                                 "experiment_id = ?"));
+      s->Bind(1, id);
+      if (!s->Step()) {
+        CAIRN_RETURN_IF_ERROR(s->status());
+        return ExperimentNotFound(experiment_id);
+      }
+      return LoadExperimentRow(c, *s);
+    });
+  }
+
+  Result<Experiment> GetExperimentByName(std::string_view name) override {
+    return Read<Experiment>([&](Connection& c) -> Result<Experiment> {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT experiment_id, name, artifact_location, "
+                                                 "lifecycle_stage, creation_time, "
+                                                 "last_update_time FROM experiments WHERE "
+                                                 "name = ?"));
+      s->Bind(1, name);
+      if (!s->Step()) {
+        CAIRN_RETURN_IF_ERROR(s->status());
+        return NotFound("Could not find experiment with name '" + std::string(name) + "'");
+      }
+      return LoadExperimentRow(c, *s);
+    });
+  }
+
+  Result<std::vector<Experiment>> ListExperiments(core::ViewType view) override {
+    using List = std::vector<Experiment>;
+    return Read<List>([&](Connection& c) -> Result<List> {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT experiment_id, name, artifact_location, "
+                                                 "lifecycle_stage, creation_time, "
+                                                 "last_update_time FROM experiments ORDER BY "
+                                                 "experiment_id"));
+      List rows;
+      while (s->Step()) {
+        Experiment e;
+        e.experiment_id = std::to_string(s->Int(0));
+        e.name = s->Str(1);
+        e.artifact_location = s->Str(2);
+        core::ParseLifecycleStage(s->Text(3), &e.lifecycle_stage);
+        e.creation_time = s->Int(4);
+        e.last_update_time = s->Int(5);
+        if (core::StageVisible(e.lifecycle_stage, view)) rows.push_back(std::move(e));
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+      CAIRN_ASSIGN_OR_RETURN(Stmt * t, c.Prepare("SELECT experiment_id, key, value FROM "
+                                                 "experiment_tags ORDER BY experiment_id"));
+      std::unordered_map<std::string, Experiment*> by_id;
+      for (Experiment& e : rows) by_id[e.experiment_id] = &e;
+      while (t->Step()) {
+        auto it = by_id.find(std::to_string(t->Int(0)));
+        if (it != by_id.end()) it->second->tags.push_back({t->Str(1), t->Str(2)});
+      }
+      CAIRN_RETURN_IF_ERROR(t->status());
+      return rows;
+    });
+  }
+
+  Status RenameExperiment(std::string_view experiment_id, std::string_view new_name,
+                          int64_t now) override {
+    return Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(int64_t id, ExperimentKey(c, experiment_id));
+      CAIRN_ASSIGN_OR_RETURN(Stmt * find, c.Prepare("SELECT experiment_id FROM experiments "
+                                                    "WHERE name = ?"));
+      find->Bind(1, new_name);
+      if (find->Step() && find->Int(0) != id) return ExperimentNameTaken(new_name);
+      CAIRN_RETURN_IF_ERROR(find->status());
+      return ExecStmt(c,
+                      "UPDATE experiments SET name = ?, last_update_time = ? WHERE "
+                      "experiment_id = ?",
+                      new_name, now, id);
+    });
+  }
+
+  Status SetExperimentStage(std::string_view experiment_id, LifecycleStage stage,
+                            int64_t now) override {
+    return Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(int64_t id, ExperimentKey(c, experiment_id));
+      std::string_view name = core::LifecycleStageName(stage);
+      CAIRN_RETURN_IF_ERROR(ExecStmt(c,
+                                     "UPDATE experiments SET lifecycle_stage = ?, "
+                                     "last_update_time = ? WHERE experiment_id = ?",
+                                     name, now, id));
+      return ExecStmt(c, "UPDATE runs SET lifecycle_stage = ? WHERE experiment_id = ?", name, id);
+    });
+  }
+
+  Status SetExperimentTag(std::string_view experiment_id, const core::Tag& tag) override {
+    return Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(int64_t id, ExperimentKey(c, experiment_id));
+      return UpsertExperimentTag(c, id, tag);
+    });
+  }
+
+  Status DeleteExperimentTag(std::string_view experiment_id, std::string_view key) override {
+    return Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(int64_t id, ExperimentKey(c, experiment_id));
+      CAIRN_RETURN_IF_ERROR(ExecStmt(
+          c, "DELETE FROM experiment_tags WHERE experiment_id = ? AND key = ?", id, key));
+      if (sqlite3_changes(c.raw()) == 0) {
+        return NotFound("No tag with name: " + std::string(key) + " in experiment with id " +
+                        std::string(experiment_id));
+      }
+      return Status::Ok();
+    });
+  }
+
+  // --- Runs --------------------------------------------------------------------------------
+
+  Status CreateRun(const Run& run) override {
+    return Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(int64_t exp, ExperimentKey(c, run.info.experiment_id));
+      const core::RunInfo& i = run.info;
+      Status s = ExecStmt(c,
+                          "INSERT INTO runs (run_uuid, experiment_id, name, user_id, status, "
+                          "start_time, end_time, artifact_uri, lifecycle_stage) VALUES (?, ?, ?, "
+                          "?, ?, ?, ?, ?, ?)",
+                          i.run_id, exp, i.run_name, i.user_id, core::RunStatusName(i.status),
+                          i.start_time, i.end_time, i.artifact_uri,
+                          core::LifecycleStageName(i.lifecycle_stage));
+      if (s.code() == StatusCode::kAlreadyExists) {
+        return AlreadyExists("Run with id " + i.run_id + " already exists");
+      }
+      CAIRN_RETURN_IF_ERROR(s);
+      return LogBatchIn(c, sqlite3_last_insert_rowid(c.raw()), i.run_id, run.data.metrics,
+                        run.data.params, run.data.tags);
+    });
+  }
+
+  Result<Run> GetRun(std::string_view run_id) override {
+    return Read<Run>([&](Connection& c) { return LoadRun(c, run_id); });
+  }
+
+  Result<core::RunInfo> GetRunInfo(std::string_view run_id) override {
+    return Read<core::RunInfo>([&](Connection& c) -> Result<core::RunInfo> {
+      core::RunInfo info;
+      CAIRN_RETURN_IF_ERROR(LoadRunInfo(c, run_id, &info).status());
+      return info;
+    });
+  }
+
+  Status UpdateRun(std::string_view run_id, std::optional<core::RunStatus> status,
+                   std::optional<int64_t> end_time, std::optional<std::string> run_name) override {
+    return Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, run_id));
+      if (status) {
+        CAIRN_RETURN_IF_ERROR(ExecStmt(c, "UPDATE runs SET status = ? WHERE id = ?",
+                                       core::RunStatusName(*status), run));
+      }
+      if (end_time) {
+        CAIRN_RETURN_IF_ERROR(ExecStmt(c, "UPDATE runs SET end_time = ? WHERE id = ?",
+                                       *end_time, run));
+      }
+      if (run_name) {
+        CAIRN_RETURN_IF_ERROR(UpsertRunTag(c, run, {std::string(core::kRunNameTag), *run_name}));
+      }
+      return Status::Ok();
+    });
+  }
+
+  Status SetRunStage(std::string_view run_id, LifecycleStage stage) override {
+    return Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, run_id));
+      return ExecStmt(c, "UPDATE runs SET lifecycle_stage = ? WHERE id = ?",
+                      core::LifecycleStageName(stage), run);
+    });
+  }
+
+  Status LogBatch(std::string_view run_id, const std::vector<Metric>& metrics,
+                  const std::vector<core::Param>& params,
+                  const std::vector<core::Tag>& tags) override {
+    return Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, run_id));
+      return LogBatchIn(c, run, run_id, metrics, params, tags);
+    });
+  }
+
+  Status DeleteRunTag(std::string_view run_id, std::string_view key) override {
+    return Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, run_id));
+      CAIRN_RETURN_IF_ERROR(ExecStmt(c, "DELETE FROM tags WHERE run = ? AND key = ?", run, key));
+      if (sqlite3_changes(c.raw()) == 0) return RunTagNotFound(run_id, key);
+      return Status::Ok();
+    });
+  }
+
+  Status LogInputs(std::string_view run_id,
+                   const std::vector<core::DatasetInput>& inputs) override {
+    return Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * r, c.Prepare("SELECT id, experiment_id FROM runs WHERE "
+                                                 "run_uuid = ?"));
+      r->Bind(1, run_id);
+      if (!r->Step()) {
+        CAIRN_RETURN_IF_ERROR(r->status());
+        return RunNotFound(run_id);
+      }
+      int64_t run = r->Int(0), exp = r->Int(1);
+      for (const core::DatasetInput& in : inputs) {
+        const core::Dataset& d = in.dataset;
+        CAIRN_RETURN_IF_ERROR(ExecStmt(c,
+                                       "INSERT OR IGNORE INTO datasets (experiment_id, name, "
+                                       "digest, source_type, source, schema, profile) VALUES "
+                                       "(?, ?, ?, ?, ?, ?, ?)",
+                                       exp, d.name, d.digest, d.source_type, d.source, d.schema,
+                                       d.profile));
+        CAIRN_ASSIGN_OR_RETURN(Stmt * q, c.Prepare("SELECT id FROM datasets WHERE "
+                                                   "experiment_id = ? AND name = ? AND digest = "
+                                                   "?"));
+        q->Bind(1, exp).Bind(2, d.name).Bind(3, d.digest);
+        if (!q->Step()) return q->status().ok() ? Internal("dataset vanished") : q->status();
+        int64_t dataset = q->Int(0);
+        CAIRN_RETURN_IF_ERROR(ExecStmt(c,
+                                       "INSERT OR IGNORE INTO inputs (run, dataset, seq) "
+                                       "VALUES (?, ?, (SELECT COUNT(*) FROM inputs WHERE run = "
+                                       "?))",
+                                       run, dataset, run));
+        if (sqlite3_changes(c.raw()) == 0) continue;
+        for (const core::Tag& t : in.tags) {
+          CAIRN_RETURN_IF_ERROR(ExecStmt(c,
+                                         "INSERT OR REPLACE INTO input_tags (run, dataset, key, "
+                                         "value) VALUES (?, ?, ?, ?)",
+                                         run, dataset, t.key, t.value));
+        }
+      }
+      return Status::Ok();
+    });
+  }
+
+  Result<std::vector<Metric>> GetMetricHistory(const MetricHistoryQuery& query) override {
+    using Points = std::vector<Metric>;
+    return Read<Points>([&](Connection& c) -> Result<Points> {
+      CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, query.run_id));
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT step, timestamp, is_nan, value FROM "
+                                                 "metrics WHERE run = ? AND key = ? AND step >= "
+                                                 "? AND step <= ? ORDER BY step, timestamp, "
+                                                 "is_nan, value LIMIT ? OFFSET ?"));
+      s->Bind(1, run)
+          .Bind(2, query.key)
+          .Bind(3, query.min_step.value_or(INT64_MIN))
+          .Bind(4, query.max_step.value_or(INT64_MAX))
+          .Bind(5, query.max_results > 0 ? query.max_results : int64_t{-1})
+          .Bind(6, query.offset);
+      Points out;
+      while (s->Step()) out.push_back(ReadMetricPoint(*s, 0, query.key));
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return out;
+    });
+  }
+
+  Result<std::vector<Run>> SearchRuns(const RunSearchQuery& query) override {
+    using Runs = std::vector<Run>;
+    return Read<Runs>([&](Connection& c) -> Result<Runs> {
+      CAIRN_ASSIGN_OR_RETURN(Runs candidates, LoadSearchCandidates(c, query));
+      std::vector<Run> page = SortAndPage(std::move(candidates), query);
+      for (Run& run : page) {
+        CAIRN_ASSIGN_OR_RETURN(run, LoadRun(c, run.info.run_id));
+      }
+      return page;
+    });
+  }
+
+  // --- Artifact index ----------------------------------------------------------------------
+
+  Status PutArtifact(const ArtifactFile& file) override {
+    return Write([&](Connection& c) {
+      return ExecStmt(c, "INSERT OR REPLACE INTO artifacts (path, digest, size) VALUES (?, ?, ?)",
+                      file.path, file.digest, file.size);
+    });
+  }
+
+  Result<ArtifactFile> GetArtifact(std::string_view path) override {
+    return Read<ArtifactFile>([&](Connection& c) -> Result<ArtifactFile> {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s,
+                             c.Prepare("SELECT digest, size FROM artifacts WHERE path = ?"));
+      s->Bind(1, path);
+      if (!s->Step()) {
+        CAIRN_RETURN_IF_ERROR(s->status());
+        return ArtifactNotFound(path);
+      }
+      return ArtifactFile{std::string(path), s->Str(0), s->Int(1)};
+    });
+  }
+
+  Result<std::vector<ArtifactEntry>> ListArtifacts(std::string_view dir) override {
+    using Entries = std::vector<ArtifactEntry>;
+    return Read<Entries>([&](Connection& c) -> Result<Entries> {
+      ListingBuilder builder(dir);
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, SelectUnder(c, builder.prefix()));
+      while (s->Step()) builder.Add({s->Str(0), s->Str(1), s->Int(2)});
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return builder.Take();
+    });
+  }
+
+  Result<std::vector<ArtifactFile>> DeleteArtifacts(std::string_view path) override {
+    std::vector<ArtifactFile> removed;
+    CAIRN_RETURN_IF_ERROR(Write([&](Connection& c) -> Status {
+      removed.clear();
+      CAIRN_ASSIGN_OR_RETURN(Stmt * one,
+                             c.Prepare("SELECT digest, size FROM artifacts WHERE path = ?"));
+      one->Bind(1, path);
+      if (one->Step()) {
+        removed.push_back({std::string(path), one->Str(0), one->Int(1)});
+      } else {
+        CAIRN_RETURN_IF_ERROR(one->status());
+        std::string prefix = DirPrefix(path);
+        CAIRN_ASSIGN_OR_RETURN(Stmt * s, SelectUnder(c, prefix));
+        while (s->Step()) removed.push_back({s->Str(0), s->Str(1), s->Int(2)});
+        CAIRN_RETURN_IF_ERROR(s->status());
+      }
+      if (removed.empty()) return ArtifactNotFound(path);
+      for (const ArtifactFile& f : removed) {
+        CAIRN_RETURN_IF_ERROR(ExecStmt(c, "DELETE FROM artifacts WHERE path = ?", f.path));
+      }
+      return Status::Ok();
+    }));
+    return removed;
+  }
+
+  Result<bool> BlobReferenced(std::string_view digest) override {
+    return Read<bool>([&](Connection& c) -> Result<bool> {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT 1 FROM artifacts WHERE digest = ? "
+                                                 "LIMIT 1"));
+      s->Bind(1, digest);
+      bool found = s->Step();
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return found;
+    });
+  }
+
+ private:
+  struct WriteOp {
+    std::function<Status(Connection&)> fn;
+    std::promise<Status> done;
+  };
+
+  Status Migrate() {
+    Connection& c = *writer_;
+    CAIRN_RETURN_IF_ERROR(c.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER "
+                                 "NOT NULL)"));
+    int64_t version = 0;
+    {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT MAX(version) FROM schema_version"));
+      if (s->Step() && !s->IsNull(0)) version = s->Int(0);
+      CAIRN_RETURN_IF_ERROR(s->status());
+    }
+    auto migrations = sqlite::Migrations();
+    if (version > static_cast<int64_t>(migrations.size())) {
+      return FailedPrecondition("database " + path_ + " has schema version " +
+                                std::to_string(version) + ", newer than this cairn (" +
+                                std::to_string(migrations.size()) + "); upgrade cairn");
+    }
+    for (size_t v = static_cast<size_t>(version); v < migrations.size(); ++v) {
+      CAIRN_RETURN_IF_ERROR(c.Exec("BEGIN IMMEDIATE"));
+      Status s = c.Exec(migrations[v]);
+      if (s.ok()) {
+        s = c.Exec("INSERT INTO schema_version (version) VALUES (" + std::to_string(v + 1) + ")");
+      }
+      if (s.ok() && v == 0) {
+        // A new store holds experiment 0, "Default", as MLflow's stores do.
+        s = ExecStmt(c,
+                     "INSERT INTO experiments (experiment_id, name, artifact_location, "
+                     "lifecycle_stage, creation_time, last_update_time) VALUES (0, 'Default', ?, "
+                     "'active', ?2, ?2)",
+                     options_.default_artifact_root + "/0", SystemClock()->NowMillis());
+      }
+      if (!s.ok()) {
+        (void)c.Exec("ROLLBACK");
+        return s.WithContext("migrating " + path_ + " to schema version " +
+                             std::to_string(v + 1));
+      }
+      CAIRN_RETURN_IF_ERROR(c.Exec("COMMIT"));
+    }
+    return Status::Ok();
+  }
+
+  // Queues `fn` for the writer thread and waits until its transaction has committed.
+  Status Write(std::function<Status(Connection&)> fn) {
+    WriteOp op{std::move(fn), {}};
+    std::future<Status> done = op.done.get_future();
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (stop_) return Unavailable("store is closing");
+      queue_.push_back(&op);
+    }
+    queue_cv_.notify_one();
+    return done.get();
+  }
+
+  void WriterLoop() {
+    std::vector<WriteOp*> batch;
+    std::vector<Status> results;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(queue_mu_);
+        queue_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stop_ with nothing left to write
+        batch.assign(queue_.begin(), queue_.end());
+        queue_.clear();
+      }
+      results.clear();
+      Status begin = RunStmt("BEGIN IMMEDIATE");
+      for (WriteOp* op : batch) {
+        if (!begin.ok()) {
+          results.push_back(begin);
+          continue;
+        }
+        Status s = RunStmt("SAVEPOINT write_op");
+        if (s.ok()) s = op->fn(*writer_);
+        writer_->ResetAll();
+        if (!s.ok()) (void)RunStmt("ROLLBACK TO write_op");
+        (void)RunStmt("RELEASE write_op");
+        results.push_back(std::move(s));
+      }
+      if (begin.ok()) {
+        Status commit = RunStmt("COMMIT");
+        if (!commit.ok()) {
+          (void)RunStmt("ROLLBACK");
+          for (Status& s : results) {
+            if (s.ok()) s = commit;
+          }
+        }
+      }
+      for (size_t i = 0; i < batch.size(); ++i) batch[i]->done.set_value(std::move(results[i]));
+      batch.clear();
+    }
+  }
+
+  Status RunStmt(const char* sql) {
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s, writer_->Prepare(sql));
+    return s->Exec();
+  }
+
+  // Runs `fn` on a pooled read connection inside one read transaction (a consistent snapshot).
+  template <typename T, typename F>
+  Result<T> Read(F&& fn) {
+    std::unique_ptr<Connection> conn;
+    {
+      std::lock_guard<std::mutex> lock(pool_mu_);
+      if (!pool_.empty()) {
+        conn = std::move(pool_.back());
+        pool_.pop_back();
+      }
+    }
+    if (!conn) {
+      CAIRN_ASSIGN_OR_RETURN(conn, Connection::Open(path_, /*create=*/false));
+    }
+    Status begin = ExecStmt(*conn, "BEGIN");
+    if (!begin.ok()) return begin;
+    Result<T> out = fn(*conn);
+    conn->ResetAll();
+    (void)ExecStmt(*conn, "COMMIT");
+    {
+      std::lock_guard<std::mutex> lock(pool_mu_);
+      pool_.push_back(std::move(conn));
+    }
+    return out;
+  }
+
+  Result<int64_t> ExperimentKey(Connection& c, std::string_view experiment_id) {
+    int64_t id = 0;
+    if (!ParseExperimentId(experiment_id, &id)) return ExperimentNotFound(experiment_id);
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s,
+                           c.Prepare("SELECT 1 FROM experiments WHERE experiment_id = ?"));
+    s->Bind(1, id);
+    if (!s->Step()) {
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return ExperimentNotFound(experiment_id);
+    }
+    return id;
+  }
+
+  Result<int64_t> RunKey(Connection& c, std::string_view run_id) {
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id FROM runs WHERE run_uuid = ?"));
+    s->Bind(1, run_id);
+    if (!s->Step()) {
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return RunNotFound(run_id);
+    }
+    return s->Int(0);
+  }
+
+  Status UpsertExperimentTag(Connection& c, int64_t id, const core::Tag& tag) {
+    return ExecStmt(c,
+                    "INSERT INTO experiment_tags (experiment_id, key, value) VALUES (?, ?, ?) "
+                    "ON CONFLICT (experiment_id, key) DO UPDATE SET value = excluded.value",
+                    id, tag.key, tag.value);
+  }
+
+  // mlflow.runName and the run's name column always agree.
+  Status UpsertRunTag(Connection& c, int64_t run, const core::Tag& tag) {
+    CAIRN_RETURN_IF_ERROR(ExecStmt(c,
+                                   "INSERT INTO tags (run, key, value) VALUES (?, ?, ?) ON "
+                                   "CONFLICT (run, key) DO UPDATE SET value = excluded.value",
+                                   run, tag.key, tag.value));
+    if (tag.key == core::kRunNameTag) {
+      return ExecStmt(c, "UPDATE runs SET name = ? WHERE id = ?", tag.value, run);
+    }
+    return Status::Ok();
+  }
+
+  Status LogBatchIn(Connection& c, int64_t run, std::string_view run_id,
+                    const std::vector<Metric>& metrics, const std::vector<core::Param>& params,
+                    const std::vector<core::Tag>& tags) {
+    for (const core::Param& p : params) {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s,
+                             c.Prepare("SELECT value FROM params WHERE run = ? AND key = ?"));
+      s->Bind(1, run).Bind(2, p.key);
+      if (s->Step()) {
+        if (s->Text(0) != p.value) return ParamChanged(run_id, p.key, s->Text(0), p.value);
+        continue;
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+      CAIRN_RETURN_IF_ERROR(ExecStmt(c,
+                                     "INSERT OR IGNORE INTO params (run, key, value) VALUES "
+                                     "(?, ?, ?)",
+                                     run, p.key, p.value));
+    }
+    for (const core::Tag& t : tags) CAIRN_RETURN_IF_ERROR(UpsertRunTag(c, run, t));
+    if (metrics.empty()) return Status::Ok();
+
+    std::vector<Metric> latest;
+    CAIRN_ASSIGN_OR_RETURN(Stmt * ins, c.Prepare("INSERT OR IGNORE INTO metrics (run, key, step, "
+                                                 "timestamp, is_nan, value) VALUES (?, ?, ?, ?, "
+                                                 "?, ?)"));
+    for (const Metric& m : metrics) {
+      bool nan = std::isnan(m.value);
+      ins->Reset();
+      ins->Bind(1, run).Bind(2, m.key).Bind(3, m.step).Bind(4, m.timestamp).Bind(5, nan ? 1 : 0);
+      ins->Bind(6, nan ? 0.0 : m.value);
+      CAIRN_RETURN_IF_ERROR(ins->Exec());
+      UpdateLatest(&latest, m);
+    }
+    for (const Metric& m : latest) {
+      bool nan = std::isnan(m.value);
+      CAIRN_RETURN_IF_ERROR(ExecStmt(
+          c,
+          "INSERT INTO latest_metrics (run, key, step, timestamp, is_nan, value) VALUES (?, ?, "
+          "?, ?, ?, ?) ON CONFLICT (run, key) DO UPDATE SET step = excluded.step, timestamp = "
+          "excluded.timestamp, is_nan = excluded.is_nan, value = excluded.value WHERE "
+          "(excluded.step, excluded.timestamp, excluded.is_nan, excluded.value) > "
+          "(latest_metrics.step, latest_metrics.timestamp, latest_metrics.is_nan, "
+          "latest_metrics.value)",
+          run, m.key, m.step, m.timestamp, nan ? 1 : 0, nan ? 0.0 : m.value));
+    }
+    return Status::Ok();
+  }
+
+  Result<Experiment> LoadExperimentRow(Connection& c, const Stmt& s) {
+    Experiment e;
+    int64_t id = s.Int(0);
+    e.experiment_id = std::to_string(id);
+    e.name = s.Str(1);
+    e.artifact_location = s.Str(2);
+    core::ParseLifecycleStage(s.Text(3), &e.lifecycle_stage);
+    e.creation_time = s.Int(4);
+    e.last_update_time = s.Int(5);
+    CAIRN_ASSIGN_OR_RETURN(Stmt * t, c.Prepare("SELECT key, value FROM experiment_tags WHERE "
+                                               "experiment_id = ? ORDER BY key"));
+    t->Bind(1, id);
+    while (t->Step()) e.tags.push_back({t->Str(0), t->Str(1)});
+    CAIRN_RETURN_IF_ERROR(t->status());
+    return e;
+  }
+
+  // Reads the run's info; returns its internal key.
+  Result<int64_t> LoadRunInfo(Connection& c, std::string_view run_id, core::RunInfo* info) {
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id, run_uuid, experiment_id, name, "
+                                               "user_id, status, start_time, end_time, "
+                                               "artifact_uri, lifecycle_stage FROM runs WHERE "
+                                               "run_uuid = ?"));
+    s->Bind(1, run_id);
+    if (!s->Step()) {
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return RunNotFound(run_id);
+    }
+    return ReadRunInfo(*s, info);
+  }
+
+  Result<Run> LoadRun(Connection& c, std::string_view run_id) {
+    Run run;
+    CAIRN_ASSIGN_OR_RETURN(int64_t key, LoadRunInfo(c, run_id, &run.info));
+
+    CAIRN_ASSIGN_OR_RETURN(Stmt * m, c.Prepare("SELECT key, step, timestamp, is_nan, value FROM "
+                                               "latest_metrics WHERE run = ? ORDER BY key"));
+    m->Bind(1, key);
+    while (m->Step()) run.data.metrics.push_back(ReadMetricPoint(*m, 1, m->Str(0)));
+    CAIRN_RETURN_IF_ERROR(m->status());
+
+    CAIRN_ASSIGN_OR_RETURN(Stmt * p, c.Prepare("SELECT key, value FROM params WHERE run = ? "
+                                               "ORDER BY key"));
+    p->Bind(1, key);
+    while (p->Step()) run.data.params.push_back({p->Str(0), p->Str(1)});
+    CAIRN_RETURN_IF_ERROR(p->status());
+
+    CAIRN_ASSIGN_OR_RETURN(Stmt * t, c.Prepare("SELECT key, value FROM tags WHERE run = ? ORDER "
+                                               "BY key"));
+    t->Bind(1, key);
+    while (t->Step()) run.data.tags.push_back({t->Str(0), t->Str(1)});
+    CAIRN_RETURN_IF_ERROR(t->status());
+
+    CAIRN_ASSIGN_OR_RETURN(Stmt * in, c.Prepare("SELECT d.id, d.name, d.digest, d.source_type, "
+                                                "d.source, d.schema, d.profile FROM inputs i "
+                                                "JOIN datasets d ON d.id = i.dataset WHERE i.run "
+                                                "= ? ORDER BY i.seq"));
+    in->Bind(1, key);
+    std::vector<int64_t> dataset_keys;
+    while (in->Step()) {
+      core::DatasetInput input;
+      dataset_keys.push_back(in->Int(0));
+      input.dataset = {in->Str(1), in->Str(2), in->Str(3), in->Str(4), in->Str(5), in->Str(6)};
+      run.inputs.push_back(std::move(input));
+    }
+    CAIRN_RETURN_IF_ERROR(in->status());
+    for (size_t i = 0; i < dataset_keys.size(); ++i) {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * it, c.Prepare("SELECT key, value FROM input_tags WHERE run "
+                                                  "= ? AND dataset = ? ORDER BY key"));
+      it->Bind(1, key).Bind(2, dataset_keys[i]);
+      while (it->Step()) run.inputs[i].tags.push_back({it->Str(0), it->Str(1)});
+      CAIRN_RETURN_IF_ERROR(it->status());
+    }
+    return run;
+  }
+
+  // Loads the runs visible to the query with just the metrics, params, tags and inputs its
+  // filter and order refer to, so that matching and sorting need no further queries.
+  Result<std::vector<Run>> LoadSearchCandidates(Connection& c, const RunSearchQuery& query) {
+    std::vector<Run> runs;
+    std::unordered_map<int64_t, size_t> index;
+    for (const std::string& exp : query.experiment_ids) {
+      int64_t id = 0;
+      if (!ParseExperimentId(exp, &id)) continue;
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id, run_uuid, experiment_id, name, "
+                                                 "user_id, status, start_time, end_time, "
+                                                 "artifact_uri, lifecycle_stage FROM runs WHERE "
+                                                 "experiment_id = ?"));
+      s->Bind(1, id);
+      while (s->Step()) {
+        Run run;
+        int64_t key = ReadRunInfo(*s, &run.info);
+        if (!core::StageVisible(run.info.lifecycle_stage, query.view)) continue;
+        index[key] = runs.size();
+        runs.push_back(std::move(run));
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+    }
+    if (runs.empty()) return runs;
+
+    std::set<std::string> metric_keys, param_keys, tag_keys;
+    bool need_inputs = false;
+    auto want = [&](core::EntityType type, const std::string& key) {
+      switch (type) {
+        case core::EntityType::kMetric: metric_keys.insert(key); break;
+        case core::EntityType::kParam: param_keys.insert(key); break;
+        case core::EntityType::kTag: tag_keys.insert(key); break;
+        case core::EntityType::kDataset: need_inputs = true; break;
+        case core::EntityType::kAttribute:
+          if (key == "run_name") tag_keys.insert(std::string(core::kRunNameTag));
+          break;
+      }
+    };
+    for (const core::Clause& cl : query.filter) want(cl.type, cl.key);
+    for (const core::OrderKey& o : query.order) want(o.type, o.key);
+
+    for (const std::string& k : metric_keys) {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT run, step, timestamp, is_nan, value "
+                                                 "FROM latest_metrics WHERE key = ?"));
+      s->Bind(1, k);
+      while (s->Step()) {
+        auto it = index.find(s->Int(0));
+        if (it != index.end()) runs[it->second].data.metrics.push_back(ReadMetricPoint(*s, 1, k));
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+    }
+    for (const std::string& k : param_keys) {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT run, value FROM params WHERE key = ?"));
+      s->Bind(1, k);
+      while (s->Step()) {
+        auto it = index.find(s->Int(0));
+        if (it != index.end()) runs[it->second].data.params.push_back({k, s->Str(1)});
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+    }
+    for (const std::string& k : tag_keys) {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT run, value FROM tags WHERE key = ?"));
+      s->Bind(1, k);
+      while (s->Step()) {
+        auto it = index.find(s->Int(0));
+        if (it != index.end()) runs[it->second].data.tags.push_back({k, s->Str(1)});
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+    }
+    if (need_inputs) {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT i.run, d.name, d.digest, t.value FROM "
+                                                 "inputs i JOIN datasets d ON d.id = i.dataset "
+                                                 "LEFT JOIN input_tags t ON t.run = i.run AND "
+                                                 "t.dataset = i.dataset AND t.key = "
+                                                 "'mlflow.data.context'"));
+      while (s->Step()) {
+        auto it = index.find(s->Int(0));
+        if (it == index.end()) continue;
+        core::DatasetInput input;
+        input.dataset.name = s->Str(1);
+        input.dataset.digest = s->Str(2);
+        if (!s->IsNull(3)) input.tags.push_back({std::string(core::kDatasetContextTag), s->Str(3)});
+        runs[it->second].inputs.push_back(std::move(input));
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+    }
+    std::vector<Run> matched;
+    for (Run& run : runs) {
+      if (core::RunMatches(run, query.filter)) matched.push_back(std::move(run));
+    }
+    return matched;
+  }
+
+  // Artifact files whose path starts with `prefix` ("" selects all), in path order.
+  Result<Stmt*> SelectUnder(Connection& c, const std::string& prefix) {
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT path, digest, size FROM artifacts WHERE "
+                                               "path >= ? AND (? OR path < ?) ORDER BY path"));
+    std::string upper = prefix;
+    if (!upper.empty()) upper.back() = static_cast<char>(upper.back() + 1);
+    s->Bind(1, prefix).Bind(2, prefix.empty() ? 1 : 0).Bind(3, upper);
+    return s;
+  }
+
+  std::string path_;
+  StoreOptions options_;
+  std::unique_ptr<Connection> writer_;
+  std::thread writer_thread_;
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<WriteOp*> queue_;
+  bool stop_ = false;
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<Connection>> pool_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<MetadataStore>> OpenSqliteMetadataStore(const std::string& path,
+                                                               const StoreOptions& options) {
+  auto store = std::make_unique<SqliteStore>(path, options);
+  CAIRN_RETURN_IF_ERROR(store->Init().WithContext("opening " + path));
+  return std::unique_ptr<MetadataStore>(std::move(store));
+}
+
+}  // namespace cairn::store

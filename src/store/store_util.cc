@@ -1,0 +1,81 @@
+#include "store/store_util.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace cairn::store {
+
+Status ExperimentNotFound(std::string_view id) {
+  return NotFound("No Experiment with id=" + std::string(id) + " exists");
+}
+
+Status ExperimentNameTaken(std::string_view name) {
+  return AlreadyExists("Experiment(name=" + std::string(name) + ") already exists.");
+}
+
+Status RunNotFound(std::string_view run_id) {
+  return NotFound("Run with id=" + std::string(run_id) + " not found");
+}
+
+Status RunTagNotFound(std::string_view run_id, std::string_view key) {
+  return NotFound("No tag with name: " + std::string(key) + " in run with id " +
+                  std::string(run_id));
+}
+
+Status ArtifactNotFound(std::string_view path) {
+  return NotFound("No artifact at path '" + std::string(path) + "'");
+}
+
+Status ParamChanged(std::string_view run_id, std::string_view key, std::string_view old_value,
+                    std::string_view new_value) {
+  return InvalidArgument("Changing param values is not allowed. Param with key='" +
+                         std::string(key) + "' was already logged with value='" +
+                         std::string(old_value) + "' for run ID='" + std::string(run_id) +
+                         "'. Attempted logging new value '" + std::string(new_value) + "'.");
+}
+
+bool ParseExperimentId(std::string_view id, int64_t* out) {
+  if (id.empty() || id.size() > 18) return false;
+  auto r = std::from_chars(id.data(), id.data() + id.size(), *out);
+  return r.ec == std::errc() && r.ptr == id.data() + id.size() && *out >= 0;
+}
+
+void UpsertTag(std::vector<core::Tag>* tags, const core::Tag& tag) {
+  for (core::Tag& t : *tags) {
+    if (t.key == tag.key) {
+      t.value = tag.value;
+      return;
+    }
+  }
+  tags->push_back(tag);
+}
+
+bool EraseTag(std::vector<core::Tag>* tags, std::string_view key) {
+  auto it = std::find_if(tags->begin(), tags->end(),
+                         [&](const core::Tag& t) { return t.key == key; });
+  if (it == tags->end()) return false;
+  tags->erase(it);
+  return true;
+}
+
+void UpdateLatest(std::vector<core::Metric>* latest, const core::Metric& m) {
+  for (core::Metric& have : *latest) {
+    if (have.key == m.key) {
+      if (core::MetricIsNewer(m, have)) have = m;
+      return;
+    }
+  }
+  latest->push_back(m);
+}
+
+std::vector<core::Run> SortAndPage(std::vector<core::Run> runs, const RunSearchQuery& query) {
+  core::SortRuns(&runs, query.order);
+  size_t begin = std::min(runs.size(), static_cast<size_t>(std::max<int64_t>(0, query.offset)));
+  size_t end = std::min(runs.size(), begin + static_cast<size_t>(query.max_results));
+  std::vector<core::Run> page;
+  page.reserve(end - begin);
+  std::move(runs.begin() + begin, runs.begin() + end, std::back_inserter(page));
+  return page;
+}
+
+}  // namespace cairn::store

@@ -1,0 +1,33 @@
+// Pieces every MetadataStore backend shares: the error messages clients see (worded as MLflow
+// words them, since clients and users match on them), tag and latest-metric bookkeeping, and
+// the in-memory ordering and paging of search results.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/metadata_store.h"
+
+namespace cairn::store {
+
+Status ExperimentNotFound(std::string_view id);
+Status ExperimentNameTaken(std::string_view name);
+Status RunNotFound(std::string_view run_id);
+Status RunTagNotFound(std::string_view run_id, std::string_view key);
+Status ArtifactNotFound(std::string_view path);
+Status ParamChanged(std::string_view run_id, std::string_view key, std::string_view old_value,
+                    std::string_view new_value);
+
+// Experiment ids are decimal integers; false for anything else.
+bool ParseExperimentId(std::string_view id, int64_t* out);
+
+void UpsertTag(std::vector<core::Tag>* tags, const core::Tag& tag);
+bool EraseTag(std::vector<core::Tag>* tags, std::string_view key);
+// Replaces the entry for m.key when m is newer than it (or adds it).
+void UpdateLatest(std::vector<core::Metric>* latest, const core::Metric& m);
+
+// Sorts matched runs by the query's order and returns the page [offset, offset + max_results).
+std::vector<core::Run> SortAndPage(std::vector<core::Run> runs, const RunSearchQuery& query);
+
+}  // namespace cairn::store

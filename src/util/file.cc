@@ -1,0 +1,99 @@
+#include "util/file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/hash.h"
+
+namespace cairn {
+
+namespace fs = std::filesystem;
+
+Status ErrnoStatus(std::string_view op, const fs::path& path) {
+  int err = errno;
+  std::string m(op);
+  m += " ";
+  m += path.string();
+  m += ": ";
+  m += std::strerror(err);
+  return {err == ENOENT ? StatusCode::kNotFound : StatusCode::kUnavailable, std::move(m)};
+}
+
+Result<std::string> ReadFile(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("open", path);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s = ErrnoStatus("read", path);
+      ::close(fd);
+      return s;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+fs::path TempPathFor(const fs::path& path) {
+  fs::path tmp = path;
+  tmp += ".tmp-" + RandomHex(6);
+  return tmp;
+}
+
+Status SyncDir(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("open", dir);
+  int rc = ::fsync(fd);
+  Status s = rc == 0 ? Status::Ok() : ErrnoStatus("fsync", dir);
+  ::close(fd);
+  return s;
+}
+
+Status WriteFileAtomic(const fs::path& path, std::string_view bytes) {
+  fs::path tmp = TempPathFor(path);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("create", tmp);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s = ErrnoStatus("write", tmp);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    Status s = ErrnoStatus("fsync", tmp);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = ErrnoStatus("rename", path);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  fs::path parent = path.parent_path();
+  return SyncDir(parent.empty() ? fs::path(".") : parent);
+}
+
+Status MakeDirs(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return Unavailable("create directory " + path.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace cairn

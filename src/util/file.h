@@ -1,0 +1,24 @@
+// File helpers. Writes that must survive a crash go through WriteFileAtomic: the bytes land in
+// a temporary file beside the target, are fsynced, and are renamed over it, so a reader sees
+// the old content or the new one, never a torn mix.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "util/status.h"
+
+namespace cairn {
+
+Result<std::string> ReadFile(const std::filesystem::path& path);
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes);
+Status MakeDirs(const std::filesystem::path& path);
+// fsyncs a directory so a rename inside it is durable.
+Status SyncDir(const std::filesystem::path& dir);
+// A unique name for a temporary file beside `path`.
+std::filesystem::path TempPathFor(const std::filesystem::path& path);
+// errno as text with the operation and path: "open /x: No such file or directory".
+Status ErrnoStatus(std::string_view op, const std::filesystem::path& path);
+
+}  // namespace cairn

@@ -1,0 +1,35 @@
+#include "util/hash.h"
+
+#include <gtest/gtest.h>
+
+namespace cairn {
+namespace {
+
+TEST(HashTest, Sha256OfKnownVectors) {
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  Sha256Hasher h;
+  h.Update("a");
+  h.Update("bc");
+  EXPECT_EQ(h.HexDigest(), Sha256Hex("abc"));
+}
+
+TEST(HashTest, Base64RoundTripsAndRejectsGarbage) {
+  std::string out;
+  EXPECT_EQ(Base64Encode("{\"offset\": 1}"), "eyJvZmZzZXQiOiAxfQ==");
+  ASSERT_TRUE(Base64Decode("eyJvZmZzZXQiOiAxfQ==", &out));
+  EXPECT_EQ(out, "{\"offset\": 1}");
+  EXPECT_FALSE(Base64Decode("abc", &out));
+  EXPECT_FALSE(Base64Decode("!!!!", &out));
+}
+
+TEST(HashTest, RandomHexHasRequestedLength) {
+  std::string a = RandomHex(16), b = RandomHex(16);
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(IsSha256Hex(Sha256Hex("x")));
+  EXPECT_FALSE(IsSha256Hex("XYZ"));
+}
+
+}  // namespace
+}  // namespace cairn
