@@ -10,13 +10,13 @@ Result<std::string> NormalizeArtifactPath(std::string_view path, bool allow_root
     for (char c : path) shown += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
     return InvalidArgument("Invalid artifact path '" + shown + "': " + std::string(why));
   };
+  if (path.starts_with('/')) return invalid("absolute paths are not allowed");
   while (!path.empty() && path.back() == '/') path.remove_suffix(1);
   if (path.empty()) {
     if (allow_root) return std::string();
     return invalid("a path is required");
   }
   if (path.size() > 4096) return invalid("longer than 4096 bytes");
-  if (path.front() == '/') return invalid("absolute paths are not allowed");
   for (unsigned char c : path) {
     if (c < 0x20 || c == 0x7f) return invalid("control characters are not allowed");
     if (c == '\\') return invalid("backslashes are not allowed");
