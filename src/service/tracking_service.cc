@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/search.h"
+#include "store/store_util.h"
 #include "util/hash.h"
 
 namespace cairn::service {
@@ -79,11 +80,6 @@ Result<int64_t> ResolveMaxResults(std::optional<int64_t> requested) {
                            std::to_string(kMaxSearchResults));
   }
   return n;
-}
-
-Status InactiveRun(const std::string& run_id, LifecycleStage stage) {
-  return InvalidArgument("The run " + run_id + " must be in the 'active' state. Current state is " +
-                         std::string(core::LifecycleStageName(stage)) + ".");
 }
 
 // A readable default run name, "<adjective>-<noun>-<number>", as MLflow gives unnamed runs.
@@ -244,7 +240,7 @@ Result<Run> TrackingService::CreateRun(const CreateRunRequest& request) {
 Status TrackingService::RequireActiveRun(const std::string& run_id) {
   CAIRN_ASSIGN_OR_RETURN(core::RunInfo info, store_->GetRunInfo(run_id));
   if (info.lifecycle_stage != LifecycleStage::kActive) {
-    return InactiveRun(run_id, info.lifecycle_stage);
+    return store::RunNotActive(run_id, info.lifecycle_stage);
   }
   return Status::Ok();
 }
@@ -344,7 +340,7 @@ Status TrackingService::LogBatch(const std::string& run_id,
     if (m.key != last_key) CAIRN_RETURN_IF_ERROR(ValidateKey("metric", m.key));
     last_key = m.key;
   }
-  CAIRN_RETURN_IF_ERROR(RequireActiveRun(run_id));
+  // The store checks that the run is active inside the write itself.
   return store_->LogBatch(run_id, metrics, params, tags);
 }
 

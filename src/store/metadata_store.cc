@@ -13,10 +13,21 @@ Result<std::unique_ptr<MetadataStore>> OpenMetadataStore(std::string_view uri,
   if (uri.starts_with(kSqlite)) {
     // sqlite:///relative/path and sqlite:////absolute/path, as SQLAlchemy spells them.
     std::string path(uri.substr(kSqlite.size()));
+    StoreOptions opts = options;
+    if (size_t q = path.find('?'); q != std::string::npos) {
+      std::string query = path.substr(q + 1);
+      path.resize(q);
+      if (query == "synchronous=full" || query == "synchronous=FULL") {
+        opts.sync_every_commit = true;
+      } else if (query != "synchronous=normal" && query != "synchronous=NORMAL") {
+        return InvalidArgument("unsupported option '" + query + "' in sqlite URI; expected "
+                               "synchronous=full or synchronous=normal");
+      }
+    }
     if (path.empty()) return InvalidArgument("sqlite URI names no file: " + std::string(uri));
     std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) CAIRN_RETURN_IF_ERROR(MakeDirs(parent));
-    return OpenSqliteMetadataStore(path, options);
+    return OpenSqliteMetadataStore(path, opts);
   }
   return InvalidArgument("unsupported backend store URI '" + std::string(uri) +
                          "': expected sqlite:///PATH or memory:");

@@ -95,7 +95,8 @@ class MetadataStore {
   virtual Status SetRunStage(std::string_view run_id, core::LifecycleStage stage) = 0;
 
   // Appends metrics (exact duplicates dropped), adds params, upserts tags, all or nothing.
-  // A param already stored with another value is kInvalidArgument and nothing is written.
+  // A param already stored with another value, or a run that is not active, is
+  // kInvalidArgument and nothing is written.
   virtual Status LogBatch(std::string_view run_id, const std::vector<core::Metric>& metrics,
                           const std::vector<core::Param>& params,
                           const std::vector<core::Tag>& tags) = 0;
@@ -129,9 +130,13 @@ class MetadataStore {
 struct StoreOptions {
   // Default artifact root for new experiments, e.g. "mlflow-artifacts:".
   std::string default_artifact_root = "mlflow-artifacts:";
+  // SQLite: fsync every commit (survives power loss) instead of only at checkpoints (survives
+  // a killed process; a power loss may drop the last commits).
+  bool sync_every_commit = false;
 };
 
-// Opens a store by URI: "memory:" or "sqlite:///abs/path/cairn.db".
+// Opens a store by URI: "memory:" or "sqlite:///path/cairn.db". A SQLite URI may end in
+// "?synchronous=full" to fsync every commit (StoreOptions::sync_every_commit).
 Result<std::unique_ptr<MetadataStore>> OpenMetadataStore(std::string_view uri,
                                                          const StoreOptions& options);
 

@@ -168,6 +168,17 @@ TYPED_TEST(MetadataStoreTest, LogBatchKeepsParamsImmutableAndTagsLastValue) {
   EXPECT_EQ(this->store_->LogBatch("missing", {}, {}, {}).code(), StatusCode::kNotFound);
 }
 
+TYPED_TEST(MetadataStoreTest, LogBatchRejectsDeletedRun) {
+  std::string run = this->NewRun(this->NewExperiment("deleted"));
+  ASSERT_TRUE(this->store_->SetRunStage(run, core::LifecycleStage::kDeleted).ok());
+  Status s = this->store_->LogBatch(run, {{"m", 1, 1, 0}}, {}, {});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("must be in the 'active' state"), std::string::npos);
+  ASSERT_TRUE(this->store_->SetRunStage(run, core::LifecycleStage::kActive).ok());
+  EXPECT_EQ(this->store_->GetRun(run)->FindMetric("m"), nullptr);
+  EXPECT_TRUE(this->store_->LogBatch(run, {{"m", 1, 1, 0}}, {}, {}).ok());
+}
+
 TYPED_TEST(MetadataStoreTest, LatestMetricIsLargestStepTimestampValue) {
   std::string run = this->NewRun(this->NewExperiment("latest"));
   std::vector<Metric> points = {{"loss", 5, 100, 2}, {"loss", 9, 50, 1}, {"loss", 3, 100, 2},

@@ -22,6 +22,12 @@ Status RunTagNotFound(std::string_view run_id, std::string_view key) {
                   std::string(run_id));
 }
 
+Status RunNotActive(std::string_view run_id, core::LifecycleStage stage) {
+  return InvalidArgument("The run " + std::string(run_id) +
+                         " must be in the 'active' state. Current state is " +
+                         std::string(core::LifecycleStageName(stage)) + ".");
+}
+
 Status ArtifactNotFound(std::string_view path) {
   return NotFound("No artifact at path '" + std::string(path) + "'");
 }

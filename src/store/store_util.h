@@ -15,6 +15,7 @@ Status ExperimentNotFound(std::string_view id);
 Status ExperimentNameTaken(std::string_view name);
 Status RunNotFound(std::string_view run_id);
 Status RunTagNotFound(std::string_view run_id, std::string_view key);
+Status RunNotActive(std::string_view run_id, core::LifecycleStage stage);
 Status ArtifactNotFound(std::string_view path);
 Status ParamChanged(std::string_view run_id, std::string_view key, std::string_view old_value,
                     std::string_view new_value);

@@ -173,6 +173,11 @@ class MemoryStore : public MetadataStore {
                   const std::vector<core::Param>& params,
                   const std::vector<core::Tag>& tags) override {
     std::unique_lock lock(mu_);
+    auto it = runs_.find(std::string(run_id));
+    if (it == runs_.end()) return RunNotFound(run_id);
+    if (it->second.run.info.lifecycle_stage != LifecycleStage::kActive) {
+      return RunNotActive(run_id, it->second.run.info.lifecycle_stage);
+    }
     return LogBatchLocked(run_id, metrics, params, tags);
   }
 

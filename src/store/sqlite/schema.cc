@@ -6,6 +6,9 @@ namespace {
 // Runs are referenced by an integer key internally so that the large tables (metrics) do not
 // repeat 32-character run ids. NaN metric values are stored as value 0 with is_nan = 1, since
 // SQLite turns NaN into NULL; infinities are stored as they are.
+// New metric points are appended to metric_log, which touches a page or two per commit however
+// many runs and keys a batch spans; the store moves them into metrics, clustered by
+// (run, key, step), in large batches. Readers see the union of both tables.
 constexpr const char* kMigrations[] = {
     R"sql(
 CREATE TABLE experiments (
@@ -58,6 +61,15 @@ CREATE TABLE metrics (
   value REAL NOT NULL,
   PRIMARY KEY (run, key, step, timestamp, is_nan, value)
 ) WITHOUT ROWID;
+CREATE TABLE metric_log (
+  id INTEGER PRIMARY KEY,
+  run INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  timestamp INTEGER NOT NULL,
+  is_nan INTEGER NOT NULL,
+  value REAL NOT NULL
+);
 CREATE TABLE latest_metrics (
   run INTEGER NOT NULL,
   key TEXT NOT NULL,

@@ -30,7 +30,8 @@ Status Stmt::Exec() {
   return status_;
 }
 
-Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, bool create) {
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, bool create,
+                                                     bool sync_every_commit) {
   sqlite3* db = nullptr;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
@@ -41,11 +42,13 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, bo
   }
   std::unique_ptr<Connection> conn(new Connection(db));
   sqlite3_busy_timeout(db, 10000);
-  // WAL lets readers run beside the single writer; synchronous=FULL makes every committed
-  // transaction survive power loss, and group commit keeps its cost per batch, not per request.
+  // WAL lets readers run beside the single writer. With synchronous=NORMAL a commit is in the
+  // WAL (the OS page cache) when it returns, so a killed process loses nothing; fsync happens at
+  // checkpoints. FULL adds an fsync per commit (per group of writes) for power-loss safety.
   CAIRN_RETURN_IF_ERROR(conn->Exec(
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;"
-      "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000;"));
+      std::string("PRAGMA journal_mode=WAL; PRAGMA synchronous=") +
+      (sync_every_commit ? "FULL" : "NORMAL") +
+      "; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000;"));
   return conn;
 }
 
@@ -58,6 +61,7 @@ Result<Stmt*> Connection::Prepare(const char* sql) {
   auto it = cache_.find(sql);
   if (it != cache_.end()) {
     it->second->Reset();
+    in_use_.push_back(it->second.get());
     return it->second.get();
   }
   sqlite3_stmt* stmt = nullptr;
@@ -67,11 +71,13 @@ Result<Stmt*> Connection::Prepare(const char* sql) {
   auto owned = std::make_unique<Stmt>(db_, stmt);
   Stmt* out = owned.get();
   cache_[sql] = std::move(owned);
+  in_use_.push_back(out);
   return out;
 }
 
 void Connection::ResetAll() {
-  for (auto& [sql, stmt] : cache_) stmt->Reset();
+  for (Stmt* stmt : in_use_) stmt->Reset();
+  in_use_.clear();
 }
 
 Status Connection::Exec(std::string_view sql) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "util/status.h"
 
@@ -79,7 +80,9 @@ class Stmt {
 class Connection {
  public:
   // Opens (creating when `create`) the database at path with the pragmas cairn relies on.
-  static Result<std::unique_ptr<Connection>> Open(const std::string& path, bool create);
+  // `sync_every_commit` selects synchronous=FULL over NORMAL.
+  static Result<std::unique_ptr<Connection>> Open(const std::string& path, bool create,
+                                                  bool sync_every_commit = false);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -88,8 +91,8 @@ class Connection {
   // cache is keyed by its address.
   Result<Stmt*> Prepare(const char* sql);
   Status Exec(std::string_view sql);
-  // Resets every cached statement. A statement left mid-iteration holds its read snapshot
-  // open, so each unit of work ends with this.
+  // Resets every statement handed out since the last call. A statement left mid-iteration
+  // holds its read snapshot open, so each unit of work ends with this.
   void ResetAll();
   sqlite3* raw() { return db_; }
 
@@ -97,6 +100,7 @@ class Connection {
   explicit Connection(sqlite3* db) : db_(db) {}
   sqlite3* db_;
   std::unordered_map<const char*, std::unique_ptr<Stmt>> cache_;
+  std::vector<Stmt*> in_use_;
 };
 
 Status SqliteError(sqlite3* db, std::string_view what);

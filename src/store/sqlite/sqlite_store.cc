@@ -15,6 +15,7 @@
 #include "store/sqlite/sqlite_db.h"
 #include "store/store_util.h"
 #include "util/clock.h"
+#include "util/log.h"
 
 namespace cairn::store {
 namespace {
@@ -76,11 +77,29 @@ class SqliteStore : public MetadataStore {
     }
     queue_cv_.notify_all();
     if (writer_thread_.joinable()) writer_thread_.join();
+    {
+      std::lock_guard<std::mutex> lock(checkpoint_mu_);
+      checkpoint_stop_ = true;
+    }
+    checkpoint_cv_.notify_all();
+    if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
+    // Closing the last connection checkpoints the WAL into the database file.
+    checkpointer_.reset();
+    pool_.clear();
+    writer_.reset();
   }
 
   Status Init() {
-    CAIRN_ASSIGN_OR_RETURN(writer_, Connection::Open(path_, /*create=*/true));
+    CAIRN_ASSIGN_OR_RETURN(writer_,
+                           Connection::Open(path_, /*create=*/true, options_.sync_every_commit));
     CAIRN_RETURN_IF_ERROR(Migrate());
+    // Checkpoints copy WAL pages into the database file. They run on their own thread and
+    // connection so that this I/O stays off the writer's path; the writer only signals when
+    // the WAL has grown past kCheckpointPages.
+    CAIRN_ASSIGN_OR_RETURN(checkpointer_, Connection::Open(path_, /*create=*/false));
+    CAIRN_RETURN_IF_ERROR(writer_->Exec("PRAGMA wal_autocheckpoint=0"));
+    sqlite3_wal_hook(writer_->raw(), &SqliteStore::OnWalCommit, this);
+    checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
     writer_thread_ = std::thread([this] { WriterLoop(); });
     return Status::Ok();
   }
@@ -295,7 +314,17 @@ class SqliteStore : public MetadataStore {
                   const std::vector<core::Param>& params,
                   const std::vector<core::Tag>& tags) override {
     return Write([&](Connection& c) -> Status {
-      CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, run_id));
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id, lifecycle_stage FROM runs WHERE "
+                                                 "run_uuid = ?"));
+      s->Bind(1, run_id);
+      if (!s->Step()) {
+        CAIRN_RETURN_IF_ERROR(s->status());
+        return RunNotFound(run_id);
+      }
+      int64_t run = s->Int(0);
+      LifecycleStage stage = LifecycleStage::kActive;
+      core::ParseLifecycleStage(s->Text(1), &stage);
+      if (stage != LifecycleStage::kActive) return RunNotActive(run_id, stage);
       return LogBatchIn(c, run, run_id, metrics, params, tags);
     });
   }
@@ -355,10 +384,13 @@ class SqliteStore : public MetadataStore {
     using Points = std::vector<Metric>;
     return Read<Points>([&](Connection& c) -> Result<Points> {
       CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, query.run_id));
-      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT step, timestamp, is_nan, value FROM "
-                                                 "metrics WHERE run = ? AND key = ? AND step >= "
-                                                 "? AND step <= ? ORDER BY step, timestamp, "
-                                                 "is_nan, value LIMIT ? OFFSET ?"));
+      // UNION also drops exact duplicates that are still in the log.
+      CAIRN_ASSIGN_OR_RETURN(
+          Stmt * s, c.Prepare("SELECT step, timestamp, is_nan, value FROM metrics WHERE run = ?1 "
+                              "AND key = ?2 AND step >= ?3 AND step <= ?4 UNION SELECT step, "
+                              "timestamp, is_nan, value FROM metric_log WHERE run = ?1 AND key "
+                              "= ?2 AND step >= ?3 AND step <= ?4 ORDER BY 1, 2, 3, 4 LIMIT ?5 "
+                              "OFFSET ?6"));
       s->Bind(1, run)
           .Bind(2, query.key)
           .Bind(3, query.min_step.value_or(INT64_MIN))
@@ -523,31 +555,105 @@ class SqliteStore : public MetadataStore {
         batch.assign(queue_.begin(), queue_.end());
         queue_.clear();
       }
-      results.clear();
-      Status begin = RunStmt("BEGIN IMMEDIATE");
-      for (WriteOp* op : batch) {
-        if (!begin.ok()) {
-          results.push_back(begin);
-          continue;
-        }
-        Status s = RunStmt("SAVEPOINT write_op");
-        if (s.ok()) s = op->fn(*writer_);
-        writer_->ResetAll();
-        if (!s.ok()) (void)RunStmt("ROLLBACK TO write_op");
-        (void)RunStmt("RELEASE write_op");
-        results.push_back(std::move(s));
-      }
-      if (begin.ok()) {
-        Status commit = RunStmt("COMMIT");
-        if (!commit.ok()) {
-          (void)RunStmt("ROLLBACK");
-          for (Status& s : results) {
-            if (s.ok()) s = commit;
-          }
-        }
+      // Most groups succeed whole, so they run without per-write savepoints. When a write
+      // fails, the group is rolled back and run again with a savepoint around each write, so
+      // that only the failing write is undone.
+      if (!CommitGroup(batch, /*isolate=*/false, &results)) {
+        CommitGroup(batch, /*isolate=*/true, &results);
       }
       for (size_t i = 0; i < batch.size(); ++i) batch[i]->done.set_value(std::move(results[i]));
       batch.clear();
+      if (logged_points_ >= kCompactPoints) CompactMetricLog();
+    }
+    CompactMetricLog();
+  }
+
+  // Runs the writes of a group in one transaction and fills `results`. Returns false when a
+  // write failed without isolation: the transaction was rolled back and nothing was written.
+  bool CommitGroup(const std::vector<WriteOp*>& batch, bool isolate,
+                   std::vector<Status>* results) {
+    results->clear();
+    Status begin = RunStmt("BEGIN IMMEDIATE");
+    if (!begin.ok()) {
+      results->assign(batch.size(), begin);
+      return true;
+    }
+    for (WriteOp* op : batch) {
+      Status s = isolate ? RunStmt("SAVEPOINT write_op") : Status::Ok();
+      if (s.ok()) s = op->fn(*writer_);
+      writer_->ResetAll();
+      if (!s.ok() && !isolate) {
+        (void)RunStmt("ROLLBACK");
+        return false;
+      }
+      if (isolate) {
+        if (!s.ok()) (void)RunStmt("ROLLBACK TO write_op");
+        (void)RunStmt("RELEASE write_op");
+      }
+      results->push_back(std::move(s));
+    }
+    Status commit = RunStmt("COMMIT");
+    if (!commit.ok()) {
+      (void)RunStmt("ROLLBACK");
+      for (Status& s : *results) {
+        if (s.ok()) s = commit;
+      }
+    }
+    return true;
+  }
+
+  // Moves the metric log into the clustered metrics table in one transaction. Runs on the
+  // writer thread between groups; a failure leaves the log as it was, to be retried.
+  void CompactMetricLog() {
+    Status s = RunStmt("BEGIN IMMEDIATE");
+    if (s.ok()) {
+      s = RunStmt(
+          "INSERT OR IGNORE INTO metrics (run, key, step, timestamp, is_nan, value) SELECT run, "
+          "key, step, timestamp, is_nan, value FROM metric_log ORDER BY run, key, step, "
+          "timestamp");
+    }
+    if (s.ok()) s = RunStmt("DELETE FROM metric_log");
+    if (s.ok()) s = RunStmt("COMMIT");
+    writer_->ResetAll();
+    if (!s.ok()) {
+      (void)RunStmt("ROLLBACK");
+      LogWarning("moving metric points into place failed (will retry): " + s.ToString());
+      return;
+    }
+    logged_points_ = 0;
+  }
+
+  static constexpr int kCheckpointPages = 2000;
+  // Points that accumulate in metric_log before they are moved into metrics.
+  static constexpr int64_t kCompactPoints = 20000;
+
+  static int OnWalCommit(void* self, sqlite3*, const char*, int pages) {
+    if (pages >= kCheckpointPages) {
+      auto* store = static_cast<SqliteStore*>(self);
+      {
+        std::lock_guard<std::mutex> lock(store->checkpoint_mu_);
+        store->checkpoint_wanted_ = true;
+      }
+      store->checkpoint_cv_.notify_one();
+    }
+    return SQLITE_OK;
+  }
+
+  void CheckpointLoop() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(checkpoint_mu_);
+        checkpoint_cv_.wait(lock, [&] { return checkpoint_stop_ || checkpoint_wanted_; });
+        if (checkpoint_stop_) return;
+        checkpoint_wanted_ = false;
+      }
+      // PASSIVE never blocks the writer or readers; what it cannot copy now is copied next time.
+      int rc = sqlite3_wal_checkpoint_v2(checkpointer_->raw(), nullptr,
+                                         SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+        LogWarning("sqlite checkpoint of " + path_ + " failed: " +
+                   sqlite3_errmsg(checkpointer_->raw()));
+      }
     }
   }
 
@@ -645,7 +751,7 @@ class SqliteStore : public MetadataStore {
     if (metrics.empty()) return Status::Ok();
 
     std::vector<Metric> latest;
-    CAIRN_ASSIGN_OR_RETURN(Stmt * ins, c.Prepare("INSERT OR IGNORE INTO metrics (run, key, step, "
+    CAIRN_ASSIGN_OR_RETURN(Stmt * ins, c.Prepare("INSERT INTO metric_log (run, key, step, "
                                                  "timestamp, is_nan, value) VALUES (?, ?, ?, ?, "
                                                  "?, ?)"));
     for (const Metric& m : metrics) {
@@ -656,6 +762,7 @@ class SqliteStore : public MetadataStore {
       CAIRN_RETURN_IF_ERROR(ins->Exec());
       UpdateLatest(&latest, m);
     }
+    logged_points_ += static_cast<int64_t>(metrics.size());
     for (const Metric& m : latest) {
       bool nan = std::isnan(m.value);
       CAIRN_RETURN_IF_ERROR(ExecStmt(
@@ -857,8 +964,15 @@ class SqliteStore : public MetadataStore {
   std::condition_variable queue_cv_;
   std::deque<WriteOp*> queue_;
   bool stop_ = false;
+  int64_t logged_points_ = kCompactPoints;  // writer thread only; compact once at start
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<Connection>> pool_;
+  std::unique_ptr<Connection> checkpointer_;
+  std::thread checkpoint_thread_;
+  std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_cv_;
+  bool checkpoint_wanted_ = false;
+  bool checkpoint_stop_ = false;
 };
 
 }  // namespace
