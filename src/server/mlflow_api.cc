@@ -309,7 +309,7 @@ Result<std::string> GetMetricHistory(ApiContext& ctx, const Fields& f) {
                          ctx.tracking->GetMetricHistory(run_id, key, max_results.value_or(0),
                                                         token.value_or("")));
   JsonWriter w;
-  w.Reserve(64 + page.metrics.size() * (key.size() + 64));
+  w.Reserve(64 + page.metrics.size() * (key.size() + 84));
   w.BeginObject();
   if (!page.metrics.empty()) {
     w.Key("metrics").BeginArray();

@@ -34,7 +34,17 @@ constexpr size_t kIoChunk = 1 << 20;
 
 void SendJson(httplib::Response& res, int status, std::string body) {
   res.status = status;
-  res.set_content(std::move(body), "application/json");
+  if (body.size() < (64 << 10)) {
+    res.set_content(body, "application/json");
+    return;
+  }
+  // set_content copies; a large body (a long metric history) is handed out in slices instead.
+  auto shared = std::make_shared<const std::string>(std::move(body));
+  res.set_content_provider(shared->size(), "application/json",
+                           [shared](size_t offset, size_t length, httplib::DataSink& sink) {
+                             return sink.write(shared->data() + offset,
+                                               std::min(length, kIoChunk));
+                           });
 }
 
 void SendError(httplib::Response& res, const Status& status) {
@@ -132,7 +142,9 @@ struct Server::Impl {
     };
     http.set_payload_max_length(std::numeric_limits<size_t>::max());
     http.set_keep_alive_max_count(1'000'000);
-    http.set_keep_alive_timeout(30);
+    // Idle keep-alive connections close after 2 s (gunicorn's default, which MLflow's server
+    // uses); shutdown waits for them, so this also bounds how long Stop() takes.
+    http.set_keep_alive_timeout(2);
     http.set_tcp_nodelay(true);
     http.set_read_timeout(300);
     http.set_write_timeout(300);

@@ -1,5 +1,6 @@
 #include "store/sqlite/sqlite_store.h"
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -54,6 +55,25 @@ Metric ReadMetricPoint(const Stmt& s, int first_col, std::string key) {
   m.timestamp = s.Int(first_col + 1);
   m.value = s.Int(first_col + 2) != 0 ? std::nan("") : s.Double(first_col + 3);
   return m;
+}
+
+// Merges two histories in (step, timestamp, value) order, drops exact duplicates, and returns
+// the page [offset, offset + max_results) (max_results 0: to the end).
+std::vector<Metric> MergeHistory(std::vector<Metric> stored, std::vector<Metric> pending,
+                                 int64_t offset, int64_t max_results) {
+  auto older = [](const Metric& a, const Metric& b) { return core::MetricIsNewer(b, a); };
+  std::sort(pending.begin(), pending.end(), older);
+  std::vector<Metric> merged;
+  merged.reserve(stored.size() + pending.size());
+  std::merge(std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()),
+             std::make_move_iterator(pending.begin()), std::make_move_iterator(pending.end()),
+             std::back_inserter(merged), older);
+  merged.erase(std::unique(merged.begin(), merged.end(), core::SameMetricPoint), merged.end());
+  size_t begin = std::min(merged.size(), static_cast<size_t>(offset));
+  size_t end = max_results > 0 ? std::min(merged.size(), begin + static_cast<size_t>(max_results))
+                               : merged.size();
+  return std::vector<Metric>(std::make_move_iterator(merged.begin() + begin),
+                             std::make_move_iterator(merged.begin() + end));
 }
 
 // Runs a statement with no result rows, taking it from the connection's cache.
@@ -384,23 +404,35 @@ class SqliteStore : public MetadataStore {
     using Points = std::vector<Metric>;
     return Read<Points>([&](Connection& c) -> Result<Points> {
       CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, query.run_id));
-      // UNION also drops exact duplicates that are still in the log.
-      CAIRN_ASSIGN_OR_RETURN(
-          Stmt * s, c.Prepare("SELECT step, timestamp, is_nan, value FROM metrics WHERE run = ?1 "
-                              "AND key = ?2 AND step >= ?3 AND step <= ?4 UNION SELECT step, "
-                              "timestamp, is_nan, value FROM metric_log WHERE run = ?1 AND key "
-                              "= ?2 AND step >= ?3 AND step <= ?4 ORDER BY 1, 2, 3, 4 LIMIT ?5 "
-                              "OFFSET ?6"));
-      s->Bind(1, run)
-          .Bind(2, query.key)
-          .Bind(3, query.min_step.value_or(INT64_MIN))
-          .Bind(4, query.max_step.value_or(INT64_MAX))
-          .Bind(5, query.max_results > 0 ? query.max_results : int64_t{-1})
-          .Bind(6, query.offset);
-      Points out;
-      while (s->Step()) out.push_back(ReadMetricPoint(*s, 0, query.key));
+      int64_t min_step = query.min_step.value_or(INT64_MIN);
+      int64_t max_step = query.max_step.value_or(INT64_MAX);
+      // Points still in the log (at most one compaction's worth) are few: read them all.
+      CAIRN_ASSIGN_OR_RETURN(Stmt * l, c.Prepare("SELECT step, timestamp, is_nan, value FROM "
+                                                 "metric_log WHERE run = ? AND key = ? AND step "
+                                                 ">= ? AND step <= ?"));
+      l->Bind(1, run).Bind(2, query.key).Bind(3, min_step).Bind(4, max_step);
+      Points pending;
+      while (l->Step()) pending.push_back(ReadMetricPoint(*l, 0, query.key));
+      CAIRN_RETURN_IF_ERROR(l->status());
+
+      // The clustered table is read in order; with nothing pending, OFFSET applies directly.
+      int64_t end = query.max_results > 0 ? query.offset + query.max_results : -1;
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT step, timestamp, is_nan, value FROM "
+                                                 "metrics WHERE run = ? AND key = ? AND step >= "
+                                                 "? AND step <= ? ORDER BY step, timestamp, "
+                                                 "is_nan, value LIMIT ? OFFSET ?"));
+      s->Bind(1, run).Bind(2, query.key).Bind(3, min_step).Bind(4, max_step);
+      if (pending.empty()) {
+        s->Bind(5, query.max_results > 0 ? query.max_results : int64_t{-1}).Bind(6, query.offset);
+      } else {
+        s->Bind(5, end).Bind(6, int64_t{0});
+      }
+      Points stored;
+      if (query.max_results > 0) stored.reserve(static_cast<size_t>(query.max_results));
+      while (s->Step()) stored.push_back(ReadMetricPoint(*s, 0, query.key));
       CAIRN_RETURN_IF_ERROR(s->status());
-      return out;
+      if (pending.empty()) return stored;
+      return MergeHistory(std::move(stored), std::move(pending), query.offset, query.max_results);
     });
   }
 

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Measures cairn's headline figures (docs/benchmarks.md) against a fresh server.
+
+Usage: bench/bench.py --cairn build/release/cairn [--only NAME ...] [--quick]
+
+Each figure starts its own server on port 0 with a fresh data directory (SQLite + local
+blobs). Load comes from wrk on loopback with keep-alive; single large requests and cold start
+are timed from Python. Prints one table row per figure with its target.
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Server:
+    def __init__(self, cairn, extra_args=()):
+        self.dir = tempfile.mkdtemp(prefix="cairn-bench-")
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [cairn, "server", "--port", "0", "--data-dir", os.path.join(self.dir, "data"),
+             *extra_args],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"http://([0-9.]+):(\d+)", line)
+        if not m:
+            raise RuntimeError("server did not print its URL: %r" % line)
+        self.host, self.port = m.group(1), int(m.group(2))
+        self.url = "http://%s:%d" % (self.host, self.port)
+
+    def conn(self):
+        c = http.client.HTTPConnection(self.host, self.port, timeout=120)
+        self._conns = getattr(self, "_conns", []) + [c]
+        return c
+
+    def rss_peak_mib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+        return float("nan")
+
+    def stop(self):
+        for c in getattr(self, "_conns", []):
+            c.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def call(conn, method, path, body=None):
+    data = json.dumps(body) if body is not None else None
+    headers = {"Content-Type": "application/json"} if data is not None else {}
+    conn.request(method, path, body=data, headers=headers)
+    resp = conn.getresponse()
+    payload = resp.read()
+    if resp.status != 200:
+        raise RuntimeError("%s %s -> %d %s" % (method, path, resp.status, payload[:300]))
+    return json.loads(payload) if payload else {}
+
+
+def create_run(conn, experiment_id="0"):
+    r = call(conn, "POST", "/api/2.0/mlflow/runs/create", {"experiment_id": experiment_id})
+    return r["run"]["info"]["run_id"]
+
+
+def wrk(server, script, env, threads, connections, seconds, latency=False):
+    cmd = ["wrk", "-t%d" % threads, "-c%d" % connections, "-d%ds" % seconds, "-s",
+           os.path.join(HERE, script)]
+    if latency:
+        cmd.append("--latency")
+    cmd.append(server.url)
+    out = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True,
+                         check=True)
+    if "answered" in out.stderr:
+        raise RuntimeError("errors during load: " + out.stderr[:500])
+    rps = float(re.search(r"Requests/sec:\s+([0-9.]+)", out.stdout).group(1))
+    p50 = None
+    m = re.search(r"50%\s+([0-9.]+)(us|ms|s)", out.stdout)
+    if m:
+        p50 = float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+    return rps, p50
+
+
+def bench_ingest(cairn, metrics_per_request, connections, seconds):
+    s = Server(cairn)
+    try:
+        conn = s.conn()
+        runs = [create_run(conn) for _ in range(8)]
+        env = {"RUN_IDS": ",".join(runs), "METRICS": str(metrics_per_request)}
+        rps, _ = wrk(s, "log_batch.lua", env, 2, connections, seconds)
+        # Every acknowledged point must be there: count one run's history.
+        return rps, rps * metrics_per_request, s.rss_peak_mib()
+    finally:
+        s.stop()
+
+
+def bench_log_metric_latency(cairn, seconds):
+    s = Server(cairn)
+    try:
+        run = create_run(s.conn())
+        _, p50 = wrk(s, "log_metric.lua", {"RUN_IDS": run}, 1, 1, seconds, latency=True)
+        return p50
+    finally:
+        s.stop()
+
+
+def populate_runs(s, experiment_id, count, workers=4):
+    def work(start):
+        conn = s.conn()
+        for i in range(start, count, workers):
+            run = create_run(conn, experiment_id)
+            call(conn, "POST", "/api/2.0/mlflow/runs/log-batch", {
+                "run_id": run,
+                "metrics": [{"key": "loss", "value": (i * 7919 % 10007) / 10007.0,
+                             "timestamp": 1700000000000 + i, "step": 0},
+                            {"key": "acc", "value": (i * 104729 % 1009) / 1009.0,
+                             "timestamp": 1700000000000 + i, "step": 0}],
+                "params": [{"key": "opt", "value": "adam" if i % 2 else "sgd"},
+                           {"key": "lr", "value": str(0.001 * (i % 10))}],
+                "tags": [{"key": "team", "value": "t%d" % (i % 5)}]})
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def bench_search(cairn, runs, repeats):
+    s = Server(cairn)
+    try:
+        conn = s.conn()
+        exp = call(conn, "POST", "/api/2.0/mlflow/experiments/create",
+                   {"name": "search-bench"})["experiment_id"]
+        t0 = time.perf_counter()
+        populate_runs(s, exp, runs)
+        populate_s = time.perf_counter() - t0
+        body = {"experiment_ids": [exp], "filter": "metrics.acc > 0.2 and params.opt = 'adam'",
+                "order_by": ["metrics.loss DESC"], "max_results": 1000}
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            r = call(conn, "POST", "/api/2.0/mlflow/runs/search", body)
+            times.append((time.perf_counter() - t) * 1000)
+            if len(r.get("runs", [])) != 1000:
+                raise RuntimeError("search returned %d runs, expected 1000" % len(r.get("runs", [])))
+        return statistics.median(times), populate_s
+    finally:
+        s.stop()
+
+
+def bench_history(cairn, points, repeats):
+    s = Server(cairn)
+    try:
+        conn = s.conn()
+        run = create_run(conn)
+        per = 1000
+        for b in range(points // per):
+            call(conn, "POST", "/api/2.0/mlflow/runs/log-batch", {
+                "run_id": run,
+                "metrics": [{"key": "loss", "value": 1.0 / (1 + b * per + i),
+                             "timestamp": 1700000000000 + b, "step": b * per + i}
+                            for i in range(per)]})
+        times = []
+        path = "/api/2.0/mlflow/metrics/get-history?run_id=%s&metric_key=loss" % run
+        for _ in range(repeats):
+            t = time.perf_counter()
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            payload = resp.read()
+            times.append((time.perf_counter() - t) * 1000)
+            n = payload.count(b'"step"')
+            if resp.status != 200 or n != points:
+                raise RuntimeError("get-history returned %d points (status %d)" % (n, resp.status))
+        return statistics.median(times), len(payload) / 1e6
+    finally:
+        s.stop()
+
+
+def bench_cold_start(cairn, repeats):
+    times = []
+    for _ in range(repeats):
+        d = tempfile.mkdtemp(prefix="cairn-cold-")
+        t = time.perf_counter()
+        proc = subprocess.Popen([cairn, "server", "--port", "0", "--data-dir", d + "/data"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = proc.stdout.readline()
+        host, port = re.search(r"http://([0-9.]+):(\d+)", line).groups()
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        conn.request("GET", "/api/2.0/mlflow/experiments/get?experiment_id=0")
+        resp = conn.getresponse()
+        resp.read()
+        times.append((time.perf_counter() - t) * 1000)
+        assert resp.status == 200
+        conn.close()
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(d, ignore_errors=True)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cairn", required=True)
+    ap.add_argument("--only", action="append", default=[],
+                    help="ingest1000, ingest10, latency, search, history, coldstart")
+    ap.add_argument("--seconds", type=int, default=10, help="wrk duration per load figure")
+    ap.add_argument("--quick", action="store_true", help="smaller data sets (smoke test)")
+    args = ap.parse_args()
+    want = lambda name: not args.only or name in args.only
+    rows = []
+
+    def row(name, value, unit, target, ok):
+        rows.append((name, value, unit, target, "met" if ok else "NOT met"))
+        print("%-44s %12s %-9s target %-12s %s" % rows[-1], flush=True)
+
+    rss = []
+    if want("ingest1000"):
+        rps, pts, peak = bench_ingest(args.cairn, 1000, 8, args.seconds)
+        rss.append(peak)
+        row("log-batch 1000 metrics/request (8 conns)", "%.0f" % pts, "points/s", ">= 150000",
+            pts >= 150000)
+    if want("ingest10"):
+        rps, pts, peak = bench_ingest(args.cairn, 10, 32, args.seconds)
+        rss.append(peak)
+        row("log-batch 10 metrics/request (32 conns)", "%.0f" % rps, "req/s", ">= 10000",
+            rps >= 10000)
+    if rss:
+        row("peak resident memory during ingest", "%.1f" % max(rss), "MiB", "<= 50",
+            max(rss) <= 50)
+    if want("latency"):
+        p50 = bench_log_metric_latency(args.cairn, args.seconds)
+        row("log-metric latency p50 (1 conn)", "%.3f" % p50, "ms", "<= 0.5", p50 <= 0.5)
+    if want("search"):
+        ms, pop = bench_search(args.cairn, 5000 if args.quick else 25000, 10)
+        row("runs/search 1000 of %s runs, filter+order" % ("5k" if args.quick else "25k"),
+            "%.1f" % ms, "ms", "<= 50", ms <= 50)
+    if want("history"):
+        n = 100000 if args.quick else 1000000
+        ms, mb = bench_history(args.cairn, n, 5)
+        row("get-history of %d points (%.0f MB JSON)" % (n, mb), "%.0f" % ms, "ms", "<= 1000",
+            ms <= 1000)
+    if want("coldstart"):
+        ms = bench_cold_start(args.cairn, 20)
+        row("cold start to first answered request", "%.1f" % ms, "ms", "<= 50", ms <= 50)
+    failed = [r for r in rows if r[4] != "met"]
+    print("%d figures met, %d not met" % (len(rows) - len(failed), len(failed)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
