@@ -33,8 +33,14 @@ build: deps $(BUILD_DIR)/build.ninja
 run: build
 	$(CAIRN) server --host $(HOST) --port $(PORT)
 
+# ctest shows a suite's output only when it fails; the closing line of every suite is printed
+# from ctest's log afterwards, whatever the outcome.
 test: build npm-deps
-	ctest --preset $(PRESET) --output-on-failure
+	@status=0; ctest --preset $(PRESET) --output-on-failure || status=$$?; \
+	echo "Suite results:"; \
+	grep -hE '^\[  (PASSED|FAILED)  \]|^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed' \
+	  $(BUILD_DIR)/Testing/Temporary/LastTest.log | sed 's/^/  /'; \
+	exit $$status
 
 debug-test: deps
 	cmake --preset debug

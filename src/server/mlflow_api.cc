@@ -300,25 +300,43 @@ Result<std::string> LogInputs(ApiContext& ctx, const Fields& f) {
   return std::string(kEmpty);
 }
 
-Result<std::string> GetMetricHistory(ApiContext& ctx, const Fields& f) {
+Result<BodyStream> GetMetricHistory(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
   CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("metric_key"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> max_results, f.Int("max_results"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> token, f.Str("page_token"));
-  CAIRN_ASSIGN_OR_RETURN(service::MetricHistoryPage page,
-                         ctx.tracking->GetMetricHistory(run_id, key, max_results.value_or(0),
-                                                        token.value_or("")));
-  JsonWriter w;
-  w.Reserve(64 + page.metrics.size() * (key.size() + 84));
-  w.BeginObject();
-  if (!page.metrics.empty()) {
-    w.Key("metrics").BeginArray();
-    for (const core::Metric& m : page.metrics) WriteMetric(w, m);
-    w.EndArray();
-  }
-  if (!page.next_page_token.empty()) w.Key("next_page_token").String(page.next_page_token);
-  w.EndObject();
-  return w.Take();
+  CAIRN_ASSIGN_OR_RETURN(service::MetricHistoryCursor cursor,
+                         ctx.tracking->OpenMetricHistory(run_id, key, max_results.value_or(0),
+                                                         token.value_or("")));
+  service::TrackingService* tracking = ctx.tracking;
+  return BodyStream([tracking, cursor](const BodyWriter& write) -> Status {
+    constexpr size_t kSlice = 256 << 10;
+    JsonWriter w;
+    w.Reserve(kSlice + 1024);
+    w.BeginObject();
+    bool any = false, client_gone = false;
+    std::string next_token;
+    Status s = tracking->StreamMetricHistory(
+        cursor,
+        [&](const core::Metric& m) {
+          if (!any) w.Key("metrics").BeginArray();
+          any = true;
+          WriteMetric(w, m);
+          if (w.str().size() >= kSlice) {
+            client_gone = !write(w.str());
+            w.ClearBuffer();
+          }
+          return !client_gone;
+        },
+        &next_token);
+    if (client_gone) return Unavailable("client closed the connection");
+    CAIRN_RETURN_IF_ERROR(s);
+    if (any) w.EndArray();
+    if (!next_token.empty()) w.Key("next_page_token").String(next_token);
+    w.EndObject();
+    if (!write(w.str())) return Unavailable("client closed the connection");
+    return Status::Ok();
+  });
 }
 
 Result<std::string> GetMetricHistoryBulkInterval(ApiContext& ctx, const Fields& f) {
@@ -402,14 +420,19 @@ constexpr Route kRoutes[] = {
     {"POST", "runs/delete-tag", DeleteTag},
     {"POST", "runs/log-batch", LogBatch},
     {"POST", "runs/log-inputs", LogInputs},
-    {"GET", "metrics/get-history", GetMetricHistory},
     {"GET", "metrics/get-history-bulk-interval", GetMetricHistoryBulkInterval},
     {"GET", "artifacts/list", ListArtifacts},
     {"POST", "logged-models/search", SearchLoggedModels},
 };
 
+constexpr StreamRoute kStreamRoutes[] = {
+    {"GET", "metrics/get-history", GetMetricHistory},
+};
+
 }  // namespace
 
 std::span<const Route> MlflowRoutes() { return kRoutes; }
+
+std::span<const StreamRoute> MlflowStreamRoutes() { return kStreamRoutes; }
 
 }  // namespace cairn::server

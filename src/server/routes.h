@@ -2,6 +2,7 @@
 // request's fields, calls one service and returns the encoded response body. Server-internal.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 
@@ -25,5 +26,21 @@ struct Route {
 };
 
 std::span<const Route> MlflowRoutes();
+
+// Answers too large to build in memory are streamed: the handler validates the request and
+// returns a BodyStream, which the server runs once the response has started, passing a writer
+// that sends each piece (false when the client has gone). A failure after the first piece can
+// only cut the response short.
+using BodyWriter = std::function<bool(std::string_view)>;
+using BodyStream = std::function<Status(const BodyWriter& write)>;
+using StreamHandler = Result<BodyStream> (*)(ApiContext& ctx, const Fields& fields);
+
+struct StreamRoute {
+  const char* method;
+  const char* path;
+  StreamHandler handler;
+};
+
+std::span<const StreamRoute> MlflowStreamRoutes();
 
 }  // namespace cairn::server

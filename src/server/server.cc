@@ -130,12 +130,16 @@ struct Server::Impl {
   std::unique_ptr<service::ArtifactService> artifacts;
   ApiContext ctx{};
   std::unordered_map<std::string, ApiHandler> routes;  // "POST runs/log-batch"
+  std::unordered_map<std::string, StreamHandler> stream_routes;
   httplib::Server http;
   int port = 0;
 
   void Install() {
     for (const Route& r : MlflowRoutes()) {
       routes[std::string(r.method) + " " + r.path] = r.handler;
+    }
+    for (const StreamRoute& r : MlflowStreamRoutes()) {
+      stream_routes[std::string(r.method) + " " + r.path] = r.handler;
     }
     http.new_task_queue = [n = options.threads] {
       return new httplib::ThreadPool(static_cast<size_t>(n));
@@ -188,7 +192,11 @@ struct Server::Impl {
   void ServeApi(const httplib::Request& req, httplib::Response& res,
                 const httplib::ContentReader* reader) {
     std::string_view rest = StripPrefix(req.path, kApiPrefixes);
-    auto it = routes.find(req.method + " " + std::string(rest));
+    std::string route_key = req.method + " " + std::string(rest);
+    if (auto st = stream_routes.find(route_key); st != stream_routes.end() && reader == nullptr) {
+      return ServeStream(req, res, st->second);
+    }
+    auto it = routes.find(route_key);
     if (it == routes.end()) return SendNotFound(res, req);
     Result<std::string> out = std::string();
     if (reader == nullptr) {
@@ -210,6 +218,25 @@ struct Server::Impl {
       return SendError(res, out.status());
     }
     SendJson(res, 200, std::move(out).value());
+  }
+
+  void ServeStream(const httplib::Request& req, httplib::Response& res, StreamHandler handler) {
+    Fields fields(&req.params);
+    Result<BodyStream> stream = handler(ctx, fields);
+    if (!stream.ok()) return SendError(res, stream.status());
+    res.status = 200;
+    res.set_chunked_content_provider(
+        "application/json",
+        [body = std::move(stream).value(), path = req.path](size_t, httplib::DataSink& sink) {
+          Status s = body([&](std::string_view piece) { return sink.write(piece.data(),
+                                                                          piece.size()); });
+          if (!s.ok()) {
+            if (s.code() != StatusCode::kUnavailable) LogError(path + ": " + s.ToString());
+            return false;
+          }
+          sink.done();
+          return true;
+        });
   }
 
   void ServeArtifacts(const httplib::Request& req, httplib::Response& res,

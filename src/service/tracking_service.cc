@@ -355,25 +355,55 @@ Status TrackingService::LogInputs(const std::string& run_id,
   return store_->LogInputs(run_id, inputs);
 }
 
-Result<MetricHistoryPage> TrackingService::GetMetricHistory(const std::string& run_id,
-                                                            const std::string& key,
-                                                            int64_t max_results,
-                                                            const std::string& page_token) {
+Result<MetricHistoryCursor> TrackingService::OpenMetricHistory(const std::string& run_id,
+                                                               const std::string& key,
+                                                               int64_t max_results,
+                                                               const std::string& page_token) {
   if (max_results < 0) {
     return InvalidArgument("Invalid value " + std::to_string(max_results) +
                            " for parameter 'max_results'");
   }
-  store::MetricHistoryQuery query;
-  query.run_id = run_id;
-  query.key = key;
-  CAIRN_ASSIGN_OR_RETURN(query.offset, DecodePageToken(page_token));
-  query.max_results = max_results > 0 ? max_results + 1 : 0;
+  MetricHistoryCursor cursor;
+  cursor.query.run_id = run_id;
+  cursor.query.key = key;
+  CAIRN_ASSIGN_OR_RETURN(cursor.query.offset, DecodePageToken(page_token));
+  // One point more than the page tells whether there is a next page.
+  cursor.query.max_results = max_results > 0 ? max_results + 1 : 0;
+  cursor.page_size = max_results;
+  CAIRN_RETURN_IF_ERROR(store_->GetRunInfo(run_id).status());
+  return cursor;
+}
+
+Status TrackingService::StreamMetricHistory(const MetricHistoryCursor& cursor,
+                                            const std::function<bool(const core::Metric&)>& visit,
+                                            std::string* next_page_token) {
+  next_page_token->clear();
+  int64_t count = 0;
+  CAIRN_RETURN_IF_ERROR(store_->ScanMetricHistory(cursor.query, [&](const core::Metric& m) {
+    if (cursor.page_size > 0 && count == cursor.page_size) {
+      *next_page_token = EncodePageToken(cursor.query.offset + cursor.page_size);
+      return false;
+    }
+    ++count;
+    return visit(m);
+  }));
+  return Status::Ok();
+}
+
+Result<MetricHistoryPage> TrackingService::GetMetricHistory(const std::string& run_id,
+                                                            const std::string& key,
+                                                            int64_t max_results,
+                                                            const std::string& page_token) {
+  CAIRN_ASSIGN_OR_RETURN(MetricHistoryCursor cursor,
+                         OpenMetricHistory(run_id, key, max_results, page_token));
   MetricHistoryPage page;
-  CAIRN_ASSIGN_OR_RETURN(page.metrics, store_->GetMetricHistory(query));
-  if (max_results > 0 && static_cast<int64_t>(page.metrics.size()) > max_results) {
-    page.metrics.resize(static_cast<size_t>(max_results));
-    page.next_page_token = EncodePageToken(query.offset + max_results);
-  }
+  CAIRN_RETURN_IF_ERROR(StreamMetricHistory(
+      cursor,
+      [&](const core::Metric& m) {
+        page.metrics.push_back(m);
+        return true;
+      },
+      &page.next_page_token));
   return page;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,12 @@ struct MetricHistoryPage {
   std::string next_page_token;
 };
 
+// A validated metric-history request, ready to stream.
+struct MetricHistoryCursor {
+  store::MetricHistoryQuery query;
+  int64_t page_size = 0;  // 0: everything
+};
+
 struct RunMetric {
   std::string run_id;
   core::Metric metric;
@@ -110,6 +117,15 @@ class TrackingService {
   // Pages with max_results (0: everything) and an opaque page token.
   Result<MetricHistoryPage> GetMetricHistory(const std::string& run_id, const std::string& key,
                                              int64_t max_results, const std::string& page_token);
+  // The same in two steps, for answers streamed as they are read: Open validates the request
+  // and checks the run exists; Stream visits the page's points in order and then sets the
+  // token of the next page (empty on the last).
+  Result<MetricHistoryCursor> OpenMetricHistory(const std::string& run_id, const std::string& key,
+                                                int64_t max_results,
+                                                const std::string& page_token);
+  Status StreamMetricHistory(const MetricHistoryCursor& cursor,
+                             const std::function<bool(const core::Metric&)>& visit,
+                             std::string* next_page_token);
   // For each run, the points at up to max_results steps spread evenly over the steps the runs
   // logged in [start_step, end_step], always including the first and last.
   Result<std::vector<RunMetric>> GetMetricHistoryBulkInterval(

@@ -6,6 +6,16 @@
 
 namespace cairn::store {
 
+Result<std::vector<core::Metric>> MetadataStore::GetMetricHistory(
+    const MetricHistoryQuery& query) {
+  std::vector<core::Metric> points;
+  CAIRN_RETURN_IF_ERROR(ScanMetricHistory(query, [&](const core::Metric& m) {
+    points.push_back(m);
+    return true;
+  }));
+  return points;
+}
+
 Result<std::unique_ptr<MetadataStore>> OpenMetadataStore(std::string_view uri,
                                                          const StoreOptions& options) {
   if (uri == "memory:" || uri == "memory://") return NewMemoryMetadataStore(options);

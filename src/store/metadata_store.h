@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,8 +108,12 @@ class MetadataStore {
   virtual Status LogInputs(std::string_view run_id,
                            const std::vector<core::DatasetInput>& inputs) = 0;
 
-  // Points in (step, timestamp) order.
-  virtual Result<std::vector<core::Metric>> GetMetricHistory(const MetricHistoryQuery& query) = 0;
+  // Calls `visit` with each point of the query's page in (step, timestamp, value) order;
+  // stops early, with OK, when `visit` returns false. `visit` must not call into the store.
+  virtual Status ScanMetricHistory(const MetricHistoryQuery& query,
+                                   const std::function<bool(const core::Metric&)>& visit) = 0;
+  // The page as a vector (ScanMetricHistory collected).
+  Result<std::vector<core::Metric>> GetMetricHistory(const MetricHistoryQuery& query);
   // Runs matching the query, in order, at most max_results from offset.
   virtual Result<std::vector<core::Run>> SearchRuns(const RunSearchQuery& query) = 0;
 

@@ -226,6 +226,40 @@ TYPED_TEST(MetadataStoreTest, MetricHistoryIsOrderedPagedAndDropsExactDuplicates
   EXPECT_TRUE(this->store_->GetMetricHistory(q)->empty());
 }
 
+TYPED_TEST(MetadataStoreTest, LongHistoryPagesInOrderWithoutDuplicates) {
+  // Enough points for the SQLite store to hold some in its clustered table and some in its
+  // log; duplicates of points on either side must appear once.
+  std::string run = this->NewRun(this->NewExperiment("long"));
+  auto batch = [](int from, int to) {
+    std::vector<Metric> points;
+    for (int i = from; i < to; ++i) points.push_back({"x", i * 0.5, 1000 + i, i});
+    return points;
+  };
+  for (int start = 0; start < 24000; start += 1000) {
+    ASSERT_TRUE(this->store_->LogBatch(run, batch(start, start + 1000), {}, {}).ok());
+  }
+  ASSERT_TRUE(this->store_->LogBatch(run, batch(23500, 25000), {}, {}).ok());
+  ASSERT_TRUE(this->store_->LogBatch(run, batch(100, 200), {}, {}).ok());
+  MetricHistoryQuery q;
+  q.run_id = run;
+  q.key = "x";
+  q.max_results = 7000;
+  int64_t expected_step = 0;
+  for (q.offset = 0; q.offset < 25000; q.offset += q.max_results) {
+    auto page = this->store_->GetMetricHistory(q);
+    ASSERT_TRUE(page.ok());
+    ASSERT_EQ(page->size(), static_cast<size_t>(std::min<int64_t>(7000, 25000 - q.offset)));
+    for (const Metric& m : *page) ASSERT_EQ(m.step, expected_step++);
+  }
+  EXPECT_EQ(expected_step, 25000);
+  int seen = 0;
+  q = {};
+  q.run_id = run;
+  q.key = "x";
+  ASSERT_TRUE(this->store_->ScanMetricHistory(q, [&](const Metric&) { return ++seen < 10; }).ok());
+  EXPECT_EQ(seen, 10);
+}
+
 TYPED_TEST(MetadataStoreTest, DeleteRunTag) {
   std::string run = this->NewRun(this->NewExperiment("tags"));
   ASSERT_TRUE(this->store_->LogBatch(run, {}, {}, {{"a", "1"}}).ok());

@@ -32,6 +32,9 @@ class JsonWriter {
   JsonWriter& Raw(std::string_view json);
 
   const std::string& str() const { return out_; }
+  // Drops the text written so far but keeps the nesting state, so that a long document can be
+  // sent in pieces: write, send str(), ClearBuffer(), write on.
+  void ClearBuffer() { out_.clear(); }
   std::string Take() { return std::move(out_); }
   void Reserve(size_t n) { out_.reserve(n); }
 

@@ -204,22 +204,23 @@ class MemoryStore : public MetadataStore {
     return Status::Ok();
   }
 
-  Result<std::vector<Metric>> GetMetricHistory(const MetricHistoryQuery& query) override {
+  Status ScanMetricHistory(const MetricHistoryQuery& query,
+                           const std::function<bool(const Metric&)>& visit) override {
     std::shared_lock lock(mu_);
     auto it = runs_.find(query.run_id);
     if (it == runs_.end()) return RunNotFound(query.run_id);
-    std::vector<Metric> out;
     auto h = it->second.history.find(query.key);
-    if (h == it->second.history.end()) return out;
-    int64_t skipped = 0;
+    if (h == it->second.history.end()) return Status::Ok();
+    int64_t skipped = 0, emitted = 0;
     for (const Metric& m : h->second) {
       if (query.min_step && m.step < *query.min_step) continue;
       if (query.max_step && m.step > *query.max_step) continue;
       if (skipped++ < query.offset) continue;
-      out.push_back(m);
-      if (query.max_results > 0 && static_cast<int64_t>(out.size()) >= query.max_results) break;
+      if (query.max_results > 0 && emitted == query.max_results) break;
+      ++emitted;
+      if (!visit(m)) break;
     }
-    return out;
+    return Status::Ok();
   }
 
   Result<std::vector<Run>> SearchRuns(const RunSearchQuery& query) override {

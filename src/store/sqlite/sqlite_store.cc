@@ -57,25 +57,6 @@ Metric ReadMetricPoint(const Stmt& s, int first_col, std::string key) {
   return m;
 }
 
-// Merges two histories in (step, timestamp, value) order, drops exact duplicates, and returns
-// the page [offset, offset + max_results) (max_results 0: to the end).
-std::vector<Metric> MergeHistory(std::vector<Metric> stored, std::vector<Metric> pending,
-                                 int64_t offset, int64_t max_results) {
-  auto older = [](const Metric& a, const Metric& b) { return core::MetricIsNewer(b, a); };
-  std::sort(pending.begin(), pending.end(), older);
-  std::vector<Metric> merged;
-  merged.reserve(stored.size() + pending.size());
-  std::merge(std::make_move_iterator(stored.begin()), std::make_move_iterator(stored.end()),
-             std::make_move_iterator(pending.begin()), std::make_move_iterator(pending.end()),
-             std::back_inserter(merged), older);
-  merged.erase(std::unique(merged.begin(), merged.end(), core::SameMetricPoint), merged.end());
-  size_t begin = std::min(merged.size(), static_cast<size_t>(offset));
-  size_t end = max_results > 0 ? std::min(merged.size(), begin + static_cast<size_t>(max_results))
-                               : merged.size();
-  return std::vector<Metric>(std::make_move_iterator(merged.begin() + begin),
-                             std::make_move_iterator(merged.begin() + end));
-}
-
 // Runs a statement with no result rows, taking it from the connection's cache.
 template <typename... Args>
 Status ExecStmt(Connection& c, const char* sql, const Args&... args) {
@@ -400,40 +381,13 @@ class SqliteStore : public MetadataStore {
     });
   }
 
-  Result<std::vector<Metric>> GetMetricHistory(const MetricHistoryQuery& query) override {
-    using Points = std::vector<Metric>;
-    return Read<Points>([&](Connection& c) -> Result<Points> {
-      CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, query.run_id));
-      int64_t min_step = query.min_step.value_or(INT64_MIN);
-      int64_t max_step = query.max_step.value_or(INT64_MAX);
-      // Points still in the log (at most one compaction's worth) are few: read them all.
-      CAIRN_ASSIGN_OR_RETURN(Stmt * l, c.Prepare("SELECT step, timestamp, is_nan, value FROM "
-                                                 "metric_log WHERE run = ? AND key = ? AND step "
-                                                 ">= ? AND step <= ?"));
-      l->Bind(1, run).Bind(2, query.key).Bind(3, min_step).Bind(4, max_step);
-      Points pending;
-      while (l->Step()) pending.push_back(ReadMetricPoint(*l, 0, query.key));
-      CAIRN_RETURN_IF_ERROR(l->status());
-
-      // The clustered table is read in order; with nothing pending, OFFSET applies directly.
-      int64_t end = query.max_results > 0 ? query.offset + query.max_results : -1;
-      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT step, timestamp, is_nan, value FROM "
-                                                 "metrics WHERE run = ? AND key = ? AND step >= "
-                                                 "? AND step <= ? ORDER BY step, timestamp, "
-                                                 "is_nan, value LIMIT ? OFFSET ?"));
-      s->Bind(1, run).Bind(2, query.key).Bind(3, min_step).Bind(4, max_step);
-      if (pending.empty()) {
-        s->Bind(5, query.max_results > 0 ? query.max_results : int64_t{-1}).Bind(6, query.offset);
-      } else {
-        s->Bind(5, end).Bind(6, int64_t{0});
-      }
-      Points stored;
-      if (query.max_results > 0) stored.reserve(static_cast<size_t>(query.max_results));
-      while (s->Step()) stored.push_back(ReadMetricPoint(*s, 0, query.key));
-      CAIRN_RETURN_IF_ERROR(s->status());
-      if (pending.empty()) return stored;
-      return MergeHistory(std::move(stored), std::move(pending), query.offset, query.max_results);
-    });
+  Status ScanMetricHistory(const MetricHistoryQuery& query,
+                           const std::function<bool(const Metric&)>& visit) override {
+    return Read<bool>([&](Connection& c) -> Result<bool> {
+             CAIRN_RETURN_IF_ERROR(ScanHistoryIn(c, query, visit));
+             return true;
+           })
+        .status();
   }
 
   Result<std::vector<Run>> SearchRuns(const RunSearchQuery& query) override {
@@ -807,6 +761,68 @@ class SqliteStore : public MetadataStore {
           "latest_metrics.value)",
           run, m.key, m.step, m.timestamp, nan ? 1 : 0, nan ? 0.0 : m.value));
     }
+    return Status::Ok();
+  }
+
+  // Merges the clustered table, read in order, with the points still in the log (few, sorted
+  // here), drops exact duplicates, and applies the page's offset and size.
+  Status ScanHistoryIn(Connection& c, const MetricHistoryQuery& query,
+                       const std::function<bool(const Metric&)>& visit) {
+    CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, query.run_id));
+    int64_t min_step = query.min_step.value_or(INT64_MIN);
+    int64_t max_step = query.max_step.value_or(INT64_MAX);
+    CAIRN_ASSIGN_OR_RETURN(Stmt * l, c.Prepare("SELECT step, timestamp, is_nan, value FROM "
+                                               "metric_log WHERE run = ? AND key = ? AND step >= "
+                                               "? AND step <= ?"));
+    l->Bind(1, run).Bind(2, query.key).Bind(3, min_step).Bind(4, max_step);
+    std::vector<Metric> pending;
+    while (l->Step()) pending.push_back(ReadMetricPoint(*l, 0, query.key));
+    CAIRN_RETURN_IF_ERROR(l->status());
+    auto older = [](const Metric& a, const Metric& b) { return core::MetricIsNewer(b, a); };
+    std::sort(pending.begin(), pending.end(), older);
+
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT step, timestamp, is_nan, value FROM "
+                                               "metrics WHERE run = ? AND key = ? AND step >= ? "
+                                               "AND step <= ? ORDER BY step, timestamp, is_nan, "
+                                               "value LIMIT ? OFFSET ?"));
+    s->Bind(1, run).Bind(2, query.key).Bind(3, min_step).Bind(4, max_step);
+    // With nothing pending the database applies the page bounds itself.
+    int64_t skip = query.offset;
+    if (pending.empty()) {
+      s->Bind(5, query.max_results > 0 ? query.max_results : int64_t{-1}).Bind(6, query.offset);
+      skip = 0;
+    } else {
+      s->Bind(5, query.max_results > 0 ? query.offset + query.max_results : int64_t{-1});
+      s->Bind(6, int64_t{0});
+    }
+    int64_t emitted = 0;
+    size_t next_pending = 0;
+    bool have_last = false;
+    Metric last;
+    // Emits m unless it repeats the previous point; false once the page is complete or the
+    // visitor stops.
+    auto emit = [&](Metric m) {
+      if (have_last && core::SameMetricPoint(last, m)) return true;
+      last = m;
+      have_last = true;
+      if (skip > 0) {
+        --skip;
+        return true;
+      }
+      if (query.max_results > 0 && emitted == query.max_results) return false;
+      ++emitted;
+      return visit(last);
+    };
+    bool more = true;
+    while (more && s->Step()) {
+      Metric m = ReadMetricPoint(*s, 0, query.key);
+      while (more && next_pending < pending.size() && older(pending[next_pending], m)) {
+        more = emit(std::move(pending[next_pending++]));
+      }
+      if (more) more = emit(std::move(m));
+    }
+    CAIRN_RETURN_IF_ERROR(s->status());
+    while (more && next_pending < pending.size()) more = emit(std::move(pending[next_pending++]));
     return Status::Ok();
   }
 
