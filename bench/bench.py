@@ -145,6 +145,7 @@ def bench_search(cairn, runs, repeats):
         t0 = time.perf_counter()
         populate_runs(s, exp, runs)
         populate_s = time.perf_counter() - t0
+        conn = s.conn()  # the server closed the idle one (2 s keep-alive)
         body = {"experiment_ids": [exp], "filter": "metrics.acc > 0.2 and params.opt = 'adam'",
                 "order_by": ["metrics.loss DESC"], "max_results": 1000}
         times = []
@@ -172,6 +173,7 @@ def bench_history(cairn, points, repeats):
                              "timestamp": 1700000000000 + b, "step": b * per + i}
                             for i in range(per)]})
         times = []
+        conn = s.conn()
         path = "/api/2.0/mlflow/metrics/get-history?run_id=%s&metric_key=loss" % run
         for _ in range(repeats):
             t = time.perf_counter()

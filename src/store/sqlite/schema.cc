@@ -44,14 +44,14 @@ CREATE TABLE params (
   value TEXT NOT NULL,
   PRIMARY KEY (run, key)
 ) WITHOUT ROWID;
-CREATE INDEX params_by_key ON params (key);
+CREATE INDEX params_by_key ON params (key, run, value);
 CREATE TABLE tags (
   run INTEGER NOT NULL,
   key TEXT NOT NULL,
   value TEXT NOT NULL,
   PRIMARY KEY (run, key)
 ) WITHOUT ROWID;
-CREATE INDEX tags_by_key ON tags (key);
+CREATE INDEX tags_by_key ON tags (key, run, value);
 CREATE TABLE metrics (
   run INTEGER NOT NULL,
   key TEXT NOT NULL,
@@ -79,7 +79,7 @@ CREATE TABLE latest_metrics (
   value REAL NOT NULL,
   PRIMARY KEY (run, key)
 ) WITHOUT ROWID;
-CREATE INDEX latest_metrics_by_key ON latest_metrics (key);
+CREATE INDEX latest_metrics_by_key ON latest_metrics (key, run, step, timestamp, is_nan, value);
 CREATE TABLE datasets (
   id INTEGER PRIMARY KEY,
   experiment_id INTEGER NOT NULL,

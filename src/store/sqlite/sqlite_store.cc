@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "store/sqlite/sqlite_db.h"
 #include "store/store_util.h"
 #include "util/clock.h"
+#include "util/json_writer.h"
 #include "util/log.h"
 
 namespace cairn::store {
@@ -29,8 +31,9 @@ using sqlite::Connection;
 using sqlite::Stmt;
 
 // Reads a row of (id, run_uuid, experiment_id, name, user_id, status, start_time, end_time,
-// artifact_uri, lifecycle_stage) from runs. Returns the internal run key.
-int64_t ReadRunInfo(const Stmt& s, core::RunInfo* info) {
+// artifact_uri, lifecycle_stage) from runs; artifact_uri only `with_uri`. Returns the internal
+// run key.
+int64_t ReadRunInfo(const Stmt& s, core::RunInfo* info, bool with_uri = true) {
   info->run_id = s.Str(1);
   info->experiment_id = std::to_string(s.Int(2));
   info->run_name = s.Str(3);
@@ -42,7 +45,7 @@ int64_t ReadRunInfo(const Stmt& s, core::RunInfo* info) {
   } else {
     info->end_time = s.Int(7);
   }
-  info->artifact_uri = s.Str(8);
+  if (with_uri) info->artifact_uri = s.Str(8);
   core::ParseLifecycleStage(s.Text(9), &info->lifecycle_stage);
   return s.Int(0);
 }
@@ -395,9 +398,7 @@ class SqliteStore : public MetadataStore {
     return Read<Runs>([&](Connection& c) -> Result<Runs> {
       CAIRN_ASSIGN_OR_RETURN(Runs candidates, LoadSearchCandidates(c, query));
       std::vector<Run> page = SortAndPage(std::move(candidates), query);
-      for (Run& run : page) {
-        CAIRN_ASSIGN_OR_RETURN(run, LoadRun(c, run.info.run_id));
-      }
+      CAIRN_RETURN_IF_ERROR(ReloadRuns(c, &page));
       return page;
     });
   }
@@ -858,55 +859,120 @@ class SqliteStore : public MetadataStore {
   }
 
   Result<Run> LoadRun(Connection& c, std::string_view run_id) {
-    Run run;
-    CAIRN_ASSIGN_OR_RETURN(int64_t key, LoadRunInfo(c, run_id, &run.info));
+    std::vector<Run> one(1);
+    CAIRN_ASSIGN_OR_RETURN(int64_t key, LoadRunInfo(c, run_id, &one[0].info));
+    CAIRN_RETURN_IF_ERROR(LoadRunData(c, {key}, &one));
+    return std::move(one[0]);
+  }
 
-    CAIRN_ASSIGN_OR_RETURN(Stmt * m, c.Prepare("SELECT key, step, timestamp, is_nan, value FROM "
-                                               "latest_metrics WHERE run = ? ORDER BY key"));
-    m->Bind(1, key);
-    while (m->Step()) run.data.metrics.push_back(ReadMetricPoint(*m, 1, m->Str(0)));
+  // Replaces each run (as loaded for matching: partial) with the complete run, in place.
+  Status ReloadRuns(Connection& c, std::vector<Run>* runs) {
+    if (runs->empty()) return Status::Ok();
+    std::string ids = "[";
+    std::unordered_map<std::string, size_t> position;
+    for (size_t i = 0; i < runs->size(); ++i) {
+      if (i > 0) ids += ',';
+      AppendJsonString(&ids, (*runs)[i].info.run_id);
+      position[(*runs)[i].info.run_id] = i;
+    }
+    ids += ']';
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id, run_uuid, experiment_id, name, "
+                                               "user_id, status, start_time, end_time, "
+                                               "artifact_uri, lifecycle_stage FROM runs WHERE "
+                                               "run_uuid IN (SELECT value FROM json_each(?))"));
+    s->Bind(1, ids);
+    std::vector<int64_t> keys(runs->size(), -1);
+    while (s->Step()) {
+      size_t i = position[std::string(s->Text(1))];
+      (*runs)[i] = Run();
+      keys[i] = ReadRunInfo(*s, &(*runs)[i].info);
+    }
+    CAIRN_RETURN_IF_ERROR(s->status());
+    return LoadRunData(c, keys, runs);
+  }
+
+  // Loads latest metrics, params, tags and inputs of runs whose info is loaded; keys[i] is the
+  // internal key of (*runs)[i]. A few queries for any number of runs.
+  Status LoadRunData(Connection& c, const std::vector<int64_t>& keys, std::vector<Run>* runs) {
+    std::unordered_map<int64_t, size_t> position;
+    std::string ids = "[";
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (i > 0) ids += ',';
+      ids += std::to_string(keys[i]);
+      position[keys[i]] = i;
+    }
+    ids += ']';
+    auto run_of = [&](int64_t key) -> Run* {
+      auto it = position.find(key);
+      return it == position.end() ? nullptr : &(*runs)[it->second];
+    };
+
+    CAIRN_ASSIGN_OR_RETURN(Stmt * m, c.Prepare("SELECT run, key, step, timestamp, is_nan, value "
+                                               "FROM latest_metrics WHERE run IN (SELECT value "
+                                               "FROM json_each(?)) ORDER BY key"));
+    m->Bind(1, ids);
+    while (m->Step()) {
+      if (Run* r = run_of(m->Int(0))) r->data.metrics.push_back(ReadMetricPoint(*m, 2, m->Str(1)));
+    }
     CAIRN_RETURN_IF_ERROR(m->status());
 
-    CAIRN_ASSIGN_OR_RETURN(Stmt * p, c.Prepare("SELECT key, value FROM params WHERE run = ? "
-                                               "ORDER BY key"));
-    p->Bind(1, key);
-    while (p->Step()) run.data.params.push_back({p->Str(0), p->Str(1)});
+    CAIRN_ASSIGN_OR_RETURN(Stmt * p, c.Prepare("SELECT run, key, value FROM params WHERE run IN "
+                                               "(SELECT value FROM json_each(?)) ORDER BY key"));
+    p->Bind(1, ids);
+    while (p->Step()) {
+      if (Run* r = run_of(p->Int(0))) r->data.params.push_back({p->Str(1), p->Str(2)});
+    }
     CAIRN_RETURN_IF_ERROR(p->status());
 
-    CAIRN_ASSIGN_OR_RETURN(Stmt * t, c.Prepare("SELECT key, value FROM tags WHERE run = ? ORDER "
-                                               "BY key"));
-    t->Bind(1, key);
-    while (t->Step()) run.data.tags.push_back({t->Str(0), t->Str(1)});
+    CAIRN_ASSIGN_OR_RETURN(Stmt * t, c.Prepare("SELECT run, key, value FROM tags WHERE run IN "
+                                               "(SELECT value FROM json_each(?)) ORDER BY key"));
+    t->Bind(1, ids);
+    while (t->Step()) {
+      if (Run* r = run_of(t->Int(0))) r->data.tags.push_back({t->Str(1), t->Str(2)});
+    }
     CAIRN_RETURN_IF_ERROR(t->status());
 
-    CAIRN_ASSIGN_OR_RETURN(Stmt * in, c.Prepare("SELECT d.id, d.name, d.digest, d.source_type, "
-                                                "d.source, d.schema, d.profile FROM inputs i "
-                                                "JOIN datasets d ON d.id = i.dataset WHERE i.run "
-                                                "= ? ORDER BY i.seq"));
-    in->Bind(1, key);
-    std::vector<int64_t> dataset_keys;
+    CAIRN_ASSIGN_OR_RETURN(Stmt * in, c.Prepare("SELECT i.run, d.id, d.name, d.digest, "
+                                                "d.source_type, d.source, d.schema, d.profile "
+                                                "FROM inputs i JOIN datasets d ON d.id = "
+                                                "i.dataset WHERE i.run IN (SELECT value FROM "
+                                                "json_each(?)) ORDER BY i.run, i.seq"));
+    in->Bind(1, ids);
+    // (run key, dataset id) -> (run position, input position), for the input tags.
+    std::map<std::pair<int64_t, int64_t>, std::pair<size_t, size_t>> where;
     while (in->Step()) {
+      auto pos = position.find(in->Int(0));
+      if (pos == position.end()) continue;
+      Run& r = (*runs)[pos->second];
       core::DatasetInput input;
-      dataset_keys.push_back(in->Int(0));
-      input.dataset = {in->Str(1), in->Str(2), in->Str(3), in->Str(4), in->Str(5), in->Str(6)};
-      run.inputs.push_back(std::move(input));
+      input.dataset = {in->Str(2), in->Str(3), in->Str(4), in->Str(5), in->Str(6), in->Str(7)};
+      r.inputs.push_back(std::move(input));
+      where[{in->Int(0), in->Int(1)}] = {pos->second, r.inputs.size() - 1};
     }
     CAIRN_RETURN_IF_ERROR(in->status());
-    for (size_t i = 0; i < dataset_keys.size(); ++i) {
-      CAIRN_ASSIGN_OR_RETURN(Stmt * it, c.Prepare("SELECT key, value FROM input_tags WHERE run "
-                                                  "= ? AND dataset = ? ORDER BY key"));
-      it->Bind(1, key).Bind(2, dataset_keys[i]);
-      while (it->Step()) run.inputs[i].tags.push_back({it->Str(0), it->Str(1)});
-      CAIRN_RETURN_IF_ERROR(it->status());
+    if (where.empty()) return Status::Ok();
+    CAIRN_ASSIGN_OR_RETURN(Stmt * it, c.Prepare("SELECT run, dataset, key, value FROM input_tags "
+                                                "WHERE run IN (SELECT value FROM json_each(?)) "
+                                                "ORDER BY key"));
+    it->Bind(1, ids);
+    while (it->Step()) {
+      auto found = where.find({it->Int(0), it->Int(1)});
+      if (found == where.end()) continue;
+      auto [run_pos, input_pos] = found->second;
+      (*runs)[run_pos].inputs[input_pos].tags.push_back({it->Str(2), it->Str(3)});
     }
-    return run;
+    return it->status();
   }
 
   // Loads the runs visible to the query with just the metrics, params, tags and inputs its
   // filter and order refer to, so that matching and sorting need no further queries.
   Result<std::vector<Run>> LoadSearchCandidates(Connection& c, const RunSearchQuery& query) {
+    bool need_uri = false;
+    for (const core::Clause& cl : query.filter) need_uri |= cl.key == "artifact_uri";
+    for (const core::OrderKey& o : query.order) need_uri |= o.key == "artifact_uri";
+
     std::vector<Run> runs;
-    std::unordered_map<int64_t, size_t> index;
+    std::vector<int64_t> keys;  // keys[i] is the internal key of runs[i]
     for (const std::string& exp : query.experiment_ids) {
       int64_t id = 0;
       if (!ParseExperimentId(exp, &id)) continue;
@@ -916,15 +982,25 @@ class SqliteStore : public MetadataStore {
                                                  "experiment_id = ?"));
       s->Bind(1, id);
       while (s->Step()) {
-        Run run;
-        int64_t key = ReadRunInfo(*s, &run.info);
-        if (!core::StageVisible(run.info.lifecycle_stage, query.view)) continue;
-        index[key] = runs.size();
-        runs.push_back(std::move(run));
+        core::LifecycleStage stage = LifecycleStage::kActive;
+        core::ParseLifecycleStage(s->Text(9), &stage);
+        if (!core::StageVisible(stage, query.view)) continue;
+        Run& run = runs.emplace_back();
+        keys.push_back(ReadRunInfo(*s, &run.info, need_uri));
       }
       CAIRN_RETURN_IF_ERROR(s->status());
     }
     if (runs.empty()) return runs;
+    // Internal keys of runs are dense integers, so a vector maps them back to positions.
+    auto [lo, hi] = std::minmax_element(keys.begin(), keys.end());
+    int64_t base = *lo;
+    std::vector<int32_t> slot(static_cast<size_t>(*hi - base + 1), -1);
+    for (size_t i = 0; i < keys.size(); ++i) slot[keys[i] - base] = static_cast<int32_t>(i);
+    auto run_at = [&](int64_t key) -> Run* {
+      if (key < base || key - base >= static_cast<int64_t>(slot.size())) return nullptr;
+      int32_t i = slot[key - base];
+      return i < 0 ? nullptr : &runs[static_cast<size_t>(i)];
+    };
 
     std::set<std::string> metric_keys, param_keys, tag_keys;
     bool need_inputs = false;
@@ -947,8 +1023,7 @@ class SqliteStore : public MetadataStore {
                                                  "FROM latest_metrics WHERE key = ?"));
       s->Bind(1, k);
       while (s->Step()) {
-        auto it = index.find(s->Int(0));
-        if (it != index.end()) runs[it->second].data.metrics.push_back(ReadMetricPoint(*s, 1, k));
+        if (Run* r = run_at(s->Int(0))) r->data.metrics.push_back(ReadMetricPoint(*s, 1, k));
       }
       CAIRN_RETURN_IF_ERROR(s->status());
     }
@@ -956,8 +1031,7 @@ class SqliteStore : public MetadataStore {
       CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT run, value FROM params WHERE key = ?"));
       s->Bind(1, k);
       while (s->Step()) {
-        auto it = index.find(s->Int(0));
-        if (it != index.end()) runs[it->second].data.params.push_back({k, s->Str(1)});
+        if (Run* r = run_at(s->Int(0))) r->data.params.push_back({k, s->Str(1)});
       }
       CAIRN_RETURN_IF_ERROR(s->status());
     }
@@ -965,8 +1039,7 @@ class SqliteStore : public MetadataStore {
       CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT run, value FROM tags WHERE key = ?"));
       s->Bind(1, k);
       while (s->Step()) {
-        auto it = index.find(s->Int(0));
-        if (it != index.end()) runs[it->second].data.tags.push_back({k, s->Str(1)});
+        if (Run* r = run_at(s->Int(0))) r->data.tags.push_back({k, s->Str(1)});
       }
       CAIRN_RETURN_IF_ERROR(s->status());
     }
@@ -977,21 +1050,22 @@ class SqliteStore : public MetadataStore {
                                                  "t.dataset = i.dataset AND t.key = "
                                                  "'mlflow.data.context'"));
       while (s->Step()) {
-        auto it = index.find(s->Int(0));
-        if (it == index.end()) continue;
+        Run* r = run_at(s->Int(0));
+        if (r == nullptr) continue;
         core::DatasetInput input;
         input.dataset.name = s->Str(1);
         input.dataset.digest = s->Str(2);
         if (!s->IsNull(3)) input.tags.push_back({std::string(core::kDatasetContextTag), s->Str(3)});
-        runs[it->second].inputs.push_back(std::move(input));
+        r->inputs.push_back(std::move(input));
       }
       CAIRN_RETURN_IF_ERROR(s->status());
     }
-    std::vector<Run> matched;
-    for (Run& run : runs) {
-      if (core::RunMatches(run, query.filter)) matched.push_back(std::move(run));
+    if (!query.filter.empty()) {
+      runs.erase(std::remove_if(runs.begin(), runs.end(),
+                                [&](const Run& run) { return !core::RunMatches(run, query.filter); }),
+                 runs.end());
     }
-    return matched;
+    return runs;
   }
 
   // Artifact files whose path starts with `prefix` ("" selects all), in path order.
