@@ -304,6 +304,16 @@ TYPED_TEST(MetadataStoreTest, SearchRunsFiltersOrdersAndPages) {
   ASSERT_TRUE(sgd.ok());
   EXPECT_EQ(sgd->size(), 2u);  // runs 2 and 4; run 0 is deleted
 
+  q.filter = core::ParseRunFilter("metrics.loss > 0.3 and params.opt != 'x'").value();
+  auto high = this->store_->SearchRuns(q);
+  ASSERT_TRUE(high.ok());
+  EXPECT_EQ(high->size(), 2u);  // 0.5 and 0.333; run 0 (1.0) is deleted
+  q.filter = core::ParseRunFilter("metrics.loss <= 0.25 and params.opt = 'adam'").value();
+  ASSERT_EQ(this->store_->SearchRuns(q)->size(), 1u);  // run 3 (0.25, adam); run 4 is sgd
+  EXPECT_EQ((*this->store_->SearchRuns(q))[0].info.run_id, ids[3]);
+  q.filter = core::ParseRunFilter("metrics.loss = 0.25").value();
+  ASSERT_EQ(this->store_->SearchRuns(q)->size(), 1u);
+
   q.filter.clear();
   q.order = core::ParseRunOrderBy({"metrics.loss ASC"}).value();
   auto ordered = this->store_->SearchRuns(q);

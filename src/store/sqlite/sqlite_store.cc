@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "store/listing.h"
 #include "store/sqlite/schema.h"
@@ -966,11 +967,66 @@ class SqliteStore : public MetadataStore {
 
   // Loads the runs visible to the query with just the metrics, params, tags and inputs its
   // filter and order refer to, so that matching and sorting need no further queries.
+  // Runs that may satisfy the filter, found through the key indexes: the intersection over
+  // the clauses SQL can decide exactly as RunMatches does (param and tag equality, numeric
+  // metric comparisons on non-NaN values). nullopt when no clause qualifies. This only narrows
+  // the runs that are built; RunMatches still decides.
+  Result<std::optional<std::unordered_set<int64_t>>> PrefilterRuns(
+      Connection& c, const std::vector<core::Clause>& filter) {
+    std::optional<std::unordered_set<int64_t>> allowed;
+    for (const core::Clause& cl : filter) {
+      Stmt* s = nullptr;
+      if ((cl.type == core::EntityType::kParam || cl.type == core::EntityType::kTag) &&
+          cl.op == core::Comparator::kEq) {
+        if (cl.type == core::EntityType::kParam) {
+          CAIRN_ASSIGN_OR_RETURN(s, c.Prepare("SELECT run FROM params WHERE key = ? AND value = ?"));
+        } else {
+          CAIRN_ASSIGN_OR_RETURN(s, c.Prepare("SELECT run FROM tags WHERE key = ? AND value = ?"));
+        }
+        s->Bind(1, cl.key).Bind(2, cl.text);
+      } else if (cl.type == core::EntityType::kMetric) {
+        const char* sql = nullptr;
+        switch (cl.op) {
+          case core::Comparator::kGt:
+            sql = "SELECT run FROM latest_metrics WHERE key = ? AND is_nan = 0 AND value > ?";
+            break;
+          case core::Comparator::kGe:
+            sql = "SELECT run FROM latest_metrics WHERE key = ? AND is_nan = 0 AND value >= ?";
+            break;
+          case core::Comparator::kLt:
+            sql = "SELECT run FROM latest_metrics WHERE key = ? AND is_nan = 0 AND value < ?";
+            break;
+          case core::Comparator::kLe:
+            sql = "SELECT run FROM latest_metrics WHERE key = ? AND is_nan = 0 AND value <= ?";
+            break;
+          case core::Comparator::kEq:
+            sql = "SELECT run FROM latest_metrics WHERE key = ? AND is_nan = 0 AND value = ?";
+            break;
+          default:
+            continue;
+        }
+        CAIRN_ASSIGN_OR_RETURN(s, c.Prepare(sql));
+        s->Bind(1, cl.key).Bind(2, cl.number);
+      } else {
+        continue;
+      }
+      std::unordered_set<int64_t> match;
+      while (s->Step()) {
+        if (!allowed || allowed->count(s->Int(0)) != 0) match.insert(s->Int(0));
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+      allowed = std::move(match);
+    }
+    return allowed;
+  }
+
   Result<std::vector<Run>> LoadSearchCandidates(Connection& c, const RunSearchQuery& query) {
     bool need_uri = false;
     for (const core::Clause& cl : query.filter) need_uri |= cl.key == "artifact_uri";
     for (const core::OrderKey& o : query.order) need_uri |= o.key == "artifact_uri";
 
+    CAIRN_ASSIGN_OR_RETURN(std::optional<std::unordered_set<int64_t>> allowed,
+                           PrefilterRuns(c, query.filter));
     std::vector<Run> runs;
     std::vector<int64_t> keys;  // keys[i] is the internal key of runs[i]
     for (const std::string& exp : query.experiment_ids) {
@@ -982,6 +1038,7 @@ class SqliteStore : public MetadataStore {
                                                  "experiment_id = ?"));
       s->Bind(1, id);
       while (s->Step()) {
+        if (allowed && allowed->count(s->Int(0)) == 0) continue;
         core::LifecycleStage stage = LifecycleStage::kActive;
         core::ParseLifecycleStage(s->Text(9), &stage);
         if (!core::StageVisible(stage, query.view)) continue;
