@@ -292,13 +292,15 @@ struct Server::Impl {
                    "attachment; filename=\"" + DispositionName(d->file_name) + "\"");
     res.set_header("X-Content-Type-Options", "nosniff");
     std::shared_ptr<blob::BlobReader> blob = std::move(d->reader);
+    // One buffer per download, reused for every piece.
+    auto buf = std::make_shared<std::string>(kIoChunk, '\0');
     res.set_content_provider(
         static_cast<size_t>(d->size), ContentTypeFor(d->file_name),
-        [blob](size_t offset, size_t length, httplib::DataSink& sink) {
-          std::string buf(std::min(length, kIoChunk), '\0');
-          Result<size_t> n = blob->ReadAt(static_cast<int64_t>(offset), buf.data(), buf.size());
+        [blob, buf](size_t offset, size_t length, httplib::DataSink& sink) {
+          Result<size_t> n = blob->ReadAt(static_cast<int64_t>(offset), buf->data(),
+                                          std::min(length, buf->size()));
           if (!n.ok() || *n == 0) return false;
-          return sink.write(buf.data(), *n);
+          return sink.write(buf->data(), *n);
         });
   }
 

@@ -184,7 +184,9 @@ TYPED_TEST(MetadataStoreTest, LatestMetricIsLargestStepTimestampValue) {
   std::vector<Metric> points = {{"loss", 5, 100, 2}, {"loss", 9, 50, 1}, {"loss", 3, 100, 2},
                                 {"loss", 4, 90, 2}};
   ASSERT_TRUE(this->store_->LogBatch(run, points, {}, {}).ok());
-  const Metric* latest = this->store_->GetRun(run)->FindMetric("loss");
+  auto loaded = this->store_->GetRun(run);
+  ASSERT_TRUE(loaded.ok());
+  const Metric* latest = loaded->FindMetric("loss");
   ASSERT_NE(latest, nullptr);
   EXPECT_EQ(latest->step, 2);
   EXPECT_EQ(latest->timestamp, 100);
