@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make run    install what is missing, build, start the server with the embedded store
 #   make test   install what is missing, build, run every test suite
-# Other targets: build, deps, bench, debug-test (unit tests under ASan and UBSan), clean.
+# Other targets: build, deps, bench, sanitized-test (the non-slow suites on the debug build),
+# debug-test (unit tests only, debug build), clean.
 
 PRESET ?= release
 BUILD_DIR := build/$(PRESET)
@@ -11,7 +12,7 @@ HOST ?= 127.0.0.1
 PORT ?= 5000
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps npm-deps build run test debug-test bench clean
+.PHONY: all deps npm-deps build run test sanitized-test debug-test bench clean
 
 all: build
 
@@ -34,14 +35,27 @@ run: build
 	$(CAIRN) server --host $(HOST) --port $(PORT)
 
 # ctest shows a suite's output only when it fails; the closing line of every suite is printed
-# from ctest's log afterwards, whatever the outcome.
+# from ctest's log afterwards, whatever the outcome. `make test` runs every suite on the release
+# build, then the unit and integration suites (not the slow ones) again on the debug build under
+# AddressSanitizer and UndefinedBehaviorSanitizer.
+SUITE_LINES := '^\[  (PASSED|FAILED)  \]|^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed'
+
 test: build npm-deps
 	@status=0; ctest --preset $(PRESET) --output-on-failure || status=$$?; \
-	echo "Suite results:"; \
-	grep -hE '^\[  (PASSED|FAILED)  \]|^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed' \
-	  $(BUILD_DIR)/Testing/Temporary/LastTest.log | sed 's/^/  /'; \
+	echo "Suite results ($(PRESET)):"; \
+	grep -hE $(SUITE_LINES) $(BUILD_DIR)/Testing/Temporary/LastTest.log | sed 's/^/  /'; \
+	$(MAKE) --no-print-directory sanitized-test || status=1; \
 	exit $$status
 
+sanitized-test: deps npm-deps
+	cmake --preset debug
+	cmake --build --preset debug -j $(JOBS)
+	@status=0; ctest --preset debug -LE slow --output-on-failure || status=$$?; \
+	echo "Suite results (debug, ASan + UBSan):"; \
+	grep -hE $(SUITE_LINES) build/debug/Testing/Temporary/LastTest.log | sed 's/^/  /'; \
+	exit $$status
+
+# The unit tests alone under the sanitizers.
 debug-test: deps
 	cmake --preset debug
 	cmake --build --preset debug -j $(JOBS) --target cairn_tests cairn
