@@ -1,5 +1,6 @@
 #include "server/fields.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -30,8 +31,33 @@ bool ParseDouble(std::string_view text, double* out) {
 
 }  // namespace
 
+// The deepest nesting of arrays and objects in `text`, strings skipped. nlohmann's parser and
+// dump() recurse once per level, so depth is checked before parsing.
+size_t NestingDepth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 Result<Json> ParseJsonObject(std::string_view body) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return Json::object();
+  if (NestingDepth(body) > kMaxJsonDepth) {
+    return InvalidArgument("The request body nests arrays and objects deeper than " +
+                           std::to_string(kMaxJsonDepth) + " levels");
+  }
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return InvalidArgument("Malformed JSON in request body: it could not be parsed");
@@ -57,7 +83,9 @@ bool Fields::Has(std::string_view name) const {
 
 Status Fields::Invalid(std::string_view name, const Json& value,
                        std::string_view expected) const {
-  std::string shown = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string shown = value.is_structured()
+                          ? std::string("of type ") + value.type_name()
+                          : value.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (shown.size() > 100) shown = shown.substr(0, 100) + "...";
   return InvalidArgument("Invalid value " + shown + " for parameter '" + prefix_ +
                          std::string(name) + "' supplied: expected " + std::string(expected));

@@ -53,6 +53,9 @@ class Fields {
   std::string prefix_;
 };
 
+// Request bodies nest at most this deep; MLflow's messages use five levels at most.
+inline constexpr size_t kMaxJsonDepth = 32;
+
 // Parses a request body as a JSON object ("" is {}); errors name the problem.
 Result<Json> ParseJsonObject(std::string_view body);
 

@@ -1,5 +1,7 @@
 #include "service/artifact_service.h"
 
+#include "util/utf8.h"
+
 #include <mutex>
 
 namespace cairn::service {
@@ -21,6 +23,7 @@ Result<std::string> NormalizeArtifactPath(std::string_view path, bool allow_root
     if (c < 0x20 || c == 0x7f) return invalid("control characters are not allowed");
     if (c == '\\') return invalid("backslashes are not allowed");
   }
+  if (!IsValidUtf8(path)) return invalid("it is not valid UTF-8");
   size_t start = 0;
   for (;;) {
     size_t slash = path.find('/', start);
@@ -56,9 +59,16 @@ Result<std::unique_ptr<blob::BlobWriter>> ArtifactService::NewUpload() {
 }
 
 Status ArtifactService::CommitUpload(const std::string& path, blob::BlobWriter& writer) {
-  std::shared_lock lock(gc_mu_);
-  CAIRN_ASSIGN_OR_RETURN(blob::BlobInfo info, writer.Commit());
-  return store_->PutArtifact({path, info.digest, info.size});
+  std::optional<store::ArtifactFile> replaced;
+  std::string digest;
+  {
+    std::shared_lock lock(gc_mu_);
+    CAIRN_ASSIGN_OR_RETURN(blob::BlobInfo info, writer.Commit());
+    digest = info.digest;
+    CAIRN_ASSIGN_OR_RETURN(replaced, store_->PutArtifact({path, info.digest, info.size}));
+  }
+  if (replaced && replaced->digest != digest) return CollectBlobs({replaced->digest});
+  return Status::Ok();
 }
 
 Status ArtifactService::PutBytes(const std::string& path, std::string_view bytes) {
@@ -83,10 +93,16 @@ Result<std::vector<store::ArtifactEntry>> ArtifactService::List(const std::strin
 
 Status ArtifactService::Delete(const std::string& path) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> removed, store_->DeleteArtifacts(path));
+  std::vector<std::string> digests;
+  for (const store::ArtifactFile& f : removed) digests.push_back(f.digest);
+  return CollectBlobs(digests);
+}
+
+Status ArtifactService::CollectBlobs(const std::vector<std::string>& digests) {
   std::unique_lock lock(gc_mu_);
-  for (const store::ArtifactFile& f : removed) {
-    CAIRN_ASSIGN_OR_RETURN(bool referenced, store_->BlobReferenced(f.digest));
-    if (!referenced) CAIRN_RETURN_IF_ERROR(blobs_->Delete(f.digest));
+  for (const std::string& digest : digests) {
+    CAIRN_ASSIGN_OR_RETURN(bool referenced, store_->BlobReferenced(digest));
+    if (!referenced) CAIRN_RETURN_IF_ERROR(blobs_->Delete(digest));
   }
   return Status::Ok();
 }

@@ -49,6 +49,9 @@ class ArtifactService {
   Status Delete(const std::string& path);
 
  private:
+  // Deletes the blobs among `digests` that no artifact refers to any more.
+  Status CollectBlobs(const std::vector<std::string>& digests);
+
   store::MetadataStore* store_;
   blob::ContentStore* blobs_;
   // Held shared from a blob's commit until it is indexed, exclusively while collecting blobs,

@@ -29,6 +29,11 @@ TEST(ArtifactPathTest, RejectsEveryEscape) {
   EXPECT_FALSE(NormalizeArtifactPath(std::string("a\0b", 3), true).ok());
   EXPECT_FALSE(NormalizeArtifactPath("a\nb", true).ok());
   EXPECT_FALSE(NormalizeArtifactPath("", false).ok());
+  EXPECT_FALSE(NormalizeArtifactPath("a/\xff.txt", false).ok());       // not UTF-8
+  EXPECT_FALSE(NormalizeArtifactPath("a/\xc0\xaf", false).ok());        // overlong '/'
+  EXPECT_FALSE(NormalizeArtifactPath("a/\xed\xa0\x80", false).ok());   // surrogate
+  EXPECT_FALSE(NormalizeArtifactPath("a/\xe2\x82", false).ok());        // cut short
+  EXPECT_TRUE(NormalizeArtifactPath("mod\xc3\xa8le/\xe2\x82\xac/\xf0\x9f\x93\x88.png", false).ok());
 }
 
 TEST(ArtifactPathTest, ProxyPathOfUri) {
@@ -36,6 +41,18 @@ TEST(ArtifactPathTest, ProxyPathOfUri) {
   EXPECT_EQ(*ProxyPathOfUri("mlflow-artifacts://host:5000/1/r/artifacts"), "1/r/artifacts");
   EXPECT_EQ(ProxyPathOfUri("s3://bucket/x").status().code(), StatusCode::kUnimplemented);
   EXPECT_FALSE(ProxyPathOfUri("mlflow-artifacts:/1/../../x").ok());
+}
+
+TEST(ArtifactServiceTest, OverwriteCollectsTheReplacedBlob) {
+  auto store = store::NewMemoryMetadataStore({});
+  auto blobs = blob::NewMemoryContentStore();
+  ArtifactService svc(store.get(), blobs.get());
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/a", "first").ok());
+  std::string first = store->GetArtifact("1/r/artifacts/a")->digest;
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/a", "second").ok());
+  EXPECT_FALSE(*blobs->Has(first));
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/a", "second").ok());  // same bytes: blob stays
+  EXPECT_TRUE(*blobs->Has(store->GetArtifact("1/r/artifacts/a")->digest));
 }
 
 TEST(ArtifactServiceTest, DeleteCollectsBlobsNoLongerReferenced) {

@@ -115,7 +115,9 @@ Result<int64_t> DecodePageToken(const std::string& token) {
   if (start == std::string::npos) return invalid();
   int64_t offset = 0;
   auto r = std::from_chars(json.data() + start, json.data() + json.size(), offset);
-  if (r.ec != std::errc() || offset < 0) return invalid();
+  // Offsets past 2^53 cannot come from a token this server wrote; refusing them keeps the
+  // arithmetic on offsets far from overflow.
+  if (r.ec != std::errc() || offset < 0 || offset > (int64_t{1} << 53)) return invalid();
   return offset;
 }
 
@@ -271,7 +273,16 @@ Result<RunPage> TrackingService::SearchRuns(const RunSearchRequest& request) {
   CAIRN_ASSIGN_OR_RETURN(query.filter, core::ParseRunFilter(request.filter));
   CAIRN_ASSIGN_OR_RETURN(query.order, core::ParseRunOrderBy(request.order_by));
   CAIRN_ASSIGN_OR_RETURN(query.offset, DecodePageToken(request.page_token));
-  query.experiment_ids = request.experiment_ids;
+  // Each experiment once, by its canonical id ("01" is "1"): a repeated id must not repeat runs.
+  for (const std::string& id : request.experiment_ids) {
+    int64_t n = 0;
+    if (!store::ParseExperimentId(id, &n)) continue;  // names no experiment: matches nothing
+    std::string canonical = std::to_string(n);
+    if (std::find(query.experiment_ids.begin(), query.experiment_ids.end(), canonical) ==
+        query.experiment_ids.end()) {
+      query.experiment_ids.push_back(std::move(canonical));
+    }
+  }
   query.view = request.view;
   // One more than a page tells whether another page exists.
   query.max_results = max_results + 1;

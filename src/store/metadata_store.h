@@ -118,8 +118,9 @@ class MetadataStore {
   virtual Result<std::vector<core::Run>> SearchRuns(const RunSearchQuery& query) = 0;
 
   // --- Artifact index ----------------------------------------------------------------------
-  // Records (or replaces) the file at file.path.
-  virtual Status PutArtifact(const ArtifactFile& file) = 0;
+  // Records (or replaces) the file at file.path; returns the entry it replaced, if any, so
+  // that its blob can be collected.
+  virtual Result<std::optional<ArtifactFile>> PutArtifact(const ArtifactFile& file) = 0;
   // kNotFound when no file is recorded at path.
   virtual Result<ArtifactFile> GetArtifact(std::string_view path) = 0;
   // Immediate children of directory `dir` ("" is the root), sorted by name. Empty when the

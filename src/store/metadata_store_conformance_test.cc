@@ -334,7 +334,8 @@ TYPED_TEST(MetadataStoreTest, SearchRunsFiltersOrdersAndPages) {
   EXPECT_EQ((*page)[0].info.run_id, ids[2]);
 
   q = {};
-  q.experiment_ids = {exp};
+  q.experiment_ids = {exp, exp};  // a repeated id does not repeat runs
+  EXPECT_EQ(this->store_->SearchRuns(q)->size(), 5u);
   q.view = core::ViewType::kDeletedOnly;
   auto deleted = this->store_->SearchRuns(q);
   ASSERT_EQ(deleted->size(), 1u);
@@ -345,7 +346,11 @@ TYPED_TEST(MetadataStoreTest, ArtifactIndexListsDirectoriesAndDeletesTrees) {
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/a.txt", std::string(64, 'a'), 3}).ok());
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/d/x", std::string(64, 'b'), 4}).ok());
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/d/y/z", std::string(64, 'b'), 5}).ok());
-  ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts.bak", std::string(64, 'c'), 6}).ok());
+  ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts.bak", std::string(64, 'd'), 7}).ok());
+  auto replaced = this->store_->PutArtifact({"1/r/artifacts.bak", std::string(64, 'c'), 6});
+  ASSERT_TRUE(replaced.ok());
+  ASSERT_TRUE(replaced->has_value());
+  EXPECT_EQ((*replaced)->digest, std::string(64, 'd'));
   auto root = this->store_->ListArtifacts("1/r/artifacts");
   ASSERT_TRUE(root.ok());
   ASSERT_EQ(root->size(), 2u);

@@ -79,8 +79,11 @@ bool Base64Decode(std::string_view text, std::string* out) {
                           static_cast<int>(text.size()));
   if (n < 0) return false;
   size_t len = static_cast<size_t>(n);
-  // EVP_DecodeBlock counts padding as zero bytes; drop them.
-  for (size_t i = text.size(); i > 0 && text[i - 1] == '='; --i) --len;
+  // EVP_DecodeBlock counts padding as zero bytes; drop them. Valid input has at most two.
+  size_t padding = 0;
+  for (size_t i = text.size(); i > 0 && text[i - 1] == '='; --i) ++padding;
+  if (padding > 2 || padding > len) return false;
+  len -= padding;
   buf.resize(len);
   *out = std::move(buf);
   return true;

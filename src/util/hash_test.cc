@@ -21,6 +21,8 @@ TEST(HashTest, Base64RoundTripsAndRejectsGarbage) {
   EXPECT_EQ(out, "{\"offset\": 1}");
   EXPECT_FALSE(Base64Decode("abc", &out));
   EXPECT_FALSE(Base64Decode("!!!!", &out));
+  EXPECT_FALSE(Base64Decode("====", &out));
+  EXPECT_FALSE(Base64Decode("a===", &out));
 }
 
 TEST(HashTest, RandomHexHasRequestedLength) {

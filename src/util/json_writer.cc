@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "util/utf8.h"
+
 namespace cairn {
 
 void AppendJsonString(std::string* out, std::string_view s) {
@@ -11,6 +13,18 @@ void AppendJsonString(std::string* out, std::string_view s) {
   size_t run_start = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // Bytes that are not UTF-8 would make the document invalid JSON: each becomes U+FFFD.
+      size_t n = Utf8SequenceLength(s, i);
+      if (n > 0) {
+        i += n - 1;
+        continue;
+      }
+      out->append(s.data() + run_start, i - run_start);
+      run_start = i + 1;
+      out->append("\xef\xbf\xbd");
+      continue;
+    }
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out->append(s.data() + run_start, i - run_start);
     run_start = i + 1;

@@ -28,6 +28,12 @@ TEST(JsonWriterTest, EscapesStrings) {
   EXPECT_EQ(out, R"("q\"b\\n\n\u0001t\t")");
 }
 
+TEST(JsonWriterTest, InvalidUtf8BecomesReplacementCharacters) {
+  std::string out;
+  AppendJsonString(&out, "caf\xc3\xa9 \xff\xfe ok \xe2\x82");
+  EXPECT_EQ(out, "\"caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd ok \xef\xbf\xbd\xef\xbf\xbd\"");
+}
+
 TEST(JsonWriterTest, Int64ExtremesAreNumbers) {
   JsonWriter w;
   w.BeginArray().Int(std::numeric_limits<int64_t>::max()).Int(INT64_MIN).EndArray();

@@ -1299,5 +1299,63 @@ class PathSafetyTest(ApiTestCase):
                 f.write(self.marker)
 
 
+# ============================================================================================
+# Hardening: requests that once crashed the server, leaked storage or gave wrong answers
+# ============================================================================================
+
+class HardeningTest(ApiTestCase):
+
+    def test_deeply_nested_body_is_400_and_server_lives(self):
+        depth = 200000
+        body = '{"experiment_id": ' + "[" * depth + "]" * depth + "}"
+        resp = C.request("POST", API + "experiments/delete", body=body.encode(),
+                         headers={"Content-Type": "application/json"})
+        self.assertError(resp, 400, "INVALID_PARAMETER_VALUE", mentions="deeper")
+        self.assertEqual(C.get("/health", raw=True).status, 200)
+
+    def test_malformed_page_tokens_are_400(self):
+        run_id = self.new_run_id()
+        for token in ["====", "a===", "eyJvZmZzZXQiOiA5MjIzMzcyMDM2ODU0Nzc1ODA3fQ=="]:
+            with self.subTest(token=token):
+                self.assertError(self.post("runs/search", {"experiment_ids": ["0"],
+                                                           "page_token": token}), 400)
+                self.assertError(self.post("experiments/search", {"page_token": token}), 400)
+                self.assertError(self.get("metrics/get-history", {
+                    "run_id": run_id, "metric_key": "m", "page_token": token}), 400)
+
+    def test_repeated_experiment_ids_do_not_repeat_runs(self):
+        exp = self.new_experiment("dup")
+        ids = {self.new_run_id(exp) for _ in range(3)}
+        body = self.ok(self.post("runs/search", {"experiment_ids": [exp, exp, "0" + exp]}))
+        got = [r["info"]["run_id"] for r in body.get("runs", [])]
+        self.assertEqual(sorted(got), sorted(ids))
+        for r in body["runs"]:
+            self.assertTrue(r["info"]["artifact_uri"], "runs must come back complete")
+
+    def test_invalid_utf8_artifact_path_is_400(self):
+        run = self.get_run(self.new_run_id())
+        resp = C.put("%s/%s/bad%%FF.txt" % (ARTIFACTS, self.run_root(run)), b"x")
+        self.assertError(resp, 400, mentions="utf-8")
+
+    def test_overwritten_artifact_leaves_one_blob(self):
+        run = self.get_run(self.new_run_id())
+        root = self.run_root(run)
+        blob_dir = os.path.join(DATA_DIR, "artifacts")
+
+        def blobs():
+            found = set()
+            for d, _, files in os.walk(blob_dir):
+                if os.path.basename(d) != "tmp":
+                    found.update(os.path.join(d, f) for f in files)
+            return found
+
+        self.assertEqual(self.put_artifact(root, "model.bin", b"version one " + uniq().encode()).status, 200)
+        before = blobs()
+        self.assertEqual(self.put_artifact(root, "model.bin", b"version two " + uniq().encode()).status, 200)
+        after = blobs()
+        self.assertEqual(len(after), len(before), "the replaced blob must be removed")
+        self.assertTrue(self.get_artifact(root, "model.bin").body.startswith(b"version two"))
+
+
 if __name__ == "__main__":
     sys.exit(tl.main("mlflow_api", sys.modules[__name__]))

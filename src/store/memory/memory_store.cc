@@ -240,10 +240,12 @@ class MemoryStore : public MetadataStore {
     return SortAndPage(std::move(matched), query);
   }
 
-  Status PutArtifact(const ArtifactFile& file) override {
+  Result<std::optional<ArtifactFile>> PutArtifact(const ArtifactFile& file) override {
     std::unique_lock lock(mu_);
+    std::optional<ArtifactFile> replaced;
+    if (auto it = artifacts_.find(file.path); it != artifacts_.end()) replaced = it->second;
     artifacts_[file.path] = file;
-    return Status::Ok();
+    return replaced;
   }
 
   Result<ArtifactFile> GetArtifact(std::string_view path) override {

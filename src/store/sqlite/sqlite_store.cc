@@ -406,11 +406,19 @@ class SqliteStore : public MetadataStore {
 
   // --- Artifact index ----------------------------------------------------------------------
 
-  Status PutArtifact(const ArtifactFile& file) override {
-    return Write([&](Connection& c) {
+  Result<std::optional<ArtifactFile>> PutArtifact(const ArtifactFile& file) override {
+    std::optional<ArtifactFile> replaced;
+    CAIRN_RETURN_IF_ERROR(Write([&](Connection& c) -> Status {
+      replaced.reset();
+      CAIRN_ASSIGN_OR_RETURN(Stmt * old,
+                             c.Prepare("SELECT digest, size FROM artifacts WHERE path = ?"));
+      old->Bind(1, file.path);
+      if (old->Step()) replaced = ArtifactFile{file.path, old->Str(0), old->Int(1)};
+      CAIRN_RETURN_IF_ERROR(old->status());
       return ExecStmt(c, "INSERT OR REPLACE INTO artifacts (path, digest, size) VALUES (?, ?, ?)",
                       file.path, file.digest, file.size);
-    });
+    }));
+    return replaced;
   }
 
   Result<ArtifactFile> GetArtifact(std::string_view path) override {
@@ -539,7 +547,7 @@ class SqliteStore : public MetadataStore {
       {
         std::unique_lock<std::mutex> lock(queue_mu_);
         queue_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stop_ with nothing left to write
+        if (queue_.empty()) break;  // stop_ with nothing left to write
         batch.assign(queue_.begin(), queue_.end());
         queue_.clear();
       }
@@ -570,6 +578,12 @@ class SqliteStore : public MetadataStore {
       Status s = isolate ? RunStmt("SAVEPOINT write_op") : Status::Ok();
       if (s.ok()) s = op->fn(*writer_);
       writer_->ResetAll();
+      if (!s.ok() && sqlite3_get_autocommit(writer_->raw()) != 0) {
+        // SQLite rolled the whole transaction back (disk full, I/O error, out of memory):
+        // nothing of this group was written, so no write in it may report success.
+        results->assign(batch.size(), s);
+        return true;
+      }
       if (!s.ok() && !isolate) {
         (void)RunStmt("ROLLBACK");
         return false;
@@ -1029,9 +1043,19 @@ class SqliteStore : public MetadataStore {
                            PrefilterRuns(c, query.filter));
     std::vector<Run> runs;
     std::vector<int64_t> keys;  // keys[i] is the internal key of runs[i]
+    if (allowed) {
+      runs.reserve(allowed->size());
+    } else {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * n, c.Prepare("SELECT COUNT(*) FROM runs"));
+      if (n->Step()) runs.reserve(static_cast<size_t>(n->Int(0)));
+      CAIRN_RETURN_IF_ERROR(n->status());
+    }
+    std::vector<int64_t> experiments;
     for (const std::string& exp : query.experiment_ids) {
       int64_t id = 0;
       if (!ParseExperimentId(exp, &id)) continue;
+      if (std::find(experiments.begin(), experiments.end(), id) != experiments.end()) continue;
+      experiments.push_back(id);
       CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id, run_uuid, experiment_id, name, "
                                                  "user_id, status, start_time, end_time, "
                                                  "artifact_uri, lifecycle_stage FROM runs WHERE "

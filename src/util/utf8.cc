@@ -1,0 +1,36 @@
+#include "util/utf8.h"
+
+#include <cstdint>
+
+namespace cairn {
+
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  size_t n = 0;  // continuation bytes that follow
+  if ((c >> 5) == 0x6) n = 1;
+  else if ((c >> 4) == 0xe) n = 2;
+  else if ((c >> 3) == 0x1e) n = 3;
+  else return 0;
+  if (i + n >= s.size()) return 0;
+  uint32_t cp = c & (0x3f >> n);
+  for (size_t k = 1; k <= n; ++k) {
+    unsigned char cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3f);
+  }
+  static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n + 1;
+}
+
+bool IsValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = Utf8SequenceLength(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace cairn
