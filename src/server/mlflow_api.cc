@@ -368,26 +368,20 @@ Result<std::string> GetMetricHistoryBulkInterval(ApiContext& ctx, const Fields& 
 
 Result<std::string> ListArtifacts(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
-  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> path_field, f.Str("path"));
-  CAIRN_ASSIGN_OR_RETURN(std::string rel,
-                         service::NormalizeArtifactPath(path_field.value_or(""), true));
-  CAIRN_ASSIGN_OR_RETURN(core::Run run, ctx.tracking->GetRun(run_id));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> path, f.Str("path"));
+  CAIRN_ASSIGN_OR_RETURN(core::RunInfo info, ctx.tracking->GetRunInfo(run_id));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactEntry> entries,
+                         ctx.artifacts->ListRunArtifacts(info.artifact_uri, path.value_or("")));
   JsonWriter w;
-  w.BeginObject().Key("root_uri").String(run.info.artifact_uri);
-  Result<std::string> root = service::ProxyPathOfUri(run.info.artifact_uri);
-  if (root.ok()) {
-    std::string dir = rel.empty() ? *root : (root->empty() ? rel : *root + "/" + rel);
-    CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactEntry> entries, ctx.artifacts->List(dir));
-    if (!entries.empty()) {
-      w.Key("files").BeginArray();
-      for (const store::ArtifactEntry& e : entries) {
-        w.BeginObject().Key("path").String(rel.empty() ? e.name : rel + "/" + e.name);
-        w.Key("is_dir").Bool(e.is_dir);
-        if (!e.is_dir) w.Key("file_size").Int(e.size);
-        w.EndObject();
-      }
-      w.EndArray();
+  w.BeginObject().Key("root_uri").String(info.artifact_uri);
+  if (!entries.empty()) {
+    w.Key("files").BeginArray();
+    for (const store::ArtifactEntry& e : entries) {
+      w.BeginObject().Key("path").String(e.name).Key("is_dir").Bool(e.is_dir);
+      if (!e.is_dir) w.Key("file_size").Int(e.size);
+      w.EndObject();
     }
+    w.EndArray();
   }
   w.EndObject();
   return w.Take();

@@ -91,6 +91,19 @@ Result<std::vector<store::ArtifactEntry>> ArtifactService::List(const std::strin
   return store_->ListArtifacts(path);
 }
 
+Result<std::vector<store::ArtifactEntry>> ArtifactService::ListRunArtifacts(
+    std::string_view artifact_uri, std::string_view rel_path) {
+  CAIRN_ASSIGN_OR_RETURN(std::string rel, NormalizeArtifactPath(rel_path, /*allow_root=*/true));
+  Result<std::string> root = ProxyPathOfUri(artifact_uri);
+  if (!root.ok()) return std::vector<store::ArtifactEntry>();
+  std::string dir = rel.empty() ? *root : (root->empty() ? rel : *root + "/" + rel);
+  CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactEntry> entries, store_->ListArtifacts(dir));
+  if (!rel.empty()) {
+    for (store::ArtifactEntry& e : entries) e.name = rel + "/" + e.name;
+  }
+  return entries;
+}
+
 Status ArtifactService::Delete(const std::string& path) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> removed, store_->DeleteArtifacts(path));
   std::vector<std::string> digests;

@@ -45,6 +45,11 @@ class ArtifactService {
   Result<Download> Open(const std::string& path);
   // Children of a directory; a path naming a file, or nothing, lists as empty.
   Result<std::vector<store::ArtifactEntry>> List(const std::string& path);
+  // The children of directory `rel` (checked like any artifact path; "" is the root) of the run
+  // whose artifact URI is `artifact_uri`, named relative to that root. Empty for runs whose
+  // artifacts this server does not hold (another artifact_location).
+  Result<std::vector<store::ArtifactEntry>> ListRunArtifacts(std::string_view artifact_uri,
+                                                             std::string_view rel);
   // Deletes a file or a whole directory and collects blobs nothing references any more.
   Status Delete(const std::string& path);
 

@@ -267,6 +267,10 @@ Status TrackingService::RestoreRun(const std::string& run_id) {
 
 Result<Run> TrackingService::GetRun(const std::string& run_id) { return store_->GetRun(run_id); }
 
+Result<core::RunInfo> TrackingService::GetRunInfo(const std::string& run_id) {
+  return store_->GetRunInfo(run_id);
+}
+
 Result<RunPage> TrackingService::SearchRuns(const RunSearchRequest& request) {
   CAIRN_ASSIGN_OR_RETURN(int64_t max_results, ResolveMaxResults(request.max_results));
   store::RunSearchQuery query;
@@ -388,17 +392,30 @@ Result<MetricHistoryCursor> TrackingService::OpenMetricHistory(const std::string
 Status TrackingService::StreamMetricHistory(const MetricHistoryCursor& cursor,
                                             const std::function<bool(const core::Metric&)>& visit,
                                             std::string* next_page_token) {
+  // Points are read in batches, each in its own short read transaction, and handed to `visit`
+  // between them: a slow client never holds a database snapshot open.
+  constexpr int64_t kBatch = 50000;
   next_page_token->clear();
+  store::MetricHistoryQuery q = cursor.query;
+  int64_t wanted = cursor.query.max_results;  // 0: all
   int64_t count = 0;
-  CAIRN_RETURN_IF_ERROR(store_->ScanMetricHistory(cursor.query, [&](const core::Metric& m) {
-    if (cursor.page_size > 0 && count == cursor.page_size) {
-      *next_page_token = EncodePageToken(cursor.query.offset + cursor.page_size);
-      return false;
+  for (;;) {
+    q.max_results = wanted > 0 ? std::min(kBatch, wanted - count) : kBatch;
+    CAIRN_ASSIGN_OR_RETURN(std::vector<core::Metric> batch, store_->GetMetricHistory(q));
+    // The next batch starts after this one's last point.
+    if (!batch.empty()) q.after = batch.back();
+    q.offset = 0;
+    for (const core::Metric& m : batch) {
+      if (cursor.page_size > 0 && count == cursor.page_size) {
+        *next_page_token = EncodePageToken(cursor.query.offset + cursor.page_size);
+        return Status::Ok();
+      }
+      ++count;
+      if (!visit(m)) return Status::Ok();
     }
-    ++count;
-    return visit(m);
-  }));
-  return Status::Ok();
+    if (static_cast<int64_t>(batch.size()) < q.max_results) return Status::Ok();
+    if (wanted > 0 && count >= wanted) return Status::Ok();
+  }
 }
 
 Result<MetricHistoryPage> TrackingService::GetMetricHistory(const std::string& run_id,

@@ -104,6 +104,7 @@ class TrackingService {
   Status DeleteRun(const std::string& run_id);
   Status RestoreRun(const std::string& run_id);
   Result<core::Run> GetRun(const std::string& run_id);
+  Result<core::RunInfo> GetRunInfo(const std::string& run_id);
   Result<RunPage> SearchRuns(const RunSearchRequest& request);
 
   Status LogMetric(const std::string& run_id, const core::Metric& metric);

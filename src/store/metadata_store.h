@@ -41,6 +41,9 @@ struct MetricHistoryQuery {
   // Inclusive step range; unset means unbounded.
   std::optional<int64_t> min_step;
   std::optional<int64_t> max_step;
+  // Only points after this one in (step, timestamp, value) order: how a long history is read
+  // in batches without re-skipping what was read. The offset counts from there.
+  std::optional<core::Metric> after;
   int64_t offset = 0;
   // At most this many points; 0 means all.
   int64_t max_results = 0;

@@ -254,6 +254,20 @@ TYPED_TEST(MetadataStoreTest, LongHistoryPagesInOrderWithoutDuplicates) {
     for (const Metric& m : *page) ASSERT_EQ(m.step, expected_step++);
   }
   EXPECT_EQ(expected_step, 25000);
+  // Reading in batches after the last point read gives the same sequence.
+  q = {};
+  q.run_id = run;
+  q.key = "x";
+  q.max_results = 6000;
+  expected_step = 0;
+  for (;;) {
+    auto batch = this->store_->GetMetricHistory(q);
+    ASSERT_TRUE(batch.ok());
+    for (const Metric& m : *batch) ASSERT_EQ(m.step, expected_step++);
+    if (batch->size() < 6000) break;
+    q.after = batch->back();
+  }
+  EXPECT_EQ(expected_step, 25000);
   int seen = 0;
   q = {};
   q.run_id = run;

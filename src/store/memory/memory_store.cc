@@ -215,6 +215,7 @@ class MemoryStore : public MetadataStore {
     for (const Metric& m : h->second) {
       if (query.min_step && m.step < *query.min_step) continue;
       if (query.max_step && m.step > *query.max_step) continue;
+      if (query.after && !core::MetricIsNewer(m, *query.after)) continue;
       if (skipped++ < query.offset) continue;
       if (query.max_results > 0 && emitted == query.max_results) break;
       ++emitted;

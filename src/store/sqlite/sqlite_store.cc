@@ -792,16 +792,30 @@ class SqliteStore : public MetadataStore {
                                                "? AND step <= ?"));
     l->Bind(1, run).Bind(2, query.key).Bind(3, min_step).Bind(4, max_step);
     std::vector<Metric> pending;
-    while (l->Step()) pending.push_back(ReadMetricPoint(*l, 0, query.key));
+    while (l->Step()) {
+      Metric m = ReadMetricPoint(*l, 0, query.key);
+      if (!query.after || core::MetricIsNewer(m, *query.after)) pending.push_back(std::move(m));
+    }
     CAIRN_RETURN_IF_ERROR(l->status());
     auto older = [](const Metric& a, const Metric& b) { return core::MetricIsNewer(b, a); };
     std::sort(pending.begin(), pending.end(), older);
 
-    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT step, timestamp, is_nan, value FROM "
-                                               "metrics WHERE run = ? AND key = ? AND step >= ? "
-                                               "AND step <= ? ORDER BY step, timestamp, is_nan, "
-                                               "value LIMIT ? OFFSET ?"));
-    s->Bind(1, run).Bind(2, query.key).Bind(3, min_step).Bind(4, max_step);
+    // The scan starts at one row-value bound, which SQLite seeks to in the primary key: after
+    // query.after, or at min_step, whichever is later. (is_nan is 0 or 1, so -1 places the
+    // bound before every row of its step and timestamp.)
+    CAIRN_ASSIGN_OR_RETURN(
+        Stmt * s, c.Prepare("SELECT step, timestamp, is_nan, value FROM metrics WHERE run = ?1 "
+                            "AND key = ?2 AND (step, timestamp, is_nan, value) > (?3, ?7, ?8, "
+                            "?9) AND step <= ?4 ORDER BY step, timestamp, is_nan, value LIMIT ?5 "
+                            "OFFSET ?6"));
+    s->Bind(1, run).Bind(2, query.key).Bind(4, max_step);
+    if (query.after && query.after->step >= min_step) {
+      bool nan = std::isnan(query.after->value);
+      s->Bind(3, query.after->step).Bind(7, query.after->timestamp).Bind(8, nan ? 1 : 0);
+      s->Bind(9, nan ? 0.0 : query.after->value);
+    } else {
+      s->Bind(3, min_step).Bind(7, INT64_MIN).Bind(8, -1).Bind(9, 0.0);
+    }
     // With nothing pending the database applies the page bounds itself.
     int64_t skip = query.offset;
     if (pending.empty()) {
