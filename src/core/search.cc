@@ -1040,23 +1040,22 @@ void SortRuns(std::vector<Run>* runs, const std::vector<OrderKey>& order) {
   if (!orders_by_start_time) keys.push_back({EntityType::kAttribute, "start_time", false});
   keys.push_back({EntityType::kAttribute, "run_id", true});
 
-  // Look every value up once rather than once per comparison; the views borrow from *runs, which
-  // stays untouched until the order is known.
-  struct Row {
-    size_t index;
-    std::vector<FieldValue> values;
-  };
-  std::vector<Row> rows;
-  rows.reserve(runs->size());
-  for (size_t i = 0; i < runs->size(); ++i) {
-    Row row{i, {}};
-    row.values.reserve(keys.size());
-    for (const OrderKey& key : keys) row.values.push_back(RunField((*runs)[i], key.type, key.key));
-    rows.push_back(std::move(row));
+  // Look every value up once rather than once per comparison, into one flat table (a row per
+  // run, a column per key); the views borrow from *runs, which stays untouched until the order
+  // is known.
+  const size_t width = keys.size();
+  std::vector<FieldValue> values;
+  values.reserve(runs->size() * width);
+  for (const Run& run : *runs) {
+    for (const OrderKey& key : keys) values.push_back(RunField(run, key.type, key.key));
   }
-  std::stable_sort(rows.begin(), rows.end(), [&keys](const Row& a, const Row& b) {
-    for (size_t k = 0; k < keys.size(); ++k) {
-      const int c = CompareForOrder(a.values[k], b.values[k], keys[k].ascending);
+  std::vector<size_t> order_of(runs->size());
+  for (size_t i = 0; i < order_of.size(); ++i) order_of[i] = i;
+  std::stable_sort(order_of.begin(), order_of.end(), [&](size_t a, size_t b) {
+    const FieldValue* va = &values[a * width];
+    const FieldValue* vb = &values[b * width];
+    for (size_t k = 0; k < width; ++k) {
+      const int c = CompareForOrder(va[k], vb[k], keys[k].ascending);
       if (c != 0) return c < 0;
     }
     return false;
@@ -1064,7 +1063,7 @@ void SortRuns(std::vector<Run>* runs, const std::vector<OrderKey>& order) {
 
   std::vector<Run> sorted;
   sorted.reserve(runs->size());
-  for (const Row& row : rows) sorted.push_back(std::move((*runs)[row.index]));
+  for (size_t i : order_of) sorted.push_back(std::move((*runs)[i]));
   *runs = std::move(sorted);
 }
 

@@ -1,6 +1,8 @@
 #include "store/sqlite/sqlite_store.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -32,9 +34,8 @@ using sqlite::Connection;
 using sqlite::Stmt;
 
 // Reads a row of (id, run_uuid, experiment_id, name, user_id, status, start_time, end_time,
-// artifact_uri, lifecycle_stage) from runs; artifact_uri only `with_uri`. Returns the internal
-// run key.
-int64_t ReadRunInfo(const Stmt& s, core::RunInfo* info, bool with_uri = true) {
+// artifact_uri, lifecycle_stage) from runs. Returns the internal run key.
+int64_t ReadRunInfo(const Stmt& s, core::RunInfo* info) {
   info->run_id = s.Str(1);
   info->experiment_id = std::to_string(s.Int(2));
   info->run_name = s.Str(3);
@@ -46,7 +47,7 @@ int64_t ReadRunInfo(const Stmt& s, core::RunInfo* info, bool with_uri = true) {
   } else {
     info->end_time = s.Int(7);
   }
-  if (with_uri) info->artifact_uri = s.Str(8);
+  info->artifact_uri = s.Str(8);
   core::ParseLifecycleStage(s.Text(9), &info->lifecycle_stage);
   return s.Int(0);
 }
@@ -626,12 +627,14 @@ class SqliteStore : public MetadataStore {
   }
 
   static constexpr int kCheckpointPages = 2000;
+  static constexpr std::chrono::milliseconds kIdleCheckpoint{200};
   // Points that accumulate in metric_log before they are moved into metrics.
   static constexpr int64_t kCompactPoints = 20000;
 
   static int OnWalCommit(void* self, sqlite3*, const char*, int pages) {
+    auto* store = static_cast<SqliteStore*>(self);
+    store->wal_dirty_.store(true, std::memory_order_relaxed);
     if (pages >= kCheckpointPages) {
-      auto* store = static_cast<SqliteStore*>(self);
       {
         std::lock_guard<std::mutex> lock(store->checkpoint_mu_);
         store->checkpoint_wanted_ = true;
@@ -641,18 +644,29 @@ class SqliteStore : public MetadataStore {
     return SQLITE_OK;
   }
 
+  // Checkpoints when the WAL has grown past kCheckpointPages, and also once writes pause for
+  // kIdleCheckpoint: readers of a fully checkpointed WAL read the database file directly, which
+  // makes large reads (search over many runs) markedly faster than looking up every page in
+  // the WAL index.
   void CheckpointLoop() {
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(checkpoint_mu_);
-        checkpoint_cv_.wait(lock, [&] { return checkpoint_stop_ || checkpoint_wanted_; });
+        bool wanted = checkpoint_cv_.wait_for(lock, kIdleCheckpoint, [&] {
+          return checkpoint_stop_ || checkpoint_wanted_;
+        });
         if (checkpoint_stop_) return;
         checkpoint_wanted_ = false;
+        if (!wanted && !wal_dirty_.load(std::memory_order_relaxed)) continue;
       }
+      wal_dirty_.store(false, std::memory_order_relaxed);
       // PASSIVE never blocks the writer or readers; what it cannot copy now is copied next time.
+      int log = 0, copied = 0;
       int rc = sqlite3_wal_checkpoint_v2(checkpointer_->raw(), nullptr,
-                                         SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-      if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+                                         SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+      if (rc == SQLITE_BUSY || (rc == SQLITE_OK && copied < log)) {
+        wal_dirty_.store(true, std::memory_order_relaxed);  // try again when idle
+      } else if (rc != SQLITE_OK) {
         LogWarning("sqlite checkpoint of " + path_ + " failed: " +
                    sqlite3_errmsg(checkpointer_->raw()));
       }
@@ -993,42 +1007,55 @@ class SqliteStore : public MetadataStore {
     return it->status();
   }
 
-  // Loads the runs visible to the query with just the metrics, params, tags and inputs its
-  // filter and order refer to, so that matching and sorting need no further queries.
+  // Values of one key read while narrowing: (internal run key, value) for every run that
+  // passed the clause. Every run that survives narrowing is among them.
+  struct NarrowedKeys {
+    std::map<std::string, std::vector<std::pair<int64_t, Metric>>> metrics;
+    std::map<std::string, std::vector<std::pair<int64_t, std::string>>> params, tags;
+  };
+
   // Runs that may satisfy the filter, found through the key indexes: the intersection over
   // the clauses SQL can decide exactly as RunMatches does (param and tag equality, numeric
   // metric comparisons on non-NaN values). nullopt when no clause qualifies. This only narrows
-  // the runs that are built; RunMatches still decides.
-  Result<std::optional<std::unordered_set<int64_t>>> PrefilterRuns(
-      Connection& c, const std::vector<core::Clause>& filter) {
+  // the runs that are built; RunMatches still decides. The values read are kept in `read`, so
+  // that these keys need not be read again.
+  Result<std::optional<std::unordered_set<int64_t>>> NarrowRuns(
+      Connection& c, const std::vector<core::Clause>& filter, NarrowedKeys* read) {
     std::optional<std::unordered_set<int64_t>> allowed;
     for (const core::Clause& cl : filter) {
       Stmt* s = nullptr;
-      if ((cl.type == core::EntityType::kParam || cl.type == core::EntityType::kTag) &&
-          cl.op == core::Comparator::kEq) {
+      bool text = cl.type == core::EntityType::kParam || cl.type == core::EntityType::kTag;
+      if (text && cl.op == core::Comparator::kEq) {
         if (cl.type == core::EntityType::kParam) {
-          CAIRN_ASSIGN_OR_RETURN(s, c.Prepare("SELECT run FROM params WHERE key = ? AND value = ?"));
+          CAIRN_ASSIGN_OR_RETURN(s, c.Prepare("SELECT run, value FROM params WHERE key = ? AND "
+                                              "value = ?"));
         } else {
-          CAIRN_ASSIGN_OR_RETURN(s, c.Prepare("SELECT run FROM tags WHERE key = ? AND value = ?"));
+          CAIRN_ASSIGN_OR_RETURN(s, c.Prepare("SELECT run, value FROM tags WHERE key = ? AND "
+                                              "value = ?"));
         }
         s->Bind(1, cl.key).Bind(2, cl.text);
       } else if (cl.type == core::EntityType::kMetric) {
         const char* sql = nullptr;
         switch (cl.op) {
           case core::Comparator::kGt:
-            sql = "SELECT run FROM latest_metrics WHERE key = ? AND is_nan = 0 AND value > ?";
+            sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? "
+                  "AND is_nan = 0 AND value > ?";
             break;
           case core::Comparator::kGe:
-            sql = "SELECT run FROM latest_metrics WHERE key = ? AND is_nan = 0 AND value >= ?";
+            sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? "
+                  "AND is_nan = 0 AND value >= ?";
             break;
           case core::Comparator::kLt:
-            sql = "SELECT run FROM latest_metrics WHERE key = ? AND is_nan = 0 AND value < ?";
+            sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? "
+                  "AND is_nan = 0 AND value < ?";
             break;
           case core::Comparator::kLe:
-            sql = "SELECT run FROM latest_metrics WHERE key = ? AND is_nan = 0 AND value <= ?";
+            sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? "
+                  "AND is_nan = 0 AND value <= ?";
             break;
           case core::Comparator::kEq:
-            sql = "SELECT run FROM latest_metrics WHERE key = ? AND is_nan = 0 AND value = ?";
+            sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? "
+                  "AND is_nan = 0 AND value = ?";
             break;
           default:
             continue;
@@ -1039,22 +1066,37 @@ class SqliteStore : public MetadataStore {
         continue;
       }
       std::unordered_set<int64_t> match;
+      std::vector<std::pair<int64_t, Metric>> metrics;
+      std::vector<std::pair<int64_t, std::string>> texts;
       while (s->Step()) {
-        if (!allowed || allowed->count(s->Int(0)) != 0) match.insert(s->Int(0));
+        int64_t run = s->Int(0);
+        if (allowed && allowed->count(run) == 0) continue;
+        match.insert(run);
+        if (text) {
+          texts.emplace_back(run, s->Str(1));
+        } else {
+          metrics.emplace_back(run, ReadMetricPoint(*s, 1, cl.key));
+        }
       }
       CAIRN_RETURN_IF_ERROR(s->status());
+      if (cl.type == core::EntityType::kMetric) read->metrics[cl.key] = std::move(metrics);
+      if (cl.type == core::EntityType::kParam) read->params[cl.key] = std::move(texts);
+      if (cl.type == core::EntityType::kTag) read->tags[cl.key] = std::move(texts);
       allowed = std::move(match);
     }
     return allowed;
   }
 
+  // Loads the runs visible to the query with just the metrics, params, tags and inputs its
+  // filter and order refer to, so that matching and sorting need no further queries.
   Result<std::vector<Run>> LoadSearchCandidates(Connection& c, const RunSearchQuery& query) {
     bool need_uri = false;
     for (const core::Clause& cl : query.filter) need_uri |= cl.key == "artifact_uri";
     for (const core::OrderKey& o : query.order) need_uri |= o.key == "artifact_uri";
 
+    NarrowedKeys narrowed;
     CAIRN_ASSIGN_OR_RETURN(std::optional<std::unordered_set<int64_t>> allowed,
-                           PrefilterRuns(c, query.filter));
+                           NarrowRuns(c, query.filter, &narrowed));
     std::vector<Run> runs;
     std::vector<int64_t> keys;  // keys[i] is the internal key of runs[i]
     if (allowed) {
@@ -1070,10 +1112,17 @@ class SqliteStore : public MetadataStore {
       if (!ParseExperimentId(exp, &id)) continue;
       if (std::find(experiments.begin(), experiments.end(), id) != experiments.end()) continue;
       experiments.push_back(id);
-      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id, run_uuid, experiment_id, name, "
-                                                 "user_id, status, start_time, end_time, "
-                                                 "artifact_uri, lifecycle_stage FROM runs WHERE "
-                                                 "experiment_id = ?"));
+      // Without the artifact URI the query is answered from runs_by_experiment alone.
+      Stmt* s = nullptr;
+      if (need_uri) {
+        CAIRN_ASSIGN_OR_RETURN(s, c.Prepare("SELECT id, run_uuid, experiment_id, name, user_id, "
+                                            "status, start_time, end_time, artifact_uri, "
+                                            "lifecycle_stage FROM runs WHERE experiment_id = ?"));
+      } else {
+        CAIRN_ASSIGN_OR_RETURN(s, c.Prepare("SELECT id, run_uuid, experiment_id, name, user_id, "
+                                            "status, start_time, end_time, '', lifecycle_stage "
+                                            "FROM runs WHERE experiment_id = ?"));
+      }
       s->Bind(1, id);
       while (s->Step()) {
         if (allowed && allowed->count(s->Int(0)) == 0) continue;
@@ -1081,7 +1130,7 @@ class SqliteStore : public MetadataStore {
         core::ParseLifecycleStage(s->Text(9), &stage);
         if (!core::StageVisible(stage, query.view)) continue;
         Run& run = runs.emplace_back();
-        keys.push_back(ReadRunInfo(*s, &run.info, need_uri));
+        keys.push_back(ReadRunInfo(*s, &run.info));
       }
       CAIRN_RETURN_IF_ERROR(s->status());
     }
@@ -1114,6 +1163,12 @@ class SqliteStore : public MetadataStore {
     for (const core::OrderKey& o : query.order) want(o.type, o.key);
 
     for (const std::string& k : metric_keys) {
+      if (auto it = narrowed.metrics.find(k); it != narrowed.metrics.end()) {
+        for (auto& [key, m] : it->second) {
+          if (Run* r = run_at(key)) r->data.metrics.push_back(std::move(m));
+        }
+        continue;
+      }
       CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT run, step, timestamp, is_nan, value "
                                                  "FROM latest_metrics WHERE key = ?"));
       s->Bind(1, k);
@@ -1123,6 +1178,12 @@ class SqliteStore : public MetadataStore {
       CAIRN_RETURN_IF_ERROR(s->status());
     }
     for (const std::string& k : param_keys) {
+      if (auto it = narrowed.params.find(k); it != narrowed.params.end()) {
+        for (auto& [key, v] : it->second) {
+          if (Run* r = run_at(key)) r->data.params.push_back({k, std::move(v)});
+        }
+        continue;
+      }
       CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT run, value FROM params WHERE key = ?"));
       s->Bind(1, k);
       while (s->Step()) {
@@ -1131,6 +1192,12 @@ class SqliteStore : public MetadataStore {
       CAIRN_RETURN_IF_ERROR(s->status());
     }
     for (const std::string& k : tag_keys) {
+      if (auto it = narrowed.tags.find(k); it != narrowed.tags.end()) {
+        for (auto& [key, v] : it->second) {
+          if (Run* r = run_at(key)) r->data.tags.push_back({k, std::move(v)});
+        }
+        continue;
+      }
       CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT run, value FROM tags WHERE key = ?"));
       s->Bind(1, k);
       while (s->Step()) {
@@ -1190,6 +1257,7 @@ class SqliteStore : public MetadataStore {
   std::condition_variable checkpoint_cv_;
   bool checkpoint_wanted_ = false;
   bool checkpoint_stop_ = false;
+  std::atomic<bool> wal_dirty_{false};  // commits since the last complete checkpoint
 };
 
 }  // namespace
