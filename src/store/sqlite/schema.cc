@@ -37,8 +37,7 @@ CREATE TABLE runs (
   artifact_uri TEXT NOT NULL,
   lifecycle_stage TEXT NOT NULL
 );
-CREATE INDEX runs_by_experiment ON runs (experiment_id, run_uuid, name, user_id, status,
-                                        start_time, end_time, lifecycle_stage);
+CREATE INDEX runs_by_experiment ON runs (experiment_id);
 CREATE TABLE params (
   run INTEGER NOT NULL,
   key TEXT NOT NULL,

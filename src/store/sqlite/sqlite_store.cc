@@ -1090,10 +1090,6 @@ class SqliteStore : public MetadataStore {
   // Loads the runs visible to the query with just the metrics, params, tags and inputs its
   // filter and order refer to, so that matching and sorting need no further queries.
   Result<std::vector<Run>> LoadSearchCandidates(Connection& c, const RunSearchQuery& query) {
-    bool need_uri = false;
-    for (const core::Clause& cl : query.filter) need_uri |= cl.key == "artifact_uri";
-    for (const core::OrderKey& o : query.order) need_uri |= o.key == "artifact_uri";
-
     NarrowedKeys narrowed;
     CAIRN_ASSIGN_OR_RETURN(std::optional<std::unordered_set<int64_t>> allowed,
                            NarrowRuns(c, query.filter, &narrowed));
@@ -1112,17 +1108,10 @@ class SqliteStore : public MetadataStore {
       if (!ParseExperimentId(exp, &id)) continue;
       if (std::find(experiments.begin(), experiments.end(), id) != experiments.end()) continue;
       experiments.push_back(id);
-      // Without the artifact URI the query is answered from runs_by_experiment alone.
-      Stmt* s = nullptr;
-      if (need_uri) {
-        CAIRN_ASSIGN_OR_RETURN(s, c.Prepare("SELECT id, run_uuid, experiment_id, name, user_id, "
-                                            "status, start_time, end_time, artifact_uri, "
-                                            "lifecycle_stage FROM runs WHERE experiment_id = ?"));
-      } else {
-        CAIRN_ASSIGN_OR_RETURN(s, c.Prepare("SELECT id, run_uuid, experiment_id, name, user_id, "
-                                            "status, start_time, end_time, '', lifecycle_stage "
-                                            "FROM runs WHERE experiment_id = ?"));
-      }
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id, run_uuid, experiment_id, name, "
+                                                 "user_id, status, start_time, end_time, "
+                                                 "artifact_uri, lifecycle_stage FROM runs WHERE "
+                                                 "experiment_id = ?"));
       s->Bind(1, id);
       while (s->Step()) {
         if (allowed && allowed->count(s->Int(0)) == 0) continue;
