@@ -59,15 +59,20 @@ Result<std::unique_ptr<blob::BlobWriter>> ArtifactService::NewUpload() {
 }
 
 Status ArtifactService::CommitUpload(const std::string& path, blob::BlobWriter& writer) {
-  std::optional<store::ArtifactFile> replaced;
+  Result<std::optional<store::ArtifactFile>> replaced = std::optional<store::ArtifactFile>();
   std::string digest;
   {
     std::shared_lock lock(gc_mu_);
     CAIRN_ASSIGN_OR_RETURN(blob::BlobInfo info, writer.Commit());
     digest = info.digest;
-    CAIRN_ASSIGN_OR_RETURN(replaced, store_->PutArtifact({path, info.digest, info.size}));
+    replaced = store_->PutArtifact({path, info.digest, info.size});
   }
-  if (replaced && replaced->digest != digest) return CollectBlobs({replaced->digest});
+  // A refused upload leaves no blob behind; an accepted one collects the blob it replaced.
+  if (!replaced.ok()) {
+    CAIRN_RETURN_IF_ERROR(CollectBlobs({digest}));
+    return replaced.status();
+  }
+  if (*replaced && (*replaced)->digest != digest) return CollectBlobs({(*replaced)->digest});
   return Status::Ok();
 }
 

@@ -4,6 +4,7 @@
 
 #include "blob/memory/memory_store.h"
 #include "store/memory/memory_store.h"
+#include "util/hash.h"
 
 namespace cairn::service {
 namespace {
@@ -53,6 +54,16 @@ TEST(ArtifactServiceTest, OverwriteCollectsTheReplacedBlob) {
   EXPECT_FALSE(*blobs->Has(first));
   ASSERT_TRUE(svc.PutBytes("1/r/artifacts/a", "second").ok());  // same bytes: blob stays
   EXPECT_TRUE(*blobs->Has(store->GetArtifact("1/r/artifacts/a")->digest));
+}
+
+TEST(ArtifactServiceTest, RefusedUploadLeavesNoBlob) {
+  auto store = store::NewMemoryMetadataStore({});
+  auto blobs = blob::NewMemoryContentStore();
+  ArtifactService svc(store.get(), blobs.get());
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/d/f", "in a directory").ok());
+  Status s = svc.PutBytes("1/r/artifacts/d", "would hide the directory");
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(*blobs->Has(Sha256Hex("would hide the directory")));
 }
 
 TEST(ArtifactServiceTest, DeleteCollectsBlobsNoLongerReferenced) {

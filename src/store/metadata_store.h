@@ -122,7 +122,8 @@ class MetadataStore {
 
   // --- Artifact index ----------------------------------------------------------------------
   // Records (or replaces) the file at file.path; returns the entry it replaced, if any, so
-  // that its blob can be collected.
+  // that its blob can be collected. kFailedPrecondition when file.path is a directory (files
+  // lie under it) or lies under a file.
   virtual Result<std::optional<ArtifactFile>> PutArtifact(const ArtifactFile& file) = 0;
   // kNotFound when no file is recorded at path.
   virtual Result<ArtifactFile> GetArtifact(std::string_view path) = 0;

@@ -376,6 +376,12 @@ TYPED_TEST(MetadataStoreTest, ArtifactIndexListsDirectoriesAndDeletesTrees) {
   EXPECT_TRUE(this->store_->ListArtifacts("1/r/artifacts/a.txt")->empty());
   EXPECT_EQ(this->store_->ListArtifacts("")->size(), 1u);
 
+  // A file cannot shadow a directory, nor a directory a file.
+  EXPECT_EQ(this->store_->PutArtifact({"1/r/artifacts/d", std::string(64, 'e'), 1}).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      this->store_->PutArtifact({"1/r/artifacts/a.txt/x", std::string(64, 'e'), 1}).status().code(),
+      StatusCode::kFailedPrecondition);
   EXPECT_EQ(this->store_->GetArtifact("1/r/artifacts/d/x")->size, 4);
   EXPECT_EQ(this->store_->GetArtifact("1/r/artifacts/d").status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(*this->store_->BlobReferenced(std::string(64, 'b')));

@@ -32,6 +32,24 @@ Status ArtifactNotFound(std::string_view path) {
   return NotFound("No artifact at path '" + std::string(path) + "'");
 }
 
+Status ArtifactPathTaken(std::string_view path, std::string_view file) {
+  if (path == file) {
+    return FailedPrecondition("Cannot write artifact '" + std::string(path) +
+                              "': it is a directory");
+  }
+  return FailedPrecondition("Cannot write artifact '" + std::string(path) + "': '" +
+                            std::string(file) + "' is a file, not a directory");
+}
+
+std::vector<std::string_view> ParentDirs(std::string_view path) {
+  std::vector<std::string_view> dirs;
+  for (size_t slash = path.find('/'); slash != std::string_view::npos;
+       slash = path.find('/', slash + 1)) {
+    dirs.push_back(path.substr(0, slash));
+  }
+  return dirs;
+}
+
 Status ParamChanged(std::string_view run_id, std::string_view key, std::string_view old_value,
                     std::string_view new_value) {
   return InvalidArgument("Changing param values is not allowed. Param with key='" +

@@ -17,6 +17,10 @@ Status RunNotFound(std::string_view run_id);
 Status RunTagNotFound(std::string_view run_id, std::string_view key);
 Status RunNotActive(std::string_view run_id, core::LifecycleStage stage);
 Status ArtifactNotFound(std::string_view path);
+// A file cannot be written where a directory is, or under a path that is a file.
+Status ArtifactPathTaken(std::string_view path, std::string_view file);
+// "a/b/c" -> {"a", "a/b"}.
+std::vector<std::string_view> ParentDirs(std::string_view path);
 Status ParamChanged(std::string_view run_id, std::string_view key, std::string_view old_value,
                     std::string_view new_value);
 

@@ -243,6 +243,14 @@ class MemoryStore : public MetadataStore {
 
   Result<std::optional<ArtifactFile>> PutArtifact(const ArtifactFile& file) override {
     std::unique_lock lock(mu_);
+    for (std::string_view dir : ParentDirs(file.path)) {
+      if (artifacts_.count(dir) != 0) return ArtifactPathTaken(file.path, dir);
+    }
+    std::string prefix = DirPrefix(file.path);
+    auto under = artifacts_.lower_bound(prefix);
+    if (under != artifacts_.end() && under->first.starts_with(prefix)) {
+      return ArtifactPathTaken(file.path, file.path);
+    }
     std::optional<ArtifactFile> replaced;
     if (auto it = artifacts_.find(file.path); it != artifacts_.end()) replaced = it->second;
     artifacts_[file.path] = file;

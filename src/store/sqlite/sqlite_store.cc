@@ -411,6 +411,15 @@ class SqliteStore : public MetadataStore {
     std::optional<ArtifactFile> replaced;
     CAIRN_RETURN_IF_ERROR(Write([&](Connection& c) -> Status {
       replaced.reset();
+      for (std::string_view dir : ParentDirs(file.path)) {
+        CAIRN_ASSIGN_OR_RETURN(Stmt * f, c.Prepare("SELECT 1 FROM artifacts WHERE path = ?"));
+        f->Bind(1, dir);
+        if (f->Step()) return ArtifactPathTaken(file.path, dir);
+        CAIRN_RETURN_IF_ERROR(f->status());
+      }
+      CAIRN_ASSIGN_OR_RETURN(Stmt * under, SelectUnder(c, DirPrefix(file.path)));
+      if (under->Step()) return ArtifactPathTaken(file.path, file.path);
+      CAIRN_RETURN_IF_ERROR(under->status());
       CAIRN_ASSIGN_OR_RETURN(Stmt * old,
                              c.Prepare("SELECT digest, size FROM artifacts WHERE path = ?"));
       old->Bind(1, file.path);
