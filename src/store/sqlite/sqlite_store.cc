@@ -62,6 +62,24 @@ Metric ReadMetricPoint(const Stmt& s, int first_col, std::string key) {
   return m;
 }
 
+// The narrowing query for a metric comparison, or nullptr for comparators SQL does not decide
+// exactly as RunMatches does (!=, on which NaN matches). Literals: statements are cached by
+// their address.
+const char* MetricNarrowingSql(core::Comparator op) {
+#define CAIRN_NARROW(cmp)                                                                   \
+  "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? AND is_nan " \
+  "= 0 AND value " cmp " ?"
+  switch (op) {
+    case core::Comparator::kGt: return CAIRN_NARROW(">");
+    case core::Comparator::kGe: return CAIRN_NARROW(">=");
+    case core::Comparator::kLt: return CAIRN_NARROW("<");
+    case core::Comparator::kLe: return CAIRN_NARROW("<=");
+    case core::Comparator::kEq: return CAIRN_NARROW("=");
+    default: return nullptr;
+  }
+#undef CAIRN_NARROW
+}
+
 // Runs a statement with no result rows, taking it from the connection's cache.
 template <typename... Args>
 Status ExecStmt(Connection& c, const char* sql, const Args&... args) {
@@ -1044,31 +1062,8 @@ class SqliteStore : public MetadataStore {
         }
         s->Bind(1, cl.key).Bind(2, cl.text);
       } else if (cl.type == core::EntityType::kMetric) {
-        const char* sql = nullptr;
-        switch (cl.op) {
-          case core::Comparator::kGt:
-            sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? "
-                  "AND is_nan = 0 AND value > ?";
-            break;
-          case core::Comparator::kGe:
-            sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? "
-                  "AND is_nan = 0 AND value >= ?";
-            break;
-          case core::Comparator::kLt:
-            sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? "
-                  "AND is_nan = 0 AND value < ?";
-            break;
-          case core::Comparator::kLe:
-            sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? "
-                  "AND is_nan = 0 AND value <= ?";
-            break;
-          case core::Comparator::kEq:
-            sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics WHERE key = ? "
-                  "AND is_nan = 0 AND value = ?";
-            break;
-          default:
-            continue;
-        }
+        const char* sql = MetricNarrowingSql(cl.op);
+        if (sql == nullptr) continue;
         CAIRN_ASSIGN_OR_RETURN(s, c.Prepare(sql));
         s->Bind(1, cl.key).Bind(2, cl.number);
       } else {
