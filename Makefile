@@ -31,7 +31,7 @@ $(BUILD_DIR)/build.ninja: CMakeLists.txt CMakePresets.json
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build --preset $(PRESET) -j $(JOBS)
 
-run: build
+run: build npm-deps
 	$(CAIRN) server --host $(HOST) --port $(PORT)
 
 # ctest shows a suite's output only when it fails; the closing line of every suite is printed
