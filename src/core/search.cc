@@ -1032,7 +1032,7 @@ bool ExperimentMatches(const Experiment& experiment, const std::vector<Clause>& 
   });
 }
 
-void SortRuns(std::vector<Run>* runs, const std::vector<OrderKey>& order) {
+void SortRuns(std::vector<Run>* runs, const std::vector<OrderKey>& order, size_t limit) {
   std::vector<OrderKey> keys = order;
   const bool orders_by_start_time = std::any_of(order.begin(), order.end(), [](const OrderKey& k) {
     return k.type == EntityType::kAttribute && k.key == "start_time";
@@ -1051,19 +1051,27 @@ void SortRuns(std::vector<Run>* runs, const std::vector<OrderKey>& order) {
   }
   std::vector<size_t> order_of(runs->size());
   for (size_t i = 0; i < order_of.size(); ++i) order_of[i] = i;
-  std::stable_sort(order_of.begin(), order_of.end(), [&](size_t a, size_t b) {
+  // Ties left after every key (equal run ids) keep their input order.
+  auto before = [&](size_t a, size_t b) {
     const FieldValue* va = &values[a * width];
     const FieldValue* vb = &values[b * width];
     for (size_t k = 0; k < width; ++k) {
       const int c = CompareForOrder(va[k], vb[k], keys[k].ascending);
       if (c != 0) return c < 0;
     }
-    return false;
-  });
+    return a < b;
+  };
+  const size_t keep = std::min(limit, order_of.size());
+  if (keep < order_of.size()) {
+    std::partial_sort(order_of.begin(), order_of.begin() + static_cast<ptrdiff_t>(keep),
+                      order_of.end(), before);
+  } else {
+    std::sort(order_of.begin(), order_of.end(), before);
+  }
 
   std::vector<Run> sorted;
-  sorted.reserve(runs->size());
-  for (size_t i : order_of) sorted.push_back(std::move((*runs)[i]));
+  sorted.reserve(keep);
+  for (size_t n = 0; n < keep; ++n) sorted.push_back(std::move((*runs)[order_of[n]]));
   *runs = std::move(sorted);
 }
 

@@ -58,8 +58,10 @@ bool ExperimentMatches(const Experiment& experiment, const std::vector<Clause>& 
 
 // Sorts in place by the order keys, then MLflow's tie-breaks (start_time DESC unless start_time
 // is among the keys, then run_id ASC). Values come first, then NaN metrics, then runs lacking
-// the key, in either direction.
-void SortRuns(std::vector<Run>* runs, const std::vector<OrderKey>& order);
+// the key, in either direction. With `limit`, only the first `limit` runs of that order are
+// kept (and only they are fully ordered): what a page needs, for less work.
+void SortRuns(std::vector<Run>* runs, const std::vector<OrderKey>& order,
+              size_t limit = static_cast<size_t>(-1));
 // Default order creation_time DESC, experiment_id ASC; explicit keys tie-break on
 // experiment_id ASC.
 void SortExperiments(std::vector<Experiment>* experiments, const std::vector<OrderKey>& order);

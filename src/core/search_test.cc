@@ -829,3 +829,35 @@ TEST(ExperimentOrderTest, RejectsUnknownAndNonAttributeKeys) {
 
 }  // namespace
 }  // namespace cairn::core
+
+namespace cairn::core {
+namespace {
+
+TEST(RunOrderTest, LimitKeepsThePrefixOfTheFullOrder) {
+  std::vector<core::Run> runs;
+  for (int i = 0; i < 200; ++i) {
+    core::Run run = MakeRun("run" + std::to_string(1000 + (i * 37) % 200), i % 7);
+    if (i % 11 == 0) {
+      run = WithMetric(std::move(run), "loss", std::nan(""));
+    } else if (i % 13 != 0) {
+      run = WithMetric(std::move(run), "loss", (i * 17) % 23);  // many ties
+    }
+    runs.push_back(std::move(run));
+  }
+  for (bool ascending : {true, false}) {
+    std::vector<OrderKey> order = {{EntityType::kMetric, "loss", ascending}};
+    std::vector<core::Run> full = runs, top = runs;
+    SortRuns(&full, order);
+    SortRuns(&top, order, 25);
+    ASSERT_EQ(top.size(), 25u);
+    for (size_t i = 0; i < top.size(); ++i) {
+      EXPECT_EQ(top[i].info.run_id, full[i].info.run_id) << "position " << i;
+    }
+    std::vector<core::Run> all = runs;
+    SortRuns(&all, order, 1000);  // a limit past the end keeps everything
+    EXPECT_EQ(all.size(), runs.size());
+  }
+}
+
+}  // namespace
+}  // namespace cairn::core
