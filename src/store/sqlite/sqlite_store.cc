@@ -13,7 +13,6 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "store/listing.h"
 #include "store/sqlite/schema.h"
@@ -1034,6 +1033,23 @@ class SqliteStore : public MetadataStore {
     return it->status();
   }
 
+  // A set of internal run keys as a bitmap over [first, first + size): keys are dense.
+  struct RunSet {
+    int64_t first = 0;
+    std::vector<uint8_t> bits;
+    size_t count = 0;
+    bool Has(int64_t key) const {
+      return key >= first && key - first < static_cast<int64_t>(bits.size()) &&
+             bits[static_cast<size_t>(key - first)] != 0;
+    }
+    void Add(int64_t key) {
+      if (key < first || key - first >= static_cast<int64_t>(bits.size())) return;
+      uint8_t& b = bits[static_cast<size_t>(key - first)];
+      count += b == 0 ? 1 : 0;
+      b = 1;
+    }
+  };
+
   // Values of one key read while narrowing: (internal run key, value) for every run that
   // passed the clause. Every run that survives narrowing is among them.
   struct NarrowedKeys {
@@ -1046,9 +1062,11 @@ class SqliteStore : public MetadataStore {
   // metric comparisons on non-NaN values). nullopt when no clause qualifies. This only narrows
   // the runs that are built; RunMatches still decides. The values read are kept in `read`, so
   // that these keys need not be read again.
-  Result<std::optional<std::unordered_set<int64_t>>> NarrowRuns(
-      Connection& c, const std::vector<core::Clause>& filter, NarrowedKeys* read) {
-    std::optional<std::unordered_set<int64_t>> allowed;
+  Result<std::optional<RunSet>> NarrowRuns(Connection& c, const std::vector<core::Clause>& filter,
+                                           NarrowedKeys* read) {
+    std::optional<RunSet> allowed;
+    RunSet all;  // the range every set spans: all run keys
+    bool have_range = false;
     for (const core::Clause& cl : filter) {
       Stmt* s = nullptr;
       bool text = cl.type == core::EntityType::kParam || cl.type == core::EntityType::kTag;
@@ -1069,13 +1087,22 @@ class SqliteStore : public MetadataStore {
       } else {
         continue;
       }
-      std::unordered_set<int64_t> match;
+      if (!have_range) {
+        CAIRN_ASSIGN_OR_RETURN(Stmt * r, c.Prepare("SELECT MIN(id), MAX(id) FROM runs"));
+        if (r->Step() && !r->IsNull(0)) {
+          all.first = r->Int(0);
+          all.bits.assign(static_cast<size_t>(r->Int(1) - r->Int(0) + 1), 0);
+        }
+        CAIRN_RETURN_IF_ERROR(r->status());
+        have_range = true;
+      }
+      RunSet match{all.first, std::vector<uint8_t>(all.bits.size(), 0), 0};
       std::vector<std::pair<int64_t, Metric>> metrics;
       std::vector<std::pair<int64_t, std::string>> texts;
       while (s->Step()) {
         int64_t run = s->Int(0);
-        if (allowed && allowed->count(run) == 0) continue;
-        match.insert(run);
+        if (allowed && !allowed->Has(run)) continue;
+        match.Add(run);
         if (text) {
           texts.emplace_back(run, s->Str(1));
         } else {
@@ -1095,12 +1122,11 @@ class SqliteStore : public MetadataStore {
   // filter and order refer to, so that matching and sorting need no further queries.
   Result<std::vector<Run>> LoadSearchCandidates(Connection& c, const RunSearchQuery& query) {
     NarrowedKeys narrowed;
-    CAIRN_ASSIGN_OR_RETURN(std::optional<std::unordered_set<int64_t>> allowed,
-                           NarrowRuns(c, query.filter, &narrowed));
+    CAIRN_ASSIGN_OR_RETURN(std::optional<RunSet> allowed, NarrowRuns(c, query.filter, &narrowed));
     std::vector<Run> runs;
     std::vector<int64_t> keys;  // keys[i] is the internal key of runs[i]
     if (allowed) {
-      runs.reserve(allowed->size());
+      runs.reserve(allowed->count);
     } else {
       CAIRN_ASSIGN_OR_RETURN(Stmt * n, c.Prepare("SELECT COUNT(*) FROM runs"));
       if (n->Step()) runs.reserve(static_cast<size_t>(n->Int(0)));
@@ -1118,7 +1144,7 @@ class SqliteStore : public MetadataStore {
                                                  "experiment_id = ?"));
       s->Bind(1, id);
       while (s->Step()) {
-        if (allowed && allowed->count(s->Int(0)) == 0) continue;
+        if (allowed && !allowed->Has(s->Int(0))) continue;
         core::LifecycleStage stage = LifecycleStage::kActive;
         core::ParseLifecycleStage(s->Text(9), &stage);
         if (!core::StageVisible(stage, query.view)) continue;
