@@ -352,14 +352,7 @@ Result<std::string> GetMetricHistoryBulkInterval(ApiContext& ctx, const Fields& 
   w.BeginObject();
   if (!rows.empty()) {
     w.Key("metrics").BeginArray();
-    for (const service::RunMetric& r : rows) {
-      const core::Metric& m = r.metric;
-      w.BeginObject();
-      w.Key("key").String(m.key).Key("value").Double(m.value);
-      w.Key("timestamp").Int(m.timestamp).Key("step").Int(m.step);
-      w.Key("run_id").String(r.run_id);
-      w.EndObject();
-    }
+    for (const service::RunMetric& r : rows) WriteMetric(w, r.metric, r.run_id);
     w.EndArray();
   }
   w.EndObject();

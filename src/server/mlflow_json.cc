@@ -47,12 +47,13 @@ void WriteRunInfo(JsonWriter& w, const core::RunInfo& info) {
   w.EndObject();
 }
 
-void WriteMetric(JsonWriter& w, const core::Metric& m) {
+void WriteMetric(JsonWriter& w, const core::Metric& m, std::string_view run_id) {
   w.BeginObject();
   w.Key("key").String(m.key);
   w.Key("value").Double(m.value);
   w.Key("timestamp").Int(m.timestamp);
   w.Key("step").Int(m.step);
+  if (!run_id.empty()) w.Key("run_id").String(run_id);
   w.EndObject();
 }
 

@@ -10,7 +10,8 @@ namespace cairn::server {
 void WriteTags(JsonWriter& w, const std::vector<core::Tag>& tags);
 void WriteExperiment(JsonWriter& w, const core::Experiment& e);
 void WriteRunInfo(JsonWriter& w, const core::RunInfo& info);
-void WriteMetric(JsonWriter& w, const core::Metric& m);
+// With a run id, the metric carries it too (as get-history-bulk-interval's rows do).
+void WriteMetric(JsonWriter& w, const core::Metric& m, std::string_view run_id = {});
 void WriteRun(JsonWriter& w, const core::Run& run);
 
 }  // namespace cairn::server
