@@ -7,7 +7,10 @@
   no reply may be an error and none may mention "database is locked"; every point is stored.
 - SIGKILL during concurrent ingest: every log-batch that was acknowledged (HTTP 200) before the
   kill is found intact after a restart on the same data dir (two kill/restart rounds).
-- SIGTERM stops the server with status 0 and the data is there after a restart.
+- SIGTERM stops the server with status 0 and the data is there after a restart; an idle
+  keep-alive client does not hold up shutdown.
+- The memory: backend, a sqlite URI with ?synchronous=full, and a clear error for an
+  unsupported store URI.
 Each test starts its own server on its own fresh data dir.
 """
 
@@ -313,6 +316,68 @@ class GracefulRestartTest(ServerTestCase):
     def test_sigint_exits_zero(self):
         self.ok(self.c.post(API + "experiments/create", {"name": "sigint-%d" % os.getpid()}))
         self.assertEqual(self.server.interrupt(), 0, "SIGINT must exit with status 0")
+
+
+class ShutdownAndBackendsTest(unittest.TestCase):
+    """Servers started with options of their own, each on a fresh data dir."""
+
+    def start(self, *extra_args):
+        root, data_dir = tl.make_temp_root("cairn-backends-")
+        if not tl.keep_data():
+            self.addCleanup(shutil.rmtree, root, True)
+        server = tl.CairnServer(tl.CONFIG.cairn, data_dir, extra_args=extra_args,
+                                name="cairn (%s)" % self._testMethodName)
+        tl.add_diagnostic(server.log_tail)
+        self.addCleanup(lambda: server.running() and server.stop())
+        server.start()
+        return server, data_dir
+
+    def test_sigterm_does_not_wait_for_idle_keepalive_clients(self):
+        server, _ = self.start()
+        idle = tl.KeepAliveClient(server)
+        self.assertEqual(idle.get("/health", raw=True).status, 200)  # connection stays open
+        t0 = time.monotonic()
+        self.assertEqual(server.stop(timeout=15), 0)
+        self.assertLess(time.monotonic() - t0, 5.0, "an idle keep-alive client held up shutdown")
+        idle.close()
+
+    def test_memory_backend_serves_the_api(self):
+        server, data_dir = self.start("--backend-store-uri", "memory:")
+        c = server.client()
+        exp = c.post(API + "experiments/create", {"name": "in-memory"})
+        self.assertEqual(exp.status, 200, repr(exp))
+        self.assertFalse(os.path.exists(os.path.join(data_dir, "cairn.db")),
+                         "memory: must not create a database file")
+
+    def test_synchronous_full_sqlite_keeps_data_across_restart(self):
+        root, data_dir = tl.make_temp_root("cairn-sync-")
+        if not tl.keep_data():
+            self.addCleanup(shutil.rmtree, root, True)
+        uri = "sqlite:///%s/full.db?synchronous=full" % data_dir
+        server = tl.CairnServer(tl.CONFIG.cairn, data_dir, extra_args=("--backend-store-uri", uri),
+                                name="cairn (synchronous=full)")
+        tl.add_diagnostic(server.log_tail)
+        self.addCleanup(lambda: server.running() and server.stop())
+        server.start()
+        c = server.client()
+        exp = c.post(API + "experiments/create", {"name": "durable-full"})
+        self.assertEqual(exp.status, 200, repr(exp))
+        server.kill()
+        server.start()
+        got = server.client().get(API + "experiments/get-by-name", {"experiment_name": "durable-full"})
+        self.assertEqual(got.status, 200, repr(got))
+        self.assertTrue(os.path.exists(os.path.join(data_dir, "full.db")))
+
+    def test_unsupported_store_uri_is_a_clear_error(self):
+        root, data_dir = tl.make_temp_root("cairn-baduri-")
+        if not tl.keep_data():
+            self.addCleanup(shutil.rmtree, root, True)
+        import subprocess
+        proc = subprocess.run([tl.CONFIG.cairn, "server", "--port", "0", "--data-dir", data_dir,
+                               "--backend-store-uri", "mysql://nowhere/db"],
+                              capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("unsupported backend store URI", proc.stderr)
 
 
 if __name__ == "__main__":
