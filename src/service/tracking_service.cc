@@ -418,23 +418,6 @@ Status TrackingService::StreamMetricHistory(const MetricHistoryCursor& cursor,
   }
 }
 
-Result<MetricHistoryPage> TrackingService::GetMetricHistory(const std::string& run_id,
-                                                            const std::string& key,
-                                                            int64_t max_results,
-                                                            const std::string& page_token) {
-  CAIRN_ASSIGN_OR_RETURN(MetricHistoryCursor cursor,
-                         OpenMetricHistory(run_id, key, max_results, page_token));
-  MetricHistoryPage page;
-  CAIRN_RETURN_IF_ERROR(StreamMetricHistory(
-      cursor,
-      [&](const core::Metric& m) {
-        page.metrics.push_back(m);
-        return true;
-      },
-      &page.next_page_token));
-  return page;
-}
-
 Result<std::vector<RunMetric>> TrackingService::GetMetricHistoryBulkInterval(
     const std::vector<std::string>& run_ids, const std::string& key,
     std::optional<int64_t> start_step, std::optional<int64_t> end_step, int64_t max_results) {

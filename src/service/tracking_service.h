@@ -64,11 +64,6 @@ struct ExperimentPage {
   std::string next_page_token;
 };
 
-struct MetricHistoryPage {
-  std::vector<core::Metric> metrics;
-  std::string next_page_token;
-};
-
 // A validated metric-history request, ready to stream.
 struct MetricHistoryCursor {
   store::MetricHistoryQuery query;
@@ -115,12 +110,10 @@ class TrackingService {
                   const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
   Status LogInputs(const std::string& run_id, const std::vector<core::DatasetInput>& inputs);
 
-  // Pages with max_results (0: everything) and an opaque page token.
-  Result<MetricHistoryPage> GetMetricHistory(const std::string& run_id, const std::string& key,
-                                             int64_t max_results, const std::string& page_token);
-  // The same in two steps, for answers streamed as they are read: Open validates the request
-  // and checks the run exists; Stream visits the page's points in order and then sets the
-  // token of the next page (empty on the last).
+  // A metric's history, paged with max_results (0: everything) and an opaque page token, in
+  // two steps so that answers stream as they are read: Open validates the request and checks
+  // the run exists; Stream visits the page's points in order and then sets the token of the
+  // next page (empty on the last).
   Result<MetricHistoryCursor> OpenMetricHistory(const std::string& run_id, const std::string& key,
                                                 int64_t max_results,
                                                 const std::string& page_token);

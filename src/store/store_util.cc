@@ -95,7 +95,7 @@ void UpdateLatest(std::vector<core::Metric>* latest, const core::Metric& m) {
 std::vector<core::Run> SortAndPage(std::vector<core::Run> runs, const RunSearchQuery& query) {
   int64_t offset = std::max<int64_t>(0, query.offset);
   core::SortRuns(&runs, query.order, static_cast<size_t>(offset + query.max_results));
-  size_t begin = std::min(runs.size(), static_cast<size_t>(std::max<int64_t>(0, query.offset)));
+  size_t begin = std::min(runs.size(), static_cast<size_t>(offset));
   size_t end = std::min(runs.size(), begin + static_cast<size_t>(query.max_results));
   std::vector<core::Run> page;
   page.reserve(end - begin);

@@ -337,18 +337,9 @@ class SqliteStore : public MetadataStore {
                   const std::vector<core::Param>& params,
                   const std::vector<core::Tag>& tags) override {
     return Write([&](Connection& c) -> Status {
-      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id, lifecycle_stage FROM runs WHERE "
-                                                 "run_uuid = ?"));
-      s->Bind(1, run_id);
-      if (!s->Step()) {
-        CAIRN_RETURN_IF_ERROR(s->status());
-        return RunNotFound(run_id);
-      }
-      int64_t run = s->Int(0);
-      LifecycleStage stage = LifecycleStage::kActive;
-      core::ParseLifecycleStage(s->Text(1), &stage);
-      if (stage != LifecycleStage::kActive) return RunNotActive(run_id, stage);
-      return LogBatchIn(c, run, run_id, metrics, params, tags);
+      CAIRN_ASSIGN_OR_RETURN(RunRow run, FindRun(c, run_id));
+      if (run.stage != LifecycleStage::kActive) return RunNotActive(run_id, run.stage);
+      return LogBatchIn(c, run.key, run_id, metrics, params, tags);
     });
   }
 
@@ -364,14 +355,8 @@ class SqliteStore : public MetadataStore {
   Status LogInputs(std::string_view run_id,
                    const std::vector<core::DatasetInput>& inputs) override {
     return Write([&](Connection& c) -> Status {
-      CAIRN_ASSIGN_OR_RETURN(Stmt * r, c.Prepare("SELECT id, experiment_id FROM runs WHERE "
-                                                 "run_uuid = ?"));
-      r->Bind(1, run_id);
-      if (!r->Step()) {
-        CAIRN_RETURN_IF_ERROR(r->status());
-        return RunNotFound(run_id);
-      }
-      int64_t run = r->Int(0), exp = r->Int(1);
+      CAIRN_ASSIGN_OR_RETURN(RunRow row, FindRun(c, run_id));
+      int64_t run = row.key, exp = row.experiment;
       for (const core::DatasetInput& in : inputs) {
         const core::Dataset& d = in.dataset;
         CAIRN_RETURN_IF_ERROR(ExecStmt(c,
@@ -743,14 +728,29 @@ class SqliteStore : public MetadataStore {
     return id;
   }
 
-  Result<int64_t> RunKey(Connection& c, std::string_view run_id) {
-    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id FROM runs WHERE run_uuid = ?"));
+  // A run's internal key, experiment and lifecycle stage, as writes need them.
+  struct RunRow {
+    int64_t key = 0;
+    int64_t experiment = 0;
+    LifecycleStage stage = LifecycleStage::kActive;
+  };
+
+  Result<RunRow> FindRun(Connection& c, std::string_view run_id) {
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id, experiment_id, lifecycle_stage FROM "
+                                               "runs WHERE run_uuid = ?"));
     s->Bind(1, run_id);
     if (!s->Step()) {
       CAIRN_RETURN_IF_ERROR(s->status());
       return RunNotFound(run_id);
     }
-    return s->Int(0);
+    RunRow row{s->Int(0), s->Int(1), LifecycleStage::kActive};
+    core::ParseLifecycleStage(s->Text(2), &row.stage);
+    return row;
+  }
+
+  Result<int64_t> RunKey(Connection& c, std::string_view run_id) {
+    CAIRN_ASSIGN_OR_RETURN(RunRow row, FindRun(c, run_id));
+    return row.key;
   }
 
   Status UpsertExperimentTag(Connection& c, int64_t id, const core::Tag& tag) {
