@@ -356,6 +356,85 @@ TYPED_TEST(MetadataStoreTest, SearchRunsFiltersOrdersAndPages) {
   EXPECT_EQ((*deleted)[0].info.run_id, ids[0]);
 }
 
+// Every store must answer exactly what the core matcher and sort give over complete runs,
+// whatever shortcuts it takes: ties, NaN, infinities, missing keys, deleted runs, two
+// experiments and pages at every depth.
+TYPED_TEST(MetadataStoreTest, SearchRunsAgreesWithCoreOnEveryPage) {
+  std::string a = this->NewExperiment("a");
+  std::string b = this->NewExperiment("b");
+  std::vector<std::string> ids;
+  const double kLoss[] = {0.5, 0.25, 0.25, -0.0, 0.0, 1.0, std::nan(""), INFINITY, -INFINITY};
+  uint32_t seed = 7;
+  auto next = [&seed](uint32_t n) {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 8) % n;
+  };
+  for (int i = 0; i < 240; ++i) {
+    std::string id = this->NewRun(i % 3 == 0 ? b : a, 100 + next(20));
+    std::vector<Metric> m;
+    if (next(6) != 0) m.push_back({"loss", kLoss[next(9)], 1, 0});
+    if (next(5) != 0) m.push_back({"acc", next(100) / 100.0, 1, 0});
+    std::vector<core::Param> params;
+    if (next(4) != 0) params.push_back({"opt", next(2) ? "adam" : "sgd"});
+    ASSERT_TRUE(
+        this->store_->LogBatch(id, m, params, {{"team", "t" + std::to_string(next(3))}}).ok());
+    if (next(10) == 0) {
+      ASSERT_TRUE(this->store_->SetRunStage(id, core::LifecycleStage::kDeleted).ok());
+    }
+    ids.push_back(id);
+  }
+  std::vector<Run> all;
+  for (const std::string& id : ids) all.push_back(*this->store_->GetRun(id));
+
+  const char* filters[] = {"", "metrics.acc > 0.2 and params.opt = 'adam'",
+                           "metrics.acc >= 0.9", "tags.team = 't1'", "params.opt != 'sgd'",
+                           "metrics.loss <= 0.25", "attributes.status = 'RUNNING'"};
+  const std::vector<std::vector<std::string>> orders = {
+      {"metrics.loss DESC"}, {"metrics.loss ASC"}, {"metrics.acc DESC", "params.opt ASC"},
+      {"metrics.loss DESC", "metrics.acc ASC"}, {}, {"params.opt DESC"}};
+  const std::pair<int64_t, int64_t> pages[] = {{0, 1}, {0, 5}, {3, 7}, {0, 1000}, {150, 20}};
+  for (const char* filter : filters) {
+    for (const auto& order : orders) {
+      for (auto view : {core::ViewType::kActiveOnly, core::ViewType::kAll}) {
+        for (auto [offset, max] : pages) {
+          RunSearchQuery q;
+          q.experiment_ids = {a};
+          if (offset == 3) q.experiment_ids.push_back(b);
+          q.view = view;
+          q.filter = core::ParseRunFilter(filter).value();
+          q.order = core::ParseRunOrderBy(order).value();
+          q.offset = offset;
+          q.max_results = max;
+          std::vector<Run> expected;
+          for (const Run& run : all) {
+            bool in = std::find(q.experiment_ids.begin(), q.experiment_ids.end(),
+                                run.info.experiment_id) != q.experiment_ids.end();
+            if (in && core::StageVisible(run.info.lifecycle_stage, view) &&
+                core::RunMatches(run, q.filter)) {
+              expected.push_back(run);
+            }
+          }
+          core::SortRuns(&expected, q.order, expected.size());
+          std::vector<std::string> want;
+          for (size_t i = offset; i < expected.size() && i < size_t(offset + max); ++i) {
+            want.push_back(expected[i].info.run_id);
+          }
+          auto got = this->store_->SearchRuns(q);
+          ASSERT_TRUE(got.ok()) << got.status().ToString();
+          std::vector<std::string> have;
+          for (const Run& run : *got) have.push_back(run.info.run_id);
+          EXPECT_EQ(have, want) << "filter '" << filter << "' order "
+                                << (order.empty() ? "" : order[0]) << " offset " << offset
+                                << " max " << max;
+          for (const Run& run : *got) {  // complete runs, not the parts the search used
+            EXPECT_NE(run.FindTag("mlflow.runName"), nullptr);
+          }
+        }
+      }
+    }
+  }
+}
+
 TYPED_TEST(MetadataStoreTest, ArtifactIndexListsDirectoriesAndDeletesTrees) {
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/a.txt", std::string(64, 'a'), 3}).ok());
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/d/x", std::string(64, 'b'), 4}).ok());

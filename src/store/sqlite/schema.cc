@@ -111,6 +111,19 @@ CREATE TABLE artifacts (
 ) WITHOUT ROWID;
 CREATE INDEX artifacts_by_digest ON artifacts (digest);
 )sql",
+    // Version 2: search reads the runs of an experiment (key, id, stage, start time) from the
+    // index alone, without visiting the wider rows, and seeks straight to the params, tags and
+    // metric values a filter compares with.
+    R"sql(
+DROP INDEX runs_by_experiment;
+CREATE INDEX runs_by_experiment ON runs (experiment_id, lifecycle_stage, start_time, run_uuid);
+DROP INDEX params_by_key;
+CREATE INDEX params_by_key ON params (key, value, run);
+DROP INDEX tags_by_key;
+CREATE INDEX tags_by_key ON tags (key, value, run);
+DROP INDEX latest_metrics_by_key;
+CREATE INDEX latest_metrics_by_key ON latest_metrics (key, is_nan, value, run, step, timestamp);
+)sql",
 };
 
 }  // namespace

@@ -400,8 +400,11 @@ class SqliteStore : public MetadataStore {
   Result<std::vector<Run>> SearchRuns(const RunSearchQuery& query) override {
     using Runs = std::vector<Run>;
     return Read<Runs>([&](Connection& c) -> Result<Runs> {
-      CAIRN_ASSIGN_OR_RETURN(Runs candidates, LoadSearchCandidates(c, query));
-      std::vector<Run> page = SortAndPage(std::move(candidates), query);
+      CAIRN_ASSIGN_OR_RETURN(std::optional<Runs> candidates, WalkMetricOrder(c, query));
+      if (!candidates) {
+        CAIRN_ASSIGN_OR_RETURN(candidates, LoadSearchCandidates(c, query));
+      }
+      std::vector<Run> page = SortAndPage(std::move(*candidates), query);
       CAIRN_RETURN_IF_ERROR(ReloadRuns(c, &page));
       return page;
     });
@@ -508,6 +511,7 @@ class SqliteStore : public MetadataStore {
       CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT MAX(version) FROM schema_version"));
       if (s->Step() && !s->IsNull(0)) version = s->Int(0);
       CAIRN_RETURN_IF_ERROR(s->status());
+      c.ResetAll();  // a statement left open would lock the tables a migration drops
     }
     auto migrations = sqlite::Migrations();
     if (version > static_cast<int64_t>(migrations.size())) {
@@ -978,7 +982,7 @@ class SqliteStore : public MetadataStore {
 
     CAIRN_ASSIGN_OR_RETURN(Stmt * m, c.Prepare("SELECT run, key, step, timestamp, is_nan, value "
                                                "FROM latest_metrics WHERE run IN (SELECT value "
-                                               "FROM json_each(?)) ORDER BY key"));
+                                               "FROM json_each(?))"));
     m->Bind(1, ids);
     while (m->Step()) {
       if (Run* r = run_of(m->Int(0))) r->data.metrics.push_back(ReadMetricPoint(*m, 2, m->Str(1)));
@@ -986,7 +990,7 @@ class SqliteStore : public MetadataStore {
     CAIRN_RETURN_IF_ERROR(m->status());
 
     CAIRN_ASSIGN_OR_RETURN(Stmt * p, c.Prepare("SELECT run, key, value FROM params WHERE run IN "
-                                               "(SELECT value FROM json_each(?)) ORDER BY key"));
+                                               "(SELECT value FROM json_each(?))"));
     p->Bind(1, ids);
     while (p->Step()) {
       if (Run* r = run_of(p->Int(0))) r->data.params.push_back({p->Str(1), p->Str(2)});
@@ -994,12 +998,20 @@ class SqliteStore : public MetadataStore {
     CAIRN_RETURN_IF_ERROR(p->status());
 
     CAIRN_ASSIGN_OR_RETURN(Stmt * t, c.Prepare("SELECT run, key, value FROM tags WHERE run IN "
-                                               "(SELECT value FROM json_each(?)) ORDER BY key"));
+                                               "(SELECT value FROM json_each(?))"));
     t->Bind(1, ids);
     while (t->Step()) {
       if (Run* r = run_of(t->Int(0))) r->data.tags.push_back({t->Str(1), t->Str(2)});
     }
     CAIRN_RETURN_IF_ERROR(t->status());
+    // Each run's metrics, params and tags in key order; sorting a few per run is cheaper than
+    // having SQLite sort the rows of all runs.
+    auto by_key = [](const auto& x, const auto& y) { return x.key < y.key; };
+    for (Run& r : *runs) {
+      std::sort(r.data.metrics.begin(), r.data.metrics.end(), by_key);
+      std::sort(r.data.params.begin(), r.data.params.end(), by_key);
+      std::sort(r.data.tags.begin(), r.data.tags.end(), by_key);
+    }
 
     CAIRN_ASSIGN_OR_RETURN(Stmt * in, c.Prepare("SELECT i.run, d.id, d.name, d.digest, "
                                                 "d.source_type, d.source, d.schema, d.profile "
@@ -1118,6 +1130,118 @@ class SqliteStore : public MetadataStore {
     return allowed;
   }
 
+  // A search ordered first by a metric can usually stop early. Walking that metric's values in
+  // the order asked for (then its NaNs, which sort after every number), the page is settled once
+  // offset + max_results runs have matched and every run tied with the last of them is in:
+  // whatever comes later sorts after all of those. Each run walked is checked with a few point
+  // lookups. Returns the matched runs, loaded as LoadSearchCandidates loads them, or nullopt
+  // when the walk does not settle within its budget (a filter few runs pass, or a page that
+  // reaches the runs without the metric); the full search answers then.
+  Result<std::optional<std::vector<Run>>> WalkMetricOrder(Connection& c,
+                                                          const RunSearchQuery& query) {
+    using Walked = std::optional<std::vector<Run>>;
+    if (query.order.empty() || query.order[0].type != core::EntityType::kMetric) return Walked();
+    for (const core::Clause& cl : query.filter) {
+      if (cl.type == core::EntityType::kDataset) return Walked();
+    }
+    for (const core::OrderKey& o : query.order) {
+      if (o.type == core::EntityType::kDataset) return Walked();
+    }
+    std::vector<int64_t> experiments;
+    for (const std::string& exp : query.experiment_ids) {
+      int64_t id = 0;
+      if (ParseExperimentId(exp, &id)) experiments.push_back(id);
+    }
+    // The keys each walked run needs besides the walked metric.
+    const std::string& walked_key = query.order[0].key;
+    std::set<std::string> metric_keys, param_keys, tag_keys;
+    auto want = [&](core::EntityType type, const std::string& key) {
+      if (type == core::EntityType::kMetric && key != walked_key) metric_keys.insert(key);
+      if (type == core::EntityType::kParam) param_keys.insert(key);
+      if (type == core::EntityType::kTag) tag_keys.insert(key);
+      if (type == core::EntityType::kAttribute && key == "run_name") {
+        tag_keys.insert(std::string(core::kRunNameTag));
+      }
+    };
+    for (const core::Clause& cl : query.filter) want(cl.type, cl.key);
+    for (const core::OrderKey& o : query.order) want(o.type, o.key);
+
+    // Loads run `key` for matching; false when it is outside the query's experiments or view.
+    auto load = [&](int64_t key, Run* run) -> Result<bool> {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * r, c.Prepare("SELECT id, run_uuid, experiment_id, name, "
+                                                 "user_id, status, start_time, end_time, "
+                                                 "artifact_uri, lifecycle_stage FROM runs "
+                                                 "WHERE id = ?"));
+      r->Bind(1, key);
+      if (!r->Step()) return r->status().ok() ? Result<bool>(false) : r->status();
+      if (std::find(experiments.begin(), experiments.end(), r->Int(2)) == experiments.end()) {
+        return false;
+      }
+      ReadRunInfo(*r, &run->info);
+      if (!core::StageVisible(run->info.lifecycle_stage, query.view)) return false;
+      for (const std::string& k : metric_keys) {
+        CAIRN_ASSIGN_OR_RETURN(Stmt * m, c.Prepare("SELECT step, timestamp, is_nan, value FROM "
+                                                   "latest_metrics WHERE run = ? AND key = ?"));
+        m->Bind(1, key).Bind(2, k);
+        if (m->Step()) run->data.metrics.push_back(ReadMetricPoint(*m, 0, k));
+        CAIRN_RETURN_IF_ERROR(m->status());
+      }
+      for (const std::string& k : param_keys) {
+        CAIRN_ASSIGN_OR_RETURN(Stmt * v, c.Prepare("SELECT value FROM params WHERE run = ? AND "
+                                                   "key = ?"));
+        v->Bind(1, key).Bind(2, k);
+        if (v->Step()) run->data.params.push_back({k, v->Str(0)});
+        CAIRN_RETURN_IF_ERROR(v->status());
+      }
+      for (const std::string& k : tag_keys) {
+        CAIRN_ASSIGN_OR_RETURN(Stmt * v, c.Prepare("SELECT value FROM tags WHERE run = ? AND "
+                                                   "key = ?"));
+        v->Bind(1, key).Bind(2, k);
+        if (v->Step()) run->data.tags.push_back({k, v->Str(0)});
+        CAIRN_RETURN_IF_ERROR(v->status());
+      }
+      return true;
+    };
+
+    const size_t need = static_cast<size_t>(std::max<int64_t>(0, query.offset) +
+                                            query.max_results);
+    // A walk longer than this costs more than reading every run once.
+    const size_t budget = 4 * need + 2000;
+    size_t walked = 0;
+    std::vector<Run> matched;
+    const char* values_sql = query.order[0].ascending
+                                 ? "SELECT run, step, timestamp, is_nan, value FROM "
+                                   "latest_metrics WHERE key = ? AND is_nan = 0 ORDER BY value"
+                                 : "SELECT run, step, timestamp, is_nan, value FROM "
+                                   "latest_metrics WHERE key = ? AND is_nan = 0 ORDER BY value "
+                                   "DESC";
+    const char* nans_sql = "SELECT run, step, timestamp, is_nan, value FROM latest_metrics "
+                           "WHERE key = ? AND is_nan = 1";
+    for (const char* sql : {values_sql, nans_sql}) {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare(sql));
+      s->Bind(1, walked_key);
+      std::optional<double> last;  // the walked value of the last run that matched
+      while (s->Step()) {
+        Metric point = ReadMetricPoint(*s, 1, walked_key);
+        // NaNs all tie with one another, so once reached they are read to the end.
+        if (matched.size() >= need && !std::isnan(point.value) && point.value != *last) {
+          return Walked(std::move(matched));
+        }
+        if (++walked > budget) return Walked();
+        Run run;
+        CAIRN_ASSIGN_OR_RETURN(bool visible, load(s->Int(0), &run));
+        if (!visible) continue;
+        run.data.metrics.push_back(point);
+        if (!core::RunMatches(run, query.filter)) continue;
+        last = point.value;
+        matched.push_back(std::move(run));
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+      if (matched.size() >= need) return Walked(std::move(matched));
+    }
+    return Walked();  // the page reaches the runs without the metric
+  }
+
   // Loads the runs visible to the query with just the metrics, params, tags and inputs its
   // filter and order refer to, so that matching and sorting need no further queries.
   Result<std::vector<Run>> LoadSearchCandidates(Connection& c, const RunSearchQuery& query) {
@@ -1132,24 +1256,46 @@ class SqliteStore : public MetadataStore {
       if (n->Step()) runs.reserve(static_cast<size_t>(n->Int(0)));
       CAIRN_RETURN_IF_ERROR(n->status());
     }
+    // Attributes beyond these are read from the runs' rows.
+    auto lean = [](core::EntityType type, const std::string& key) {
+      return type != core::EntityType::kAttribute || key == "run_id" || key == "start_time";
+    };
+    const bool whole_info =
+        !std::all_of(query.filter.begin(), query.filter.end(),
+                     [&](const core::Clause& cl) { return lean(cl.type, cl.key); }) ||
+        !std::all_of(query.order.begin(), query.order.end(),
+                     [&](const core::OrderKey& o) { return lean(o.type, o.key); });
     std::vector<int64_t> experiments;
     for (const std::string& exp : query.experiment_ids) {
       int64_t id = 0;
       if (!ParseExperimentId(exp, &id)) continue;
       if (std::find(experiments.begin(), experiments.end(), id) != experiments.end()) continue;
       experiments.push_back(id);
-      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT id, run_uuid, experiment_id, name, "
-                                                 "user_id, status, start_time, end_time, "
-                                                 "artifact_uri, lifecycle_stage FROM runs WHERE "
-                                                 "experiment_id = ?"));
+      // Unless the query looks at other attributes, the covering index runs_by_experiment
+      // holds all that matching and ordering need: the id, the stage and the start time.
+      CAIRN_ASSIGN_OR_RETURN(
+          Stmt * s, c.Prepare(whole_info ? "SELECT id, run_uuid, experiment_id, name, user_id, "
+                                           "status, start_time, end_time, artifact_uri, "
+                                           "lifecycle_stage FROM runs WHERE experiment_id = ?"
+                                         : "SELECT id, run_uuid, lifecycle_stage, start_time "
+                                           "FROM runs WHERE experiment_id = ?"));
       s->Bind(1, id);
+      const int stage_col = whole_info ? 9 : 2;
       while (s->Step()) {
         if (allowed && !allowed->Has(s->Int(0))) continue;
         core::LifecycleStage stage = LifecycleStage::kActive;
-        core::ParseLifecycleStage(s->Text(9), &stage);
+        core::ParseLifecycleStage(s->Text(stage_col), &stage);
         if (!core::StageVisible(stage, query.view)) continue;
         Run& run = runs.emplace_back();
-        keys.push_back(ReadRunInfo(*s, &run.info));
+        if (whole_info) {
+          keys.push_back(ReadRunInfo(*s, &run.info));
+          continue;
+        }
+        keys.push_back(s->Int(0));
+        run.info.run_id = s->Str(1);
+        run.info.experiment_id = std::to_string(id);
+        run.info.lifecycle_stage = stage;
+        run.info.start_time = s->Int(3);
       }
       CAIRN_RETURN_IF_ERROR(s->status());
     }
