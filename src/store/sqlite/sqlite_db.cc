@@ -48,7 +48,8 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, bo
   CAIRN_RETURN_IF_ERROR(conn->Exec(
       std::string("PRAGMA journal_mode=WAL; PRAGMA synchronous=") +
       (sync_every_commit ? "FULL" : "NORMAL") +
-      "; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000;"));
+      "; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000; "
+      "PRAGMA journal_size_limit=67108864;"));
   return conn;
 }
 

@@ -627,8 +627,7 @@ class SqliteStore : public MetadataStore {
     if (s.ok()) {
       s = RunStmt(
           "INSERT OR IGNORE INTO metrics (run, key, step, timestamp, is_nan, value) SELECT run, "
-          "key, step, timestamp, is_nan, value FROM metric_log ORDER BY run, key, step, "
-          "timestamp");
+          "key, step, timestamp, is_nan, value FROM metric_log");
     }
     if (s.ok()) s = RunStmt("DELETE FROM metric_log");
     if (s.ok()) s = RunStmt("COMMIT");
@@ -642,6 +641,7 @@ class SqliteStore : public MetadataStore {
   }
 
   static constexpr int kCheckpointPages = 2000;
+  static constexpr int kRestartPages = 16384;  // 64 MiB of 4 KiB pages
   static constexpr std::chrono::milliseconds kIdleCheckpoint{200};
   // Points that accumulate in metric_log before they are moved into metrics.
   static constexpr int64_t kCompactPoints = 20000;
@@ -649,6 +649,7 @@ class SqliteStore : public MetadataStore {
   static int OnWalCommit(void* self, sqlite3*, const char*, int pages) {
     auto* store = static_cast<SqliteStore*>(self);
     store->wal_dirty_.store(true, std::memory_order_relaxed);
+    store->wal_pages_.store(pages, std::memory_order_relaxed);
     if (pages >= kCheckpointPages) {
       {
         std::lock_guard<std::mutex> lock(store->checkpoint_mu_);
@@ -676,9 +677,16 @@ class SqliteStore : public MetadataStore {
       }
       wal_dirty_.store(false, std::memory_order_relaxed);
       // PASSIVE never blocks the writer or readers; what it cannot copy now is copied next time.
+      // Under writes that never pause, though, a passive checkpoint never catches up with the
+      // end of the WAL, and SQLite only starts the WAL over once one has: the file would grow
+      // without bound. Past kRestartPages the checkpoint is RESTART, which holds new writes
+      // back for the moment it takes to copy the rest, so that the next write starts the WAL
+      // over (and journal_size_limit shrinks the file).
+      const int mode = wal_pages_.load(std::memory_order_relaxed) >= kRestartPages
+                           ? SQLITE_CHECKPOINT_RESTART
+                           : SQLITE_CHECKPOINT_PASSIVE;
       int log = 0, copied = 0;
-      int rc = sqlite3_wal_checkpoint_v2(checkpointer_->raw(), nullptr,
-                                         SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+      int rc = sqlite3_wal_checkpoint_v2(checkpointer_->raw(), nullptr, mode, &log, &copied);
       if (rc == SQLITE_BUSY || (rc == SQLITE_OK && copied < log)) {
         wal_dirty_.store(true, std::memory_order_relaxed);  // try again when idle
       } else if (rc != SQLITE_OK) {
@@ -1423,6 +1431,7 @@ class SqliteStore : public MetadataStore {
   bool checkpoint_wanted_ = false;
   bool checkpoint_stop_ = false;
   std::atomic<bool> wal_dirty_{false};  // commits since the last complete checkpoint
+  std::atomic<int> wal_pages_{0};       // pages in the WAL at the last commit
 };
 
 }  // namespace
