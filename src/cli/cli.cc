@@ -1,5 +1,7 @@
 #include "cli/cli.h"
 
+#include <string_view>
+
 #include "cli/commands.h"
 #include "server/server.h"
 
@@ -13,8 +15,21 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   Action action;
   RegisterServer(app, &action);
+  // `cairn run [OPTIONS] -- COMMAND`: the command after "--" is kept away from option parsing.
+  int parsed = argc;
+  std::vector<std::string> after_dashes;
+  if (argc > 1 && std::string_view(argv[1]) == "run") {
+    for (int i = 2; i < argc; ++i) {
+      if (std::string_view(argv[i]) == "--") {
+        after_dashes.assign(argv + i + 1, argv + argc);
+        parsed = i;
+        break;
+      }
+    }
+  }
+  RegisterRun(app, &action, std::move(after_dashes));
   try {
-    app.parse(argc, argv);
+    app.parse(parsed, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace cairn::cli {
 
@@ -11,5 +13,7 @@ namespace cairn::cli {
 using Action = std::function<int()>;
 
 void RegisterServer(CLI::App& app, Action* action);
+// `after_dashes`: the arguments after `cairn run ... --`, split off before parsing.
+void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_dashes);
 
 }  // namespace cairn::cli

@@ -1,0 +1,95 @@
+// `cairn run`: run a command as a tracked run (client/run_wrapper.h does the work).
+#include <cstdio>
+
+#include "client/run_wrapper.h"
+#include "client/tracking_client.h"
+#include "cli/commands.h"
+
+namespace cairn::cli {
+namespace {
+
+struct RunFlags {
+  std::string experiment;
+  std::string name;
+  std::vector<std::string> params;
+  std::vector<std::string> tags;
+  std::string tracking_uri;
+};
+
+int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
+  client::RunOptions options;
+  options.tracking_uri = client::ResolveTrackingUri(flags.tracking_uri);
+  options.experiment = flags.experiment;
+  options.run_name = flags.name;
+  options.command = std::move(command);
+  for (const std::string& p : flags.params) {
+    auto kv = client::ParseKeyValue(p, "-p");
+    if (!kv.ok()) {
+      std::fprintf(stderr, "error: %s\n", kv.status().message().c_str());
+      return 2;
+    }
+    options.params.push_back({kv->first, kv->second});
+  }
+  for (const std::string& t : flags.tags) {
+    auto kv = client::ParseKeyValue(t, "--tag");
+    if (!kv.ok()) {
+      std::fprintf(stderr, "error: %s\n", kv.status().message().c_str());
+      return 2;
+    }
+    options.tags.push_back({kv->first, kv->second});
+  }
+  Result<int> code = client::RunTracked(options);
+  if (!code.ok()) {
+    std::fprintf(stderr, "cairn run: %s\n", code.status().message().c_str());
+    // 127 as a shell reports a command it cannot find; 2 for everything else before it ran.
+    return code.status().code() == StatusCode::kNotFound ? 127 : 2;
+  }
+  return *code;
+}
+
+}  // namespace
+
+void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_dashes) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "run",
+      "Run COMMAND as a tracked run: records its parameters, command line, working directory\n"
+      "and console, and ends the run FINISHED (exit 0), FAILED (other exit codes) or KILLED\n"
+      "(a signal). The command sees MLFLOW_TRACKING_URI, MLFLOW_RUN_ID, MLFLOW_EXPERIMENT_ID,\n"
+      "CAIRN_TRACKING_URI and CAIRN_RUN_ID, so MLflow and cairn clients inside log into the\n"
+      "same run. Ctrl-C and SIGTERM are passed to the command. cairn exits with the command's\n"
+      "exit code (128 + N when signal N ended it).\n\n"
+      "  cairn run --experiment mnist -p lr=0.01 -- python train.py --epochs 3");
+  cmd->add_option("--experiment,-e", flags->experiment,
+                  "Experiment name, created if missing (default $MLFLOW_EXPERIMENT_NAME, else "
+                  "Default)");
+  cmd->add_option("--name,-n", flags->name, "Run name (default: a generated one)");
+  cmd->add_option("-p,--param", flags->params, "Parameter key=value; repeatable")
+      ->allow_extra_args(false);
+  cmd->add_option("--tag", flags->tags, "Tag key=value; repeatable")
+      ->allow_extra_args(false);
+  cmd->add_option("--tracking-uri", flags->tracking_uri,
+                  "Tracking server (default $CAIRN_TRACKING_URI, else $MLFLOW_TRACKING_URI, "
+                  "else http://127.0.0.1:5000)");
+  // The command starts at the first argument that is not an option of `run`, or after "--"
+  // (which Main splits off before parsing, so that no option parsing touches the command).
+  cmd->prefix_command();
+  cmd->allow_extras();
+  cmd->callback([flags, action, cmd, after_dashes] {
+    std::vector<std::string> command = cmd->remaining();
+    if (!command.empty()) {
+      // `cairn run python train.py -- --lr 3`: the "--" belongs to the command.
+      if (!after_dashes.empty()) command.push_back("--");
+    }
+    command.insert(command.end(), after_dashes.begin(), after_dashes.end());
+    *action = [flags, command] {
+      if (command.empty()) {
+        std::fprintf(stderr, "error: no command given; usage: cairn run [OPTIONS] -- COMMAND\n");
+        return 2;
+      }
+      return RunCommand(*flags, command);
+    };
+  });
+}
+
+}  // namespace cairn::cli

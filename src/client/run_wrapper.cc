@@ -1,0 +1,317 @@
+#include "client/run_wrapper.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "client/tracking_client.h"
+#include "util/clock.h"
+#include "util/hash.h"
+#include "util/json_writer.h"
+#include "util/process.h"
+
+extern char** environ;
+
+namespace cairn::client {
+namespace {
+
+// Environment variables whose values are recorded: they change results and hold no secrets.
+// Every other variable is recorded by name only.
+constexpr const char* kRecordedValues[] = {
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",  "CUBLAS_WORKSPACE_CONFIG", "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",      "OPENBLAS_NUM_THREADS", "PYTHONHASHSEED",        "TF_DETERMINISTIC_OPS",
+    "NCCL_DEBUG",           "WORLD_SIZE",          "LOCAL_RANK",              "RANK",
+    "SLURM_JOB_ID",         "SLURM_NTASKS",        "VIRTUAL_ENV",             "CONDA_DEFAULT_ENV",
+};
+
+// The signals a wrapper passes on to its command.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+std::string CurrentUser() {
+  if (const char* u = std::getenv("USER"); u != nullptr && *u != '\0') return u;
+  if (const passwd* pw = getpwuid(getuid()); pw != nullptr) return pw->pw_name;
+  return "unknown";
+}
+
+// What MLflow records as the run's source: the script when the command runs one.
+std::string SourceName(const std::vector<std::string>& command) {
+  for (size_t i = 1; i < command.size(); ++i) {
+    if (command[i].ends_with(".py")) return command[i];
+  }
+  return command.empty() ? "" : command[0];
+}
+
+// The command line, working directory and environment the command ran with, as JSON.
+std::string ProcessRecord(const std::vector<std::string>& command, const std::string& cwd) {
+  std::vector<std::string> names;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    names.emplace_back(entry.substr(0, entry.find('=')));
+  }
+  std::sort(names.begin(), names.end());
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("command").BeginArray();
+  for (const std::string& arg : command) w.String(arg);
+  w.EndArray();
+  w.Key("command_line").String(ShellJoin(command));
+  w.Key("cwd").String(cwd);
+  w.Key("env_names").BeginArray();
+  for (const std::string& n : names) w.String(n);
+  w.EndArray();
+  w.Key("env_values").BeginObject();
+  for (const char* name : kRecordedValues) {
+    if (const char* v = std::getenv(name); v != nullptr) w.Key(name).String(v);
+  }
+  w.EndObject();
+  w.EndObject();
+  return w.Take();
+}
+
+bool WriteAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Hands the terminal to the command's process group while it runs, so that it can read the
+// terminal and Ctrl-C reaches it directly; gives it back on destruction.
+class TerminalHandoff {
+ public:
+  explicit TerminalHandoff(pid_t group) {
+    if (isatty(STDIN_FILENO) == 0 || tcgetpgrp(STDIN_FILENO) != getpgrp()) return;
+    if (SetForeground(group)) active_ = true;
+  }
+  ~TerminalHandoff() {
+    if (active_) SetForeground(getpgrp());
+  }
+
+ private:
+  static bool SetForeground(pid_t group) {
+    // A process that is not in the foreground gets SIGTTOU for tcsetpgrp unless it blocks it.
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    pthread_sigmask(SIG_BLOCK, &ttou, &old);
+    bool ok = tcsetpgrp(STDIN_FILENO, group) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return ok;
+  }
+  bool active_ = false;
+};
+
+core::RunStatus StatusOfExit(const ExitStatus& exit) {
+  if (exit.signaled) return core::RunStatus::kKilled;
+  return exit.code == 0 ? core::RunStatus::kFinished : core::RunStatus::kFailed;
+}
+
+// Runs the child to its end: copies its output to ours and to `console`, forwards the signals
+// this process receives to its process group. Returns how it ended.
+Result<ExitStatus> Supervise(Process& child, int signal_fd, std::ofstream& console) {
+  TerminalHandoff terminal(child.pid());
+  // A command stopped by SIGTTIN before it got the terminal needs to be continued.
+  child.SignalGroup(SIGCONT);
+  int fds[2] = {child.stdout_fd(), child.stderr_fd()};
+  const int ours[2] = {STDOUT_FILENO, STDERR_FILENO};
+  std::optional<ExitStatus> exit;
+  int64_t exited_at = 0;
+  char buf[64 * 1024];
+  for (;;) {
+    pollfd polls[3];
+    int n = 0;
+    int index_of[3] = {-1, -1, -1};
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] >= 0) {
+        index_of[n] = i;
+        polls[n++] = {fds[i], POLLIN, 0};
+      }
+    }
+    const int signal_slot = n;
+    polls[n++] = {signal_fd, POLLIN, 0};
+    if (exit && fds[0] < 0 && fds[1] < 0) break;
+    // Processes the command left behind may hold its output open: once it has exited, wait
+    // for them only briefly.
+    int timeout = exit ? 200 : -1;
+    if (exit && SystemClock()->NowMillis() - exited_at > 2000) break;
+    int ready = poll(polls, static_cast<nfds_t>(n), timeout);
+    if (ready < 0 && errno != EINTR) return Internal("poll failed while running the command");
+    for (int p = 0; p < signal_slot; ++p) {
+      if ((polls[p].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      int i = index_of[p];
+      ssize_t got = read(fds[i], buf, sizeof(buf));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        fds[i] = -1;  // closed by ~Process
+        continue;
+      }
+      WriteAll(ours[i], buf, static_cast<size_t>(got));
+      console.write(buf, got);
+    }
+    if ((polls[signal_slot].revents & POLLIN) != 0) {
+      signalfd_siginfo info;
+      if (read(signal_fd, &info, sizeof(info)) == sizeof(info) &&
+          static_cast<int>(info.ssi_signo) != SIGCHLD) {
+        child.SignalGroup(static_cast<int>(info.ssi_signo));
+      }
+      if (!exit) {
+        CAIRN_ASSIGN_OR_RETURN(exit, child.TryWait());
+        if (exit) exited_at = SystemClock()->NowMillis();
+      }
+    }
+  }
+  console.flush();
+  return *exit;
+}
+
+}  // namespace
+
+Result<std::pair<std::string, std::string>> ParseKeyValue(const std::string& text,
+                                                          const std::string& flag) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return InvalidArgument(flag + " takes key=value, got '" + text + "'");
+  }
+  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
+std::string ShellJoin(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& arg : argv) {
+    if (!out.empty()) out += ' ';
+    bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+             std::string_view("@%+=:,./-_").find(c) != std::string_view::npos;
+    });
+    if (plain) {
+      out += arg;
+      continue;
+    }
+    out += '\'';
+    for (char c : arg) {
+      if (c == '\'') {
+        out += "'\\''";
+      } else {
+        out += c;
+      }
+    }
+    out += '\'';
+  }
+  return out;
+}
+
+Result<int> RunTracked(const RunOptions& options) {
+  if (options.command.empty()) return InvalidArgument("no command given: cairn run -- COMMAND");
+  ClientOptions client_options;
+  client_options.tracking_uri = options.tracking_uri;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingClient> client,
+                         TrackingClient::Create(client_options));
+
+  std::string experiment_name = options.experiment;
+  if (experiment_name.empty()) {
+    if (const char* e = std::getenv("MLFLOW_EXPERIMENT_NAME"); e != nullptr) experiment_name = e;
+  }
+  std::string experiment_id = "0";
+  if (!experiment_name.empty()) {
+    CAIRN_ASSIGN_OR_RETURN(experiment_id, client->GetOrCreateExperiment(experiment_name));
+  }
+
+  std::error_code ec;
+  const std::string cwd = std::filesystem::current_path(ec).string();
+  std::vector<core::Tag> tags = {
+      {"mlflow.user", CurrentUser()},
+      {"mlflow.source.name", SourceName(options.command)},
+      {"mlflow.source.type", "LOCAL"},
+      {"cairn.command", ShellJoin(options.command)},
+      {"cairn.cwd", cwd},
+  };
+  for (const core::Tag& t : options.tags) tags.push_back(t);
+  CAIRN_ASSIGN_OR_RETURN(
+      core::RunInfo run,
+      client->CreateRun(experiment_id, options.run_name, SystemClock()->NowMillis(), tags));
+  // MLflow accepts at most 100 params per log-batch.
+  for (size_t i = 0; i < options.params.size(); i += 100) {
+    std::vector<core::Param> chunk(
+        options.params.begin() + static_cast<ptrdiff_t>(i),
+        options.params.begin() + static_cast<ptrdiff_t>(std::min(i + 100, options.params.size())));
+    CAIRN_RETURN_IF_ERROR(client->LogBatch(run.run_id, {}, chunk, {}));
+  }
+  std::fprintf(stderr, "cairn: run %s (%s) in experiment %s at %s\n", run.run_id.c_str(),
+               run.run_name.c_str(), experiment_id.c_str(), client->tracking_uri().c_str());
+  Status record = client->UploadArtifact(run.artifact_uri, "cairn/process.json",
+                                         ProcessRecord(options.command, cwd));
+
+  // The signals to forward are taken through a signalfd; block them before the child exists.
+  sigset_t mask, old_mask;
+  sigemptyset(&mask);
+  for (int sig : kForwarded) sigaddset(&mask, sig);
+  sigaddset(&mask, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
+  int signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+  SpawnOptions spawn;
+  spawn.argv = options.command;
+  spawn.capture_output = true;
+  spawn.env = {{"MLFLOW_TRACKING_URI", client->tracking_uri()},
+               {"MLFLOW_RUN_ID", run.run_id},
+               {"MLFLOW_EXPERIMENT_ID", experiment_id},
+               {"CAIRN_TRACKING_URI", client->tracking_uri()},
+               {"CAIRN_RUN_ID", run.run_id}};
+  // Output goes through a pipe, where Python would buffer it in blocks; keep it live.
+  if (std::getenv("PYTHONUNBUFFERED") == nullptr) spawn.env.push_back({"PYTHONUNBUFFERED", "1"});
+
+  const std::filesystem::path console_path =
+      std::filesystem::temp_directory_path() / ("cairn-console-" + RandomHex(8) + ".log");
+  std::ofstream console(console_path, std::ios::binary);
+  Result<Process> child = Process::Spawn(spawn);
+  Result<ExitStatus> exit = child.ok() ? Supervise(*child, signal_fd, console)
+                                       : Result<ExitStatus>(child.status());
+  close(signal_fd);
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  console.close();
+
+  const int64_t end_time = SystemClock()->NowMillis();
+  if (!exit.ok()) {
+    // The command never ran (or could not be followed): the run failed, with the reason.
+    (void)client->SetTag(run.run_id, "cairn.error", exit.status().message());
+    (void)client->UpdateRun(run.run_id, core::RunStatus::kFailed, end_time);
+    std::filesystem::remove(console_path, ec);
+    return exit.status();
+  }
+  std::vector<core::Tag> end_tags;
+  if (exit->signaled) {
+    end_tags.push_back({"cairn.exit_signal", std::to_string(exit->signal)});
+  } else {
+    end_tags.push_back({"cairn.exit_code", std::to_string(exit->code)});
+  }
+  Status ended = client->LogBatch(run.run_id, {}, {}, end_tags);
+  Status uploaded = client->UploadArtifactFile(run.artifact_uri, "cairn/console.log",
+                                               console_path.string());
+  std::filesystem::remove(console_path, ec);
+  if (ended.ok()) ended = client->UpdateRun(run.run_id, StatusOfExit(*exit), end_time);
+  for (const Status& s : {record, uploaded, ended}) {
+    if (!s.ok()) std::fprintf(stderr, "cairn: warning: %s\n", s.ToString().c_str());
+  }
+  std::fprintf(stderr, "cairn: run %s %s (%s)\n", run.run_id.c_str(),
+               std::string(core::RunStatusName(StatusOfExit(*exit))).c_str(),
+               exit->ToString().c_str());
+  return exit->ShellCode();
+}
+
+}  // namespace cairn::client

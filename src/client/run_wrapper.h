@@ -1,0 +1,36 @@
+// `cairn run`: wraps a command in a tracked run. Creates the run with its parameters and the
+// standard system tags, runs the command with the variables that let MLflow and cairn clients
+// inside log into the same run, passes its console through (and keeps a copy for the run),
+// forwards interrupts to it, and ends the run FINISHED, FAILED or KILLED by how it exited.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "util/status.h"
+
+namespace cairn::client {
+
+struct RunOptions {
+  std::string tracking_uri;  // resolved already (ResolveTrackingUri)
+  std::string experiment;    // experiment name; empty: $MLFLOW_EXPERIMENT_NAME, else Default
+  std::string run_name;
+  std::vector<core::Param> params;
+  std::vector<core::Tag> tags;
+  std::vector<std::string> command;
+};
+
+// Runs the command as a tracked run and returns the exit code the wrapper should exit with:
+// the command's (128 + signal when a signal ended it). A failure before the command starts
+// (server unreachable, command not found) is returned as a Status; the command does not run.
+Result<int> RunTracked(const RunOptions& options);
+
+// Splits "key=value" (the first '=' separates); fails on a missing '=' or an empty key.
+Result<std::pair<std::string, std::string>> ParseKeyValue(const std::string& text,
+                                                          const std::string& flag);
+
+// The command line as a POSIX shell would need it typed, each argument quoted when needed.
+std::string ShellJoin(const std::vector<std::string>& argv);
+
+}  // namespace cairn::client

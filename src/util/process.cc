@@ -1,0 +1,177 @@
+#include "util/process.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+
+extern char** environ;
+
+namespace cairn {
+namespace {
+
+Status Errno(const std::string& what) {
+  return Internal(what + ": " + strerror(errno));
+}
+
+// Closes both ends of the pipes made so far when Spawn fails part way.
+struct Pipes {
+  int out[2] = {-1, -1};
+  int err[2] = {-1, -1};
+  ~Pipes() {
+    for (int fd : {out[0], out[1], err[0], err[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+};
+
+}  // namespace
+
+std::string ExitStatus::ToString() const {
+  if (!signaled) return "exit code " + std::to_string(code);
+  const char* name = sigdescr_np(signal);
+  return "signal " + std::to_string(signal) + (name != nullptr ? std::string(" (") + name + ")" : "");
+}
+
+Result<Process> Process::Spawn(const SpawnOptions& options) {
+  if (options.argv.empty() || options.argv[0].empty()) {
+    return InvalidArgument("no command to run");
+  }
+  std::vector<char*> argv;
+  for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const auto& [name, value] : options.env) env[name] = value;
+  std::vector<std::string> env_entries;
+  for (const auto& [name, value] : env) env_entries.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& e : env_entries) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  Pipes pipes;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  struct Cleanup {
+    posix_spawn_file_actions_t* a;
+    posix_spawnattr_t* t;
+    ~Cleanup() {
+      posix_spawn_file_actions_destroy(a);
+      posix_spawnattr_destroy(t);
+    }
+  } cleanup{&actions, &attr};
+
+  if (options.capture_output) {
+    if (pipe2(pipes.out, O_CLOEXEC) != 0 || pipe2(pipes.err, O_CLOEXEC) != 0) {
+      return Errno("creating output pipes");
+    }
+    posix_spawn_file_actions_adddup2(&actions, pipes.out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, pipes.err[1], STDERR_FILENO);
+  }
+  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
+  // Its own process group, so that signals reach the command and everything it started; and
+  // default signal handling and an empty mask whatever this process has set up.
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+                                      POSIX_SPAWN_SETSIGMASK);
+
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  if (rc != 0) {
+    std::string reason = strerror(rc);
+    if (rc == ENOENT) return NotFound("command not found: " + options.argv[0]);
+    if (!options.cwd.empty() && rc == ENOTDIR) {
+      return NotFound("working directory not found: " + options.cwd);
+    }
+    return FailedPrecondition("cannot run " + options.argv[0] + ": " + reason);
+  }
+  Process p(pid, pipes.out[0], pipes.err[0]);
+  pipes.out[0] = pipes.err[0] = -1;  // owned by p now; the write ends close with `pipes`
+  return p;
+}
+
+Process::Process(Process&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      group_(std::exchange(other.group_, -1)),
+      out_fd_(std::exchange(other.out_fd_, -1)),
+      err_fd_(std::exchange(other.err_fd_, -1)) {}
+
+Process& Process::operator=(Process&& other) noexcept {
+  if (this != &other) {
+    CloseFds();
+    pid_ = std::exchange(other.pid_, -1);
+    group_ = std::exchange(other.group_, -1);
+    out_fd_ = std::exchange(other.out_fd_, -1);
+    err_fd_ = std::exchange(other.err_fd_, -1);
+  }
+  return *this;
+}
+
+Process::~Process() { CloseFds(); }
+
+void Process::CloseFds() {
+  if (out_fd_ >= 0) close(out_fd_);
+  if (err_fd_ >= 0) close(err_fd_);
+  out_fd_ = err_fd_ = -1;
+}
+
+void Process::SignalGroup(int sig) const {
+  if (group_ > 0) kill(-group_, sig);
+}
+
+namespace {
+
+ExitStatus DecodeWaitStatus(int status) {
+  ExitStatus exit;
+  if (WIFSIGNALED(status)) {
+    exit.signaled = true;
+    exit.signal = WTERMSIG(status);
+  } else {
+    exit.code = WEXITSTATUS(status);
+  }
+  return exit;
+}
+
+}  // namespace
+
+Result<ExitStatus> Process::Wait() {
+  if (pid_ <= 0) return FailedPrecondition("no process to wait for");
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0) {
+    if (errno != EINTR) return Errno("waiting for process " + std::to_string(pid_));
+  }
+  pid_ = -1;
+  return DecodeWaitStatus(status);
+}
+
+Result<std::optional<ExitStatus>> Process::TryWait() {
+  if (pid_ <= 0) return FailedPrecondition("no process to wait for");
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == 0) return std::optional<ExitStatus>();
+  if (r < 0) {
+    if (errno == EINTR) return std::optional<ExitStatus>();
+    return Errno("waiting for process " + std::to_string(pid_));
+  }
+  pid_ = -1;
+  return std::optional<ExitStatus>(DecodeWaitStatus(status));
+}
+
+}  // namespace cairn

@@ -1,0 +1,69 @@
+// Child processes: spawn a command in its own process group, optionally with its stdout and
+// stderr on pipes, signal the whole group and wait for how it ended.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/status.h"
+
+namespace cairn {
+
+// How a process ended: an exit code, or the signal that killed it.
+struct ExitStatus {
+  bool signaled = false;
+  int code = 0;    // the exit code when !signaled
+  int signal = 0;  // the signal when signaled
+  // The code a shell reports for it: the exit code, or 128 + the signal.
+  int ShellCode() const { return signaled ? 128 + signal : code; }
+  std::string ToString() const;
+};
+
+struct SpawnOptions {
+  std::vector<std::string> argv;  // argv[0] is looked up on PATH when it has no '/'
+  // Variables set (or replaced) in the child's environment, on top of this process's.
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string cwd;              // empty: this process's working directory
+  bool capture_output = false;  // stdout and stderr on pipes instead of inherited
+};
+
+class Process {
+ public:
+  // Starts the command as the leader of a new process group.
+  static Result<Process> Spawn(const SpawnOptions& options);
+
+  Process(Process&& other) noexcept;
+  Process& operator=(Process&& other) noexcept;
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  ~Process();
+
+  pid_t pid() const { return pid_; }
+  // Read ends of the output pipes when capture_output, else -1. The caller reads them to the
+  // end; Process closes them.
+  int stdout_fd() const { return out_fd_; }
+  int stderr_fd() const { return err_fd_; }
+
+  // Sends `sig` to the child's whole process group (also after the child itself has ended).
+  void SignalGroup(int sig) const;
+  // Waits for the child to end (retrying on EINTR).
+  Result<ExitStatus> Wait();
+  // How the child ended, or nullopt while it is still running.
+  Result<std::optional<ExitStatus>> TryWait();
+
+ private:
+  Process(pid_t pid, int out_fd, int err_fd)
+      : pid_(pid), group_(pid), out_fd_(out_fd), err_fd_(err_fd) {}
+  void CloseFds();
+
+  pid_t pid_ = -1;    // -1 once reaped
+  pid_t group_ = -1;  // the process group, which may outlive its leader
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+};
+
+}  // namespace cairn

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""`cairn run` against a real server: run status and the wrapper's exit code for exit 0, exit 3
+and a signal; parameters and tags; the variables that let a child log into the same run (through
+plain REST, as an MLflow client would); the console and process record as artifacts; Ctrl-C
+forwarded to the command.
+
+Usage: test_cairn_run.py --cairn build/release/cairn
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cairn_testlib as tl  # noqa: E402
+
+API = "/api/2.0/mlflow/"
+
+# A child that logs a metric and a tag into the wrapper's run through the REST API, using only
+# the variables `cairn run` sets.
+REST_CHILD = r"""
+import json, os, urllib.request
+base = os.environ["MLFLOW_TRACKING_URI"]
+assert os.environ["CAIRN_TRACKING_URI"] == base
+assert os.environ["CAIRN_RUN_ID"] == os.environ["MLFLOW_RUN_ID"]
+def post(path, body):
+    req = urllib.request.Request(base + "/api/2.0/mlflow/" + path, json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    urllib.request.urlopen(req).read()
+run = os.environ["MLFLOW_RUN_ID"]
+post("runs/log-batch", {"run_id": run, "metrics": [
+    {"key": "loss", "value": 0.5 / (s + 1), "timestamp": 1, "step": s} for s in range(5)]})
+post("runs/set-tag", {"run_id": run, "key": "experiment_seen",
+                      "value": os.environ["MLFLOW_EXPERIMENT_ID"]})
+print("logged", flush=True)
+"""
+
+
+class CairnRunTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.root, data_dir = tl.make_temp_root("cairn-run-")
+        cls.server = tl.CairnServer(tl.CONFIG.cairn, data_dir, name="cairn (run)")
+        tl.add_diagnostic(cls.server.log_tail)
+        cls.server.start()
+        cls.c = cls.server.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        if not tl.keep_data():
+            shutil.rmtree(cls.root, True)
+
+    def cairn_run(self, *args, env=None, **kw):
+        full_env = dict(os.environ)
+        full_env.pop("MLFLOW_TRACKING_URI", None)
+        full_env["CAIRN_TRACKING_URI"] = self.server.url
+        full_env.update(env or {})
+        return subprocess.run([tl.CONFIG.cairn, "run", *args], env=full_env, cwd=self.root,
+                              capture_output=True, text=True, timeout=120, **kw)
+
+    def run_of(self, stderr):
+        for line in stderr.splitlines():
+            if line.startswith("cairn: run ") and " in experiment " in line:
+                run_id = line.split()[2]
+                r = self.c.get(API + "runs/get", {"run_id": run_id})
+                self.assertEqual(r.status, 200, repr(r))
+                return r.body["run"]
+        self.fail("cairn run did not name its run:\n" + stderr)
+
+    def tags(self, run):
+        return {t["key"]: t["value"] for t in run["data"].get("tags", [])}
+
+    def artifact(self, run, path):
+        root = run["info"]["artifact_uri"].split("mlflow-artifacts:/", 1)[1]
+        r = self.c.get("/api/2.0/mlflow-artifacts/artifacts/%s/%s" % (root, path))
+        self.assertEqual(r.status, 200, repr(r))
+        return r.raw
+
+    def test_success_records_params_tags_console_and_process(self):
+        p = self.cairn_run("--experiment", "run-tests", "--name", "ok", "-p", "lr=0.01",
+                           "-p", "layers=3", "--tag", "team=vision", "--",
+                           "sh", "-c", "echo to-out; echo to-err >&2; exit 0")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("to-out", p.stdout)  # passed through live
+        self.assertIn("to-err", p.stderr)
+        run = self.run_of(p.stderr)
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        self.assertEqual(run["info"]["run_name"], "ok")
+        self.assertIn("end_time", run["info"])
+        params = {x["key"]: x["value"] for x in run["data"]["params"]}
+        self.assertEqual(params, {"lr": "0.01", "layers": "3"})
+        tags = self.tags(run)
+        self.assertEqual(tags["team"], "vision")
+        self.assertEqual(tags["mlflow.source.type"], "LOCAL")
+        self.assertEqual(tags["mlflow.runName"], "ok")
+        self.assertEqual(tags["cairn.exit_code"], "0")
+        self.assertEqual(tags["cairn.command"], "sh -c 'echo to-out; echo to-err >&2; exit 0'")
+        self.assertTrue(tags["mlflow.user"])
+        self.assertEqual(run["info"]["user_id"], tags["mlflow.user"])
+        exp = self.c.get(API + "experiments/get-by-name", {"experiment_name": "run-tests"})
+        self.assertEqual(run["info"]["experiment_id"], exp.body["experiment"]["experiment_id"])
+        console = self.artifact(run, "cairn/console.log").decode()
+        self.assertIn("to-out", console)
+        self.assertIn("to-err", console)
+        record = json.loads(self.artifact(run, "cairn/process.json"))
+        self.assertEqual(record["command"], ["sh", "-c", "echo to-out; echo to-err >&2; exit 0"])
+        self.assertEqual(os.path.realpath(record["cwd"]), os.path.realpath(self.root))
+        self.assertIn("PATH", record["env_names"])
+
+    def test_exit_code_3_fails_the_run(self):
+        p = self.cairn_run("--", "sh", "-c", "exit 3")
+        self.assertEqual(p.returncode, 3)
+        run = self.run_of(p.stderr)
+        self.assertEqual(run["info"]["status"], "FAILED")
+        self.assertEqual(self.tags(run)["cairn.exit_code"], "3")
+
+    def test_signal_kills_the_run(self):
+        p = self.cairn_run("--", "sh", "-c", "kill -KILL $$")
+        self.assertEqual(p.returncode, 128 + signal.SIGKILL)
+        run = self.run_of(p.stderr)
+        self.assertEqual(run["info"]["status"], "KILLED")
+        self.assertEqual(self.tags(run)["cairn.exit_signal"], str(int(signal.SIGKILL)))
+
+    def test_interrupt_is_forwarded_to_the_command(self):
+        full_env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url)
+        proc = subprocess.Popen(
+            [tl.CONFIG.cairn, "run", "--", "sh", "-c", "echo started; sleep 60"],
+            env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.stdout.readline().strip(), "started")
+        t = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        self.assertLess(time.monotonic() - t, 10, "the command did not get the interrupt")
+        self.assertEqual(proc.returncode, 128 + signal.SIGINT, err)
+        self.assertEqual(self.run_of(err)["info"]["status"], "KILLED")
+
+    def test_child_logs_into_the_same_run_over_rest(self):
+        p = self.cairn_run("--experiment", "run-tests", "--", sys.executable, "-c", REST_CHILD)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("logged", p.stdout)
+        run = self.run_of(p.stderr)
+        self.assertEqual(self.tags(run)["experiment_seen"], run["info"]["experiment_id"])
+        history = self.c.get(API + "metrics/get-history",
+                             {"run_id": run["info"]["run_id"], "metric_key": "loss"})
+        self.assertEqual([m["step"] for m in history.body["metrics"]], [0, 1, 2, 3, 4])
+        self.assertEqual(run["info"]["status"], "FINISHED")
+
+    def test_options_after_the_command_belong_to_it(self):
+        p = self.cairn_run("-p", "a=1", sys.executable, "-c",
+                           "import sys; print(sys.argv[1:])", "-p", "--", "x")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip(), "['-p', '--', 'x']")
+
+    def test_missing_command_is_127_and_a_failed_run(self):
+        p = self.cairn_run("--", "no-such-command-anywhere")
+        self.assertEqual(p.returncode, 127)
+        self.assertIn("command not found: no-such-command-anywhere", p.stderr)
+        run = self.run_of(p.stderr)
+        self.assertEqual(run["info"]["status"], "FAILED")
+        self.assertIn("not found", self.tags(run)["cairn.error"])
+
+    def test_usage_errors(self):
+        self.assertEqual(self.cairn_run().returncode, 2)
+        p = self.cairn_run("-p", "novalue", "--", "true")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("-p takes key=value", p.stderr)
+
+    def test_unreachable_server_is_a_clear_error(self):
+        p = self.cairn_run("--tracking-uri", "http://127.0.0.1:9", "--", "true")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("cannot reach the tracking server at http://127.0.0.1:9", p.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(tl.main("cairn_run", sys.modules[__name__]))
