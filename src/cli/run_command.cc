@@ -22,21 +22,20 @@ int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
   options.experiment = flags.experiment;
   options.run_name = flags.name;
   options.command = std::move(command);
-  for (const std::string& p : flags.params) {
-    auto kv = client::ParseKeyValue(p, "-p");
-    if (!kv.ok()) {
-      std::fprintf(stderr, "error: %s\n", kv.status().message().c_str());
-      return 2;
+  // -p and --tag take key=value.
+  auto parse = [](const std::vector<std::string>& items, const char* flag, auto* out) {
+    for (const std::string& item : items) {
+      auto kv = client::ParseKeyValue(item, flag);
+      if (!kv.ok()) {
+        std::fprintf(stderr, "error: %s\n", kv.status().message().c_str());
+        return false;
+      }
+      out->push_back({kv->first, kv->second});
     }
-    options.params.push_back({kv->first, kv->second});
-  }
-  for (const std::string& t : flags.tags) {
-    auto kv = client::ParseKeyValue(t, "--tag");
-    if (!kv.ok()) {
-      std::fprintf(stderr, "error: %s\n", kv.status().message().c_str());
-      return 2;
-    }
-    options.tags.push_back({kv->first, kv->second});
+    return true;
+  };
+  if (!parse(flags.params, "-p", &options.params) || !parse(flags.tags, "--tag", &options.tags)) {
+    return 2;
   }
   Result<int> code = client::RunTracked(options);
   if (!code.ok()) {

@@ -128,8 +128,11 @@ class CairnRunTest(unittest.TestCase):
 
     def test_interrupt_is_forwarded_to_the_command(self):
         full_env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url)
+        # One process that prints and then waits: a shell could take the interrupt between
+        # its echo and starting sleep, and then wait for sleep.
+        child = "import time; print('started', flush=True); time.sleep(60)"
         proc = subprocess.Popen(
-            [tl.CONFIG.cairn, "run", "--", "sh", "-c", "echo started; sleep 60"],
+            [tl.CONFIG.cairn, "run", "--", sys.executable, "-c", child],
             env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertEqual(proc.stdout.readline().strip(), "started")
         t = time.monotonic()

@@ -1194,20 +1194,21 @@ class SqliteStore : public MetadataStore {
         if (m->Step()) run->data.metrics.push_back(ReadMetricPoint(*m, 0, k));
         CAIRN_RETURN_IF_ERROR(m->status());
       }
-      for (const std::string& k : param_keys) {
-        CAIRN_ASSIGN_OR_RETURN(Stmt * v, c.Prepare("SELECT value FROM params WHERE run = ? AND "
-                                                   "key = ?"));
-        v->Bind(1, key).Bind(2, k);
-        if (v->Step()) run->data.params.push_back({k, v->Str(0)});
-        CAIRN_RETURN_IF_ERROR(v->status());
-      }
-      for (const std::string& k : tag_keys) {
-        CAIRN_ASSIGN_OR_RETURN(Stmt * v, c.Prepare("SELECT value FROM tags WHERE run = ? AND "
-                                                   "key = ?"));
-        v->Bind(1, key).Bind(2, k);
-        if (v->Step()) run->data.tags.push_back({k, v->Str(0)});
-        CAIRN_RETURN_IF_ERROR(v->status());
-      }
+      // Params and tags: one value per (run, key).
+      auto read_values = [&](const char* sql, const std::set<std::string>& keys,
+                             auto* out) -> Status {
+        for (const std::string& k : keys) {
+          CAIRN_ASSIGN_OR_RETURN(Stmt * v, c.Prepare(sql));
+          v->Bind(1, key).Bind(2, k);
+          if (v->Step()) out->push_back({k, v->Str(0)});
+          CAIRN_RETURN_IF_ERROR(v->status());
+        }
+        return Status::Ok();
+      };
+      CAIRN_RETURN_IF_ERROR(read_values("SELECT value FROM params WHERE run = ? AND key = ?",
+                                        param_keys, &run->data.params));
+      CAIRN_RETURN_IF_ERROR(read_values("SELECT value FROM tags WHERE run = ? AND key = ?",
+                                        tag_keys, &run->data.tags));
       return true;
     };
 
