@@ -8,9 +8,9 @@ packages=(
   # build
   build-essential cmake ninja-build ccache pkg-config
   # libraries (DESIGN.md, "Dependencies")
-  libcpp-httplib-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev
+  libcpp-httplib-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev libgit2-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev python3 curl wrk
+  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv git curl wrk
 )
 
 missing=()

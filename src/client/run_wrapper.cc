@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "client/tracking_client.h"
+#include "env/code_state.h"
 #include "util/clock.h"
 #include "util/hash.h"
 #include "util/json_writer.h"
@@ -74,6 +75,24 @@ std::string ProcessRecord(const std::vector<std::string>& command, const std::st
     if (const char* v = std::getenv(name); v != nullptr) w.Key(name).String(v);
   }
   w.EndObject();
+  w.EndObject();
+  return w.Take();
+}
+
+// The code state as JSON; the patch itself is its own artifact.
+std::string CodeRecord(const env::CodeState& code) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("root").String(code.root);
+  w.Key("remote_url").String(code.remote_url);
+  w.Key("branch").String(code.branch);
+  w.Key("commit").String(code.commit);
+  w.Key("dirty").Bool(code.dirty);
+  w.Key("patch_bytes").Int(static_cast<int64_t>(code.patch.size()));
+  w.Key("patch_truncated").Bool(code.patch_truncated);
+  w.Key("untracked_skipped").BeginArray();
+  for (const std::string& path : code.untracked_skipped) w.String(path);
+  w.EndArray();
   w.EndObject();
   return w.Take();
 }
@@ -241,6 +260,21 @@ Result<int> RunTracked(const RunOptions& options) {
       {"cairn.command", ShellJoin(options.command)},
       {"cairn.cwd", cwd},
   };
+  // The code the command runs: MLflow's git tags, so other MLflow tools read them too.
+  Result<env::CodeState> code = env::ReadCodeState(cwd);
+  if (!code.ok()) {
+    std::fprintf(stderr, "cairn: warning: code state not recorded: %s\n",
+                 code.status().message().c_str());
+    tags.push_back({"cairn.git.error", code.status().message().substr(0, 4000)});
+  } else if (code->in_repository) {
+    if (!code->commit.empty()) tags.push_back({"mlflow.source.git.commit", code->commit});
+    if (!code->branch.empty()) tags.push_back({"mlflow.source.git.branch", code->branch});
+    if (!code->remote_url.empty()) {
+      tags.push_back({"mlflow.source.git.repoURL", code->remote_url});
+    }
+    tags.push_back({"cairn.git.root", code->root});
+    tags.push_back({"cairn.git.dirty", code->dirty ? "true" : "false"});
+  }
   for (const core::Tag& t : options.tags) tags.push_back(t);
   CAIRN_ASSIGN_OR_RETURN(
       core::RunInfo run,
@@ -256,6 +290,13 @@ Result<int> RunTracked(const RunOptions& options) {
                run.run_name.c_str(), experiment_id.c_str(), client->tracking_uri().c_str());
   Status record = client->UploadArtifact(run.artifact_uri, "cairn/process.json",
                                          ProcessRecord(options.command, cwd));
+  if (record.ok() && code.ok() && code->in_repository) {
+    record = client->UploadArtifact(run.artifact_uri, "cairn/code.json", CodeRecord(*code));
+    if (record.ok() && !code->patch.empty()) {
+      // Applies with `git apply` on a checkout of the commit.
+      record = client->UploadArtifact(run.artifact_uri, "cairn/code.diff", code->patch);
+    }
+  }
 
   // The signals to forward are taken through a signalfd; block them before the child exists.
   sigset_t mask, old_mask;

@@ -55,12 +55,13 @@ class CairnRunTest(unittest.TestCase):
         if not tl.keep_data():
             shutil.rmtree(cls.root, True)
 
-    def cairn_run(self, *args, env=None, **kw):
+    def cairn_run(self, *args, env=None, cwd_override=None, **kw):
         full_env = dict(os.environ)
         full_env.pop("MLFLOW_TRACKING_URI", None)
         full_env["CAIRN_TRACKING_URI"] = self.server.url
         full_env.update(env or {})
-        return subprocess.run([tl.CONFIG.cairn, "run", *args], env=full_env, cwd=self.root,
+        return subprocess.run([tl.CONFIG.cairn, "run", *args], env=full_env,
+                              cwd=cwd_override or self.root,
                               capture_output=True, text=True, timeout=120, **kw)
 
     def run_of(self, stderr):
@@ -111,6 +112,42 @@ class CairnRunTest(unittest.TestCase):
         self.assertEqual(record["command"], ["sh", "-c", "echo to-out; echo to-err >&2; exit 0"])
         self.assertEqual(os.path.realpath(record["cwd"]), os.path.realpath(self.root))
         self.assertIn("PATH", record["env_names"])
+
+    def test_code_state_of_a_dirty_repository(self):
+        repo = os.path.join(self.root, "repo")
+        os.makedirs(repo)
+
+        def git(*args):
+            subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+        git("init", "-q", "-b", "main")
+        git("config", "user.email", "t@example.com")
+        git("config", "user.name", "t")
+        git("remote", "add", "origin", "https://bob:hunter2@git.example.com/ml/repo.git")
+        with open(os.path.join(repo, "train.py"), "w") as f:
+            f.write("lr = 0.1\n")
+        git("add", "-A")
+        git("commit", "-q", "-m", "first")
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True,
+                                capture_output=True, text=True).stdout.strip()
+        with open(os.path.join(repo, "train.py"), "w") as f:
+            f.write("lr = 0.2\n")
+        with open(os.path.join(repo, "untracked.py"), "w") as f:
+            f.write("extra = True\n")
+        p = self.cairn_run("--", "true", cwd_override=repo)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        run = self.run_of(p.stderr)
+        tags = self.tags(run)
+        self.assertEqual(tags["mlflow.source.git.commit"], commit)
+        self.assertEqual(tags["mlflow.source.git.branch"], "main")
+        self.assertEqual(tags["mlflow.source.git.repoURL"], "https://git.example.com/ml/repo.git")
+        self.assertEqual(tags["cairn.git.dirty"], "true")
+        diff = self.artifact(run, "cairn/code.diff").decode()
+        self.assertIn("+lr = 0.2", diff)
+        self.assertIn("+extra = True", diff)
+        self.assertNotIn("hunter2", json.dumps(run))
+        code = json.loads(self.artifact(run, "cairn/code.json"))
+        self.assertEqual(code["commit"], commit)
+        self.assertTrue(code["dirty"])
 
     def test_exit_code_3_fails_the_run(self):
         p = self.cairn_run("--", "sh", "-c", "exit 3")

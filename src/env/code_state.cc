@@ -1,0 +1,178 @@
+#include "env/code_state.h"
+
+#include <git2.h>
+
+#include <memory>
+
+namespace cairn::env {
+namespace {
+
+// libgit2 keeps global state; one init per use, balanced by its shutdown.
+struct Libgit2 {
+  Libgit2() { git_libgit2_init(); }
+  ~Libgit2() { git_libgit2_shutdown(); }
+};
+
+template <typename T, void (*Free)(T*)>
+struct Deleter {
+  void operator()(T* p) const { Free(p); }
+};
+using Repo = std::unique_ptr<git_repository, Deleter<git_repository, git_repository_free>>;
+using Ref = std::unique_ptr<git_reference, Deleter<git_reference, git_reference_free>>;
+using Remote = std::unique_ptr<git_remote, Deleter<git_remote, git_remote_free>>;
+using Object = std::unique_ptr<git_object, Deleter<git_object, git_object_free>>;
+using Tree = std::unique_ptr<git_tree, Deleter<git_tree, git_tree_free>>;
+using Diff = std::unique_ptr<git_diff, Deleter<git_diff, git_diff_free>>;
+using Patch = std::unique_ptr<git_patch, Deleter<git_patch, git_patch_free>>;
+
+Status GitError(const std::string& what) {
+  const git_error* e = git_error_last();
+  return Internal(what + ": " + (e != nullptr && e->message != nullptr ? e->message : "libgit2"));
+}
+
+std::string RemoteUrl(git_repository* repo) {
+  git_remote* raw = nullptr;
+  if (git_remote_lookup(&raw, repo, "origin") != 0) {
+    git_strarray names = {nullptr, 0};
+    if (git_remote_list(&names, repo) == 0 && names.count > 0) {
+      git_remote_lookup(&raw, repo, names.strings[0]);
+    }
+    git_strarray_dispose(&names);
+  }
+  Remote remote(raw);
+  if (!remote || git_remote_url(remote.get()) == nullptr) return "";
+  return StripCredentials(git_remote_url(remote.get()));
+}
+
+// Appends the patch of every delta; untracked files only when text and small enough.
+Status AppendPatches(git_diff* diff, const CodeStateOptions& options, CodeState* state) {
+  const size_t n = git_diff_num_deltas(diff);
+  for (size_t i = 0; i < n; ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff, i);
+    state->dirty = true;
+    if (delta->status == GIT_DELTA_UNTRACKED &&
+        (static_cast<int64_t>(delta->new_file.size) > options.max_untracked_file_bytes ||
+         (delta->flags & GIT_DIFF_FLAG_BINARY) != 0)) {
+      state->untracked_skipped.push_back(delta->new_file.path);
+      continue;
+    }
+    git_patch* raw = nullptr;
+    if (git_patch_from_diff(&raw, diff, i) != 0) return GitError("building the patch");
+    Patch patch(raw);
+    if (!patch) continue;  // nothing to show (e.g. a mode change libgit2 folds away)
+    git_buf buf = GIT_BUF_INIT;
+    if (git_patch_to_buf(&buf, patch.get()) != 0) return GitError("printing the patch");
+    // Binary files that slipped past the check above are now marked; drop them too.
+    std::string_view text(buf.ptr, buf.size);
+    if (delta->status == GIT_DELTA_UNTRACKED && (delta->flags & GIT_DIFF_FLAG_BINARY) != 0) {
+      state->untracked_skipped.push_back(delta->new_file.path);
+    } else if (static_cast<int64_t>(state->patch.size() + text.size()) >
+               options.max_patch_bytes) {
+      state->patch_truncated = true;
+    } else {
+      state->patch.append(text);
+    }
+    git_buf_dispose(&buf);
+    if (state->patch_truncated) {
+      state->patch += "\n# cairn: the patch was cut here at " +
+                      std::to_string(options.max_patch_bytes) + " bytes\n";
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string StripCredentials(std::string_view url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) {
+    // scp-like "user@host:path" carries no password.
+    return std::string(url);
+  }
+  const std::string_view scheme = url.substr(0, scheme_end);
+  const size_t authority = scheme_end + 3;
+  const size_t path = url.find('/', authority);
+  const std::string_view host_part =
+      url.substr(authority, path == std::string_view::npos ? std::string_view::npos
+                                                           : path - authority);
+  const size_t at = host_part.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  std::string_view user = host_part.substr(0, at);
+  std::string kept_user;
+  // Over http(s) the user part is where tokens go; over ssh it names the account.
+  if (scheme == "ssh" || scheme == "git+ssh" || scheme == "ssh+git") {
+    kept_user = std::string(user.substr(0, user.find(':'))) + "@";
+  }
+  return std::string(url.substr(0, authority)) + kept_user +
+         std::string(url.substr(authority + at + 1));
+}
+
+Result<CodeState> ReadCodeState(const std::string& dir, const CodeStateOptions& options) {
+  Libgit2 lib;
+  CodeState state;
+  git_repository* raw_repo = nullptr;
+  int rc = git_repository_open_ext(&raw_repo, dir.c_str(), 0, nullptr);
+  if (rc == GIT_ENOTFOUND) return state;
+  if (rc != 0) return GitError("opening the git repository of " + dir);
+  Repo repo(raw_repo);
+  state.in_repository = true;
+  if (const char* workdir = git_repository_workdir(repo.get()); workdir != nullptr) {
+    state.root = workdir;
+    while (state.root.size() > 1 && state.root.ends_with('/')) state.root.pop_back();
+  }
+  state.remote_url = RemoteUrl(repo.get());
+
+  git_reference* raw_head = nullptr;
+  rc = git_repository_head(&raw_head, repo.get());
+  Ref head(raw_head);
+  if (rc == 0) {
+    if (git_reference_is_branch(head.get()) != 0) {
+      const char* name = nullptr;
+      if (git_branch_name(&name, head.get()) == 0 && name != nullptr) state.branch = name;
+    }
+    if (const git_oid* oid = git_reference_target(head.get()); oid != nullptr) {
+      char hex[GIT_OID_HEXSZ + 1];
+      git_oid_tostr(hex, sizeof(hex), oid);
+      state.commit = hex;
+    }
+  } else if (rc == GIT_EUNBORNBRANCH) {
+    // A new repository: the branch HEAD points to has no commit yet.
+    git_reference* sym = nullptr;
+    if (git_reference_lookup(&sym, repo.get(), "HEAD") == 0) {
+      Ref owned(sym);
+      if (const char* target = git_reference_symbolic_target(sym); target != nullptr) {
+        std::string_view t(target);
+        if (t.starts_with("refs/heads/")) t.remove_prefix(11);
+        state.branch = std::string(t);
+      }
+    }
+  } else {
+    return GitError("reading HEAD");
+  }
+
+  Tree tree;
+  if (!state.commit.empty()) {
+    git_object* obj = nullptr;
+    if (git_revparse_single(&obj, repo.get(), "HEAD^{tree}") != 0) {
+      return GitError("reading HEAD's tree");
+    }
+    Object owned(obj);
+    git_tree* t = nullptr;
+    if (git_tree_lookup(&t, repo.get(), git_object_id(obj)) != 0) return GitError("reading tree");
+    tree.reset(t);
+  }
+  git_diff_options diff_options = GIT_DIFF_OPTIONS_INIT;
+  diff_options.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
+                       GIT_DIFF_SHOW_UNTRACKED_CONTENT;
+  git_diff* raw_diff = nullptr;
+  if (git_diff_tree_to_workdir_with_index(&raw_diff, repo.get(), tree.get(), &diff_options) !=
+      0) {
+    return GitError("comparing the working tree with HEAD");
+  }
+  Diff diff(raw_diff);
+  CAIRN_RETURN_IF_ERROR(AppendPatches(diff.get(), options, &state));
+  return state;
+}
+
+}  // namespace cairn::env

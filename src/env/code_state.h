@@ -1,0 +1,48 @@
+// Code state: which code a run ran. The git repository that holds the working directory, its
+// remote (without credentials), branch and commit, and everything that differs from that
+// commit: changes to tracked files (staged or not) and untracked text files, as one patch
+// that `git apply` takes on a checkout of the commit. Read with libgit2, so no git binary is
+// needed. A directory outside any repository has no code state; that is not an error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/status.h"
+
+namespace cairn::env {
+
+struct CodeStateOptions {
+  // Untracked files go into the patch only when they are text and at most this large; the
+  // others are listed by name.
+  int64_t max_untracked_file_bytes = 256 * 1024;
+  // The whole patch is cut at this size (the cut is marked), so that a run never uploads an
+  // unbounded diff.
+  int64_t max_patch_bytes = 16 * 1024 * 1024;
+};
+
+struct CodeState {
+  bool in_repository = false;
+  std::string root;        // the repository's working directory
+  std::string remote_url;  // "origin", else the first remote; credentials removed
+  std::string branch;      // empty when HEAD is detached
+  std::string commit;      // HEAD's full hash; empty on a branch without commits
+  // True when tracked files differ from HEAD (in the index or the working tree) or untracked,
+  // not ignored files exist.
+  bool dirty = false;
+  std::string patch;                    // the differences; empty when clean
+  bool patch_truncated = false;         // cut at max_patch_bytes
+  std::vector<std::string> untracked_skipped;  // untracked files left out (binary or too large)
+};
+
+// Reads the code state of the repository containing `dir` (searching upward).
+Result<CodeState> ReadCodeState(const std::string& dir, const CodeStateOptions& options = {});
+
+// A remote URL without the secrets it may carry: "https://user:token@host/r.git" and
+// "https://token@host/r.git" become "https://host/r.git"; ssh and scp-style addresses keep their
+// user name ("git@host:org/r.git"), which is not a secret, but lose any password.
+std::string StripCredentials(std::string_view url);
+
+}  // namespace cairn::env
