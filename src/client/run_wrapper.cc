@@ -12,12 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
+#include "client/console_uploader.h"
 #include "client/tracking_client.h"
 #include "env/code_state.h"
 #include "util/clock.h"
-#include "util/hash.h"
 #include "util/json_writer.h"
 #include "util/process.h"
 
@@ -141,9 +140,9 @@ core::RunStatus StatusOfExit(const ExitStatus& exit) {
   return exit.code == 0 ? core::RunStatus::kFinished : core::RunStatus::kFailed;
 }
 
-// Runs the child to its end: copies its output to ours and to `console`, forwards the signals
+// Runs the child to its end: copies its output to ours and to the run's log, forwards the signals
 // this process receives to its process group. Returns how it ended.
-Result<ExitStatus> Supervise(Process& child, int signal_fd, std::ofstream& console) {
+Result<ExitStatus> Supervise(Process& child, int signal_fd, ConsoleUploader& console) {
   TerminalHandoff terminal(child.pid());
   // A command stopped by SIGTTIN before it got the terminal needs to be continued.
   child.SignalGroup(SIGCONT);
@@ -181,7 +180,8 @@ Result<ExitStatus> Supervise(Process& child, int signal_fd, std::ofstream& conso
         continue;
       }
       WriteAll(ours[i], buf, static_cast<size_t>(got));
-      console.write(buf, got);
+      console.Add(i == 0 ? core::ConsoleStream::kStdout : core::ConsoleStream::kStderr,
+                  std::string_view(buf, static_cast<size_t>(got)));
     }
     if ((polls[signal_slot].revents & POLLIN) != 0) {
       signalfd_siginfo info;
@@ -195,7 +195,6 @@ Result<ExitStatus> Supervise(Process& child, int signal_fd, std::ofstream& conso
       }
     }
   }
-  console.flush();
   return *exit;
 }
 
@@ -317,22 +316,23 @@ Result<int> RunTracked(const RunOptions& options) {
   // Output goes through a pipe, where Python would buffer it in blocks; keep it live.
   if (std::getenv("PYTHONUNBUFFERED") == nullptr) spawn.env.push_back({"PYTHONUNBUFFERED", "1"});
 
-  const std::filesystem::path console_path =
-      std::filesystem::temp_directory_path() / ("cairn-console-" + RandomHex(8) + ".log");
-  std::ofstream console(console_path, std::ios::binary);
+  ConsoleUploader console(client.get(), run.run_id);
   Result<Process> child = Process::Spawn(spawn);
   Result<ExitStatus> exit = child.ok() ? Supervise(*child, signal_fd, console)
                                        : Result<ExitStatus>(child.status());
   close(signal_fd);
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  console.close();
+  Status uploaded = console.Close();
+  if (uploaded.ok() && console.truncated()) {
+    uploaded = ResourceExhausted("the console log was cut: more output waited for upload than "
+                                 "cairn keeps in memory");
+  }
 
   const int64_t end_time = SystemClock()->NowMillis();
   if (!exit.ok()) {
     // The command never ran (or could not be followed): the run failed, with the reason.
     (void)client->SetTag(run.run_id, "cairn.error", exit.status().message());
     (void)client->UpdateRun(run.run_id, core::RunStatus::kFailed, end_time);
-    std::filesystem::remove(console_path, ec);
     return exit.status();
   }
   std::vector<core::Tag> end_tags;
@@ -342,9 +342,6 @@ Result<int> RunTracked(const RunOptions& options) {
     end_tags.push_back({"cairn.exit_code", std::to_string(exit->code)});
   }
   Status ended = client->LogBatch(run.run_id, {}, {}, end_tags);
-  Status uploaded = client->UploadArtifactFile(run.artifact_uri, "cairn/console.log",
-                                               console_path.string());
-  std::filesystem::remove(console_path, ec);
   if (ended.ok()) ended = client->UpdateRun(run.run_id, StatusOfExit(*exit), end_time);
   for (const Status& s : {record, uploaded, ended}) {
     if (!s.ok()) std::fprintf(stderr, "cairn: warning: %s\n", s.ToString().c_str());

@@ -317,6 +317,44 @@ Status TrackingClient::UpdateRun(const std::string& run_id, core::RunStatus stat
   return impl_->Post("runs/update", body).status();
 }
 
+Result<int64_t> TrackingClient::AppendRunLog(const std::string& run_id,
+                                             const std::vector<core::ConsoleChunk>& chunks) {
+  json items = json::array();
+  for (const core::ConsoleChunk& c : chunks) {
+    items.push_back({{"offset", c.offset},
+                     {"stream", std::string(core::ConsoleStreamName(c.stream))},
+                     {"timestamp", c.timestamp},
+                     {"data", c.data}});
+  }
+  std::string path = impl_->prefix + "/api/cairn/v1/runs/" + PercentEncode(run_id) + "/log";
+  // Console text is UTF-8 already (the wrapper decodes it); replace anything else rather
+  // than fail the upload.
+  std::string text = json{{"chunks", items}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Call("console log upload", [&] {
+    return impl_->http.Post(path, text, "application/json");
+  }));
+  return Int(r, "length");
+}
+
+Result<TrackingClient::LogPage> TrackingClient::ReadRunLog(const std::string& run_id,
+                                                           int64_t offset) {
+  std::string path = impl_->prefix + "/api/cairn/v1/runs/" + PercentEncode(run_id) +
+                     "/log?offset=" + std::to_string(offset);
+  LogPage page;
+  CAIRN_RETURN_IF_ERROR(impl_->Call("console log", [&]() -> httplib::Result {
+    httplib::Result res = impl_->http.Get(path);
+    if (res && res->status == 200) {
+      page.text = res->body;
+      page.next_offset = std::strtoll(res->get_header_value("X-Cairn-Log-Next-Offset").c_str(),
+                                      nullptr, 10);
+      core::ParseRunStatus(res->get_header_value("X-Cairn-Run-Status"), &page.run_status);
+      res->body = "{}";  // the text is taken; Call parses the body as JSON
+    }
+    return res;
+  }).status());
+  return page;
+}
+
 Status TrackingClient::UploadArtifact(const std::string& artifact_uri,
                                       const std::string& artifact_path,
                                       const std::string& content) {

@@ -48,6 +48,17 @@ class TrackingClient {
   Status SetTag(const std::string& run_id, const std::string& key, const std::string& value);
   Status UpdateRun(const std::string& run_id, core::RunStatus status,
                    std::optional<int64_t> end_time);
+  // Appends chunks to the run's console log (cairn API; see docs/api/cairn.md); returns the
+  // log's length. Idempotent: chunks the server already holds are skipped.
+  Result<int64_t> AppendRunLog(const std::string& run_id,
+                               const std::vector<core::ConsoleChunk>& chunks);
+  struct LogPage {
+    std::string text;         // the log's bytes from the offset asked for
+    int64_t next_offset = 0;  // where the next read continues
+    core::RunStatus run_status = core::RunStatus::kRunning;
+  };
+  Result<LogPage> ReadRunLog(const std::string& run_id, int64_t offset);
+
   // Uploads `content` as the artifact at `artifact_path` (relative, '/'-separated) of the run
   // whose artifact URI is `artifact_uri`, through the server's artifact proxy.
   Status UploadArtifact(const std::string& artifact_uri, const std::string& artifact_path,

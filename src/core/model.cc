@@ -29,6 +29,21 @@ std::string_view RunStatusName(RunStatus status) {
   return "RUNNING";
 }
 
+std::string_view ConsoleStreamName(ConsoleStream stream) {
+  return stream == ConsoleStream::kStderr ? "stderr" : "stdout";
+}
+
+bool ParseConsoleStream(std::string_view text, ConsoleStream* out) {
+  if (text == "stdout") {
+    *out = ConsoleStream::kStdout;
+  } else if (text == "stderr") {
+    *out = ConsoleStream::kStderr;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 bool ParseViewType(std::string_view text, ViewType* out) {
   if (text == "ACTIVE_ONLY" || text == "1") *out = ViewType::kActiveOnly;
   else if (text == "DELETED_ONLY" || text == "2") *out = ViewType::kDeletedOnly;

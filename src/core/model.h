@@ -101,6 +101,19 @@ struct Run {
   const Metric* FindMetric(std::string_view key) const;
 };
 
+// A piece of a run's console log: `data` (UTF-8 text) written to one stream at `timestamp`
+// (ms), starting at byte `offset` of the log, which is every chunk's data in offset order.
+enum class ConsoleStream { kStdout, kStderr };
+std::string_view ConsoleStreamName(ConsoleStream stream);  // "stdout", "stderr"
+bool ParseConsoleStream(std::string_view text, ConsoleStream* out);
+
+struct ConsoleChunk {
+  int64_t offset = 0;
+  ConsoleStream stream = ConsoleStream::kStdout;
+  int64_t timestamp = 0;
+  std::string data;
+};
+
 // Tag keys with meaning to MLflow clients.
 inline constexpr std::string_view kRunNameTag = "mlflow.runName";
 inline constexpr std::string_view kUserTag = "mlflow.user";

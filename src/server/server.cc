@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "blob/content_store.h"
+#include "server/cairn_api.h"
 #include "server/fields.h"
 #include "server/http_errors.h"
 #include "server/routes.h"
@@ -32,19 +33,24 @@ constexpr std::string_view kArtifactPrefixes[] = {"/api/2.0/mlflow-artifacts/",
 constexpr size_t kMaxJsonBody = 1'000'000;
 constexpr size_t kIoChunk = 1 << 20;
 
-void SendJson(httplib::Response& res, int status, std::string body) {
+void SendBody(httplib::Response& res, int status, std::string body,
+              const std::string& content_type) {
   res.status = status;
   if (body.size() < (64 << 10)) {
-    res.set_content(body, "application/json");
+    res.set_content(body, content_type);
     return;
   }
   // set_content copies; a large body (a long metric history) is handed out in slices instead.
   auto shared = std::make_shared<const std::string>(std::move(body));
-  res.set_content_provider(shared->size(), "application/json",
+  res.set_content_provider(shared->size(), content_type,
                            [shared](size_t offset, size_t length, httplib::DataSink& sink) {
                              return sink.write(shared->data() + offset,
                                                std::min(length, kIoChunk));
                            });
+}
+
+void SendJson(httplib::Response& res, int status, std::string body) {
+  SendBody(res, status, std::move(body), "application/json");
 }
 
 void SendError(httplib::Response& res, const Status& status) {
@@ -182,6 +188,7 @@ struct Server::Impl {
     std::string_view path = req.path;
     if (HasPrefix(path, kApiPrefixes)) return ServeApi(req, res, reader);
     if (HasPrefix(path, kArtifactPrefixes)) return ServeArtifacts(req, res, reader);
+    if (path.starts_with(kCairnApiPrefix)) return ServeCairnApi(req, res, reader);
     if (req.method == "GET" && path == "/health") return res.set_content("OK", "text/plain");
     if (req.method == "GET" && path == "/version") {
       return res.set_content(Version(), "text/plain");
@@ -218,6 +225,22 @@ struct Server::Impl {
       return SendError(res, out.status());
     }
     SendJson(res, 200, std::move(out).value());
+  }
+
+  void ServeCairnApi(const httplib::Request& req, httplib::Response& res,
+                     const httplib::ContentReader* reader) {
+    std::string body;
+    if (reader != nullptr) {
+      Result<std::string> read = ReadBody(req, *reader, kMaxCairnApiBody);
+      if (!read.ok()) return SendError(res, read.status());
+      body = std::move(read).value();
+    }
+    Result<CairnResponse> out =
+        HandleCairnApi(ctx, req.method, std::string_view(req.path).substr(kCairnApiPrefix.size()),
+                       req.params, body);
+    if (!out.ok()) return SendError(res, out.status());
+    for (auto& [name, value] : out->headers) res.set_header(name, value);
+    SendBody(res, 200, std::move(out->body), out->content_type);
   }
 
   void ServeStream(const httplib::Request& req, httplib::Response& res, StreamHandler handler) {

@@ -359,6 +359,43 @@ Status TrackingService::LogBatch(const std::string& run_id,
   return store_->LogBatch(run_id, metrics, params, tags);
 }
 
+Result<int64_t> TrackingService::AppendRunLog(const std::string& run_id,
+                                              const std::vector<core::ConsoleChunk>& chunks) {
+  if (chunks.size() > kMaxLogChunks) {
+    return InvalidArgument("A console log upload may hold at most " +
+                           std::to_string(kMaxLogChunks) + " chunks, got " +
+                           std::to_string(chunks.size()));
+  }
+  size_t bytes = 0;
+  for (const core::ConsoleChunk& c : chunks) {
+    if (c.offset < 0) return InvalidArgument("Console log chunk offset must not be negative");
+    if (c.data.empty()) return InvalidArgument("Console log chunk data must not be empty");
+    bytes += c.data.size();
+  }
+  if (bytes > kMaxLogAppendBytes) {
+    return InvalidArgument("A console log upload may hold at most " +
+                           std::to_string(kMaxLogAppendBytes) + " bytes, got " +
+                           std::to_string(bytes));
+  }
+  return store_->AppendRunLog(run_id, chunks);
+}
+
+Result<std::vector<core::ConsoleChunk>> TrackingService::ReadRunLog(const std::string& run_id,
+                                                                    int64_t offset,
+                                                                    int64_t max_bytes) {
+  if (offset < 0) return InvalidArgument("Console log offset must not be negative");
+  if (max_bytes < 0) return InvalidArgument("max_bytes must not be negative");
+  if (max_bytes == 0) max_bytes = 1 << 20;
+  max_bytes = std::min<int64_t>(max_bytes, 16 << 20);
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::ConsoleChunk> chunks,
+                         store_->ReadRunLog(run_id, offset, max_bytes));
+  if (!chunks.empty() && chunks[0].offset < offset) {
+    chunks[0].data.erase(0, static_cast<size_t>(offset - chunks[0].offset));
+    chunks[0].offset = offset;
+  }
+  return chunks;
+}
+
 Status TrackingService::LogInputs(const std::string& run_id,
                                   const std::vector<core::DatasetInput>& inputs) {
   for (const core::DatasetInput& in : inputs) {

@@ -110,6 +110,17 @@ class TrackingService {
                   const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
   Status LogInputs(const std::string& run_id, const std::vector<core::DatasetInput>& inputs);
 
+  // A run's console log (store::MetadataStore::AppendRunLog for the rules). Appends at most
+  // kMaxLogChunks chunks of non-empty data, kMaxLogAppendBytes in all; returns the length.
+  Result<int64_t> AppendRunLog(const std::string& run_id,
+                               const std::vector<core::ConsoleChunk>& chunks);
+  // The log from `offset` on, at most about max_bytes (0: the default of 1 MiB, at most
+  // 16 MiB), with the first chunk trimmed to start at `offset`.
+  Result<std::vector<core::ConsoleChunk>> ReadRunLog(const std::string& run_id, int64_t offset,
+                                                     int64_t max_bytes);
+  static constexpr size_t kMaxLogChunks = 10000;
+  static constexpr size_t kMaxLogAppendBytes = 8 << 20;
+
   // A metric's history, paged with max_results (0: everything) and an opaque page token, in
   // two steps so that answers stream as they are read: Open validates the request and checks
   // the run exists; Stream visits the page's points in order and then sets the token of the

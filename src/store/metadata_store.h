@@ -120,6 +120,21 @@ class MetadataStore {
   // Runs matching the query, in order, at most max_results from offset.
   virtual Result<std::vector<core::Run>> SearchRuns(const RunSearchQuery& query) = 0;
 
+  // --- Console log of a run -----------------------------------------------------------------
+  // Appends chunks, in order, to the run's console log. A chunk names the offset it starts
+  // at: a chunk at the log's end is appended; the part of a chunk the log already holds is
+  // skipped (a retried upload), so appends are idempotent; a chunk that starts past the end is
+  // kFailedPrecondition (a gap) and nothing of the call is written. Returns the
+  // log's length afterwards. kNotFound when the run does not exist; the run's state does not
+  // matter (a log may arrive after its run ended).
+  virtual Result<int64_t> AppendRunLog(std::string_view run_id,
+                                       const std::vector<core::ConsoleChunk>& chunks) = 0;
+  // The chunks holding the log's bytes from `offset` on, in order, until at least `max_bytes`
+  // of data or the end; the first may start before `offset`. Empty at or past the end.
+  virtual Result<std::vector<core::ConsoleChunk>> ReadRunLog(std::string_view run_id,
+                                                             int64_t offset,
+                                                             int64_t max_bytes) = 0;
+
   // --- Artifact index ----------------------------------------------------------------------
   // Records (or replaces) the file at file.path; returns the entry it replaced, if any, so
   // that its blob can be collected. kFailedPrecondition when file.path is a directory (files

@@ -435,6 +435,53 @@ TYPED_TEST(MetadataStoreTest, SearchRunsAgreesWithCoreOnEveryPage) {
   }
 }
 
+TYPED_TEST(MetadataStoreTest, RunLogAppendsInOrderIdempotentlyAndRefusesGaps) {
+  std::string run = this->NewRun("0");
+  using core::ConsoleChunk;
+  using core::ConsoleStream;
+  auto chunk = [](int64_t offset, std::string data, ConsoleStream s = ConsoleStream::kStdout) {
+    return ConsoleChunk{offset, s, 1000 + offset, std::move(data)};
+  };
+  auto len = this->store_->AppendRunLog(run, {chunk(0, "hello "), chunk(6, "world\n")});
+  ASSERT_TRUE(len.ok()) << len.status().ToString();
+  EXPECT_EQ(*len, 12);
+  // A retried upload (same chunks, or one overlapping the end) adds only what is new.
+  EXPECT_EQ(*this->store_->AppendRunLog(run, {chunk(6, "world\n")}), 12);
+  EXPECT_EQ(*this->store_->AppendRunLog(run, {chunk(6, "world\nerr\n", ConsoleStream::kStderr)}),
+            16);
+  // A gap is refused, and nothing of that call is written.
+  auto gap = this->store_->AppendRunLog(run, {chunk(16, "a"), chunk(30, "b")});
+  EXPECT_EQ(gap.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*this->store_->AppendRunLog(run, {}), 16);
+  // Binary-safe: bytes in, the same bytes out.
+  std::string bytes("\0\xff\x80z", 4);
+  EXPECT_EQ(*this->store_->AppendRunLog(run, {chunk(16, bytes)}), 20);
+
+  auto all = this->store_->ReadRunLog(run, 0, 1 << 20);
+  ASSERT_TRUE(all.ok());
+  std::string text;
+  for (const ConsoleChunk& c : *all) {
+    EXPECT_EQ(c.offset, static_cast<int64_t>(text.size()));
+    text += c.data;
+  }
+  EXPECT_EQ(text, "hello world\nerr\n" + bytes);
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ((*all)[2].stream, ConsoleStream::kStderr);
+  EXPECT_EQ((*all)[2].offset, 12);
+  EXPECT_EQ((*all)[2].timestamp, 1006);  // the chunk's own time, trimmed or not
+
+  // From the middle of a chunk: that chunk first; max_bytes stops after reaching it.
+  auto mid = this->store_->ReadRunLog(run, 8, 1);
+  ASSERT_TRUE(mid.ok());
+  ASSERT_EQ(mid->size(), 1u);
+  EXPECT_EQ((*mid)[0].offset, 6);
+  EXPECT_TRUE(this->store_->ReadRunLog(run, 20, 100)->empty());
+  EXPECT_TRUE(this->store_->ReadRunLog(run, 99, 100)->empty());
+  EXPECT_EQ(this->store_->AppendRunLog("nope", {chunk(0, "x")}).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->ReadRunLog("nope", 0, 1).status().code(), StatusCode::kNotFound);
+}
+
 TYPED_TEST(MetadataStoreTest, ArtifactIndexListsDirectoriesAndDeletesTrees) {
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/a.txt", std::string(64, 'a'), 3}).ok());
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/d/x", std::string(64, 'b'), 4}).ok());

@@ -92,6 +92,26 @@ void UpdateLatest(std::vector<core::Metric>* latest, const core::Metric& m) {
   latest->push_back(m);
 }
 
+Result<std::vector<core::ConsoleChunk>> ChunksToAppend(
+    int64_t log_end, const std::vector<core::ConsoleChunk>& chunks) {
+  std::vector<core::ConsoleChunk> out;
+  for (const core::ConsoleChunk& chunk : chunks) {
+    if (chunk.offset > log_end) {
+      return FailedPrecondition("console log chunk at offset " + std::to_string(chunk.offset) +
+                                " leaves a gap: the log holds " + std::to_string(log_end) +
+                                " bytes");
+    }
+    const int64_t end = chunk.offset + static_cast<int64_t>(chunk.data.size());
+    if (end <= log_end) continue;  // already there
+    core::ConsoleChunk rest = chunk;
+    rest.data.erase(0, static_cast<size_t>(log_end - chunk.offset));
+    rest.offset = log_end;
+    log_end = end;
+    out.push_back(std::move(rest));
+  }
+  return out;
+}
+
 std::vector<core::Run> SortAndPage(std::vector<core::Run> runs, const RunSearchQuery& query) {
   int64_t offset = std::max<int64_t>(0, query.offset);
   core::SortRuns(&runs, query.order, static_cast<size_t>(offset + query.max_results));

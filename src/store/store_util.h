@@ -32,6 +32,11 @@ bool EraseTag(std::vector<core::Tag>* tags, std::string_view key);
 // Replaces the entry for m.key when m is newer than it (or adds it).
 void UpdateLatest(std::vector<core::Metric>* latest, const core::Metric& m);
 
+// What of `chunks` a log of length `log_end` does not hold yet, each trimmed to start at the
+// end of the one before (AppendRunLog's rules); kFailedPrecondition at a gap.
+Result<std::vector<core::ConsoleChunk>> ChunksToAppend(int64_t log_end,
+                                                      const std::vector<core::ConsoleChunk>& chunks);
+
 // Sorts matched runs by the query's order and returns the page [offset, offset + max_results).
 std::vector<core::Run> SortAndPage(std::vector<core::Run> runs, const RunSearchQuery& query);
 

@@ -33,4 +33,54 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+namespace {
+
+constexpr std::string_view kReplacement = "\xef\xbf\xbd";
+
+// The length a lead byte announces (2 to 4), or 0 for bytes that cannot lead a sequence.
+size_t AnnouncedLength(unsigned char c) {
+  if ((c >> 5) == 0x6) return 2;
+  if ((c >> 4) == 0xe) return 3;
+  if ((c >> 3) == 0x1e) return 4;
+  return 0;
+}
+
+}  // namespace
+
+std::string Utf8Decoder::Feed(std::string_view bytes) {
+  std::string data = std::move(carry_);
+  carry_.clear();
+  data.append(bytes);
+  std::string out;
+  out.reserve(data.size());
+  size_t i = 0;
+  while (i < data.size()) {
+    size_t n = Utf8SequenceLength(data, i);
+    if (n > 0) {
+      out.append(data, i, n);
+      i += n;
+      continue;
+    }
+    // An incomplete sequence at the very end may be completed by the next piece.
+    size_t want = AnnouncedLength(static_cast<unsigned char>(data[i]));
+    bool prefix = want > 0 && data.size() - i < want;
+    for (size_t k = i + 1; prefix && k < data.size(); ++k) {
+      prefix = (static_cast<unsigned char>(data[k]) & 0xc0) == 0x80;
+    }
+    if (prefix) {
+      carry_ = data.substr(i);
+      break;
+    }
+    out.append(kReplacement);
+    ++i;
+  }
+  return out;
+}
+
+std::string Utf8Decoder::Finish() {
+  std::string out = carry_.empty() ? "" : std::string(kReplacement);
+  carry_.clear();
+  return out;
+}
+
 }  // namespace cairn

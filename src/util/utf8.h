@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace cairn {
@@ -10,5 +11,18 @@ namespace cairn {
 // there are not one.
 size_t Utf8SequenceLength(std::string_view s, size_t i);
 bool IsValidUtf8(std::string_view s);
+
+// Turns a byte stream that arrives in pieces (a pipe's reads) into valid UTF-8. A character
+// split between pieces is held back until the next piece completes it; bytes that are not
+// UTF-8 become U+FFFD.
+class Utf8Decoder {
+ public:
+  std::string Feed(std::string_view bytes);
+  // What is still held back, as U+FFFD, at the end of the stream.
+  std::string Finish();
+
+ private:
+  std::string carry_;
+};
 
 }  // namespace cairn

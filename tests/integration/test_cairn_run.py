@@ -62,7 +62,8 @@ class CairnRunTest(unittest.TestCase):
         full_env.update(env or {})
         return subprocess.run([tl.CONFIG.cairn, "run", *args], env=full_env,
                               cwd=cwd_override or self.root,
-                              capture_output=True, text=True, timeout=120, **kw)
+                              capture_output=True, text=True, errors="replace", timeout=120,
+                              **kw)
 
     def run_of(self, stderr):
         for line in stderr.splitlines():
@@ -105,9 +106,13 @@ class CairnRunTest(unittest.TestCase):
         self.assertEqual(run["info"]["user_id"], tags["mlflow.user"])
         exp = self.c.get(API + "experiments/get-by-name", {"experiment_name": "run-tests"})
         self.assertEqual(run["info"]["experiment_id"], exp.body["experiment"]["experiment_id"])
-        console = self.artifact(run, "cairn/console.log").decode()
-        self.assertIn("to-out", console)
-        self.assertIn("to-err", console)
+        log = self.c.get("/api/cairn/v1/runs/%s/log" % run["info"]["run_id"])
+        self.assertEqual(log.status, 200, repr(log))
+        self.assertEqual(sorted(log.text.splitlines()), ["to-err", "to-out"])
+        self.assertEqual(log.header("X-Cairn-Run-Status"), "FINISHED")
+        chunks = self.c.get("/api/cairn/v1/runs/%s/log" % run["info"]["run_id"],
+                            {"format": "json"}).body["chunks"]
+        self.assertEqual({c["stream"] for c in chunks}, {"stdout", "stderr"})
         record = json.loads(self.artifact(run, "cairn/process.json"))
         self.assertEqual(record["command"], ["sh", "-c", "echo to-out; echo to-err >&2; exit 0"])
         self.assertEqual(os.path.realpath(record["cwd"]), os.path.realpath(self.root))
@@ -148,6 +153,57 @@ class CairnRunTest(unittest.TestCase):
         code = json.loads(self.artifact(run, "cairn/code.json"))
         self.assertEqual(code["commit"], commit)
         self.assertTrue(code["dirty"])
+
+    def test_console_streams_while_the_command_runs(self):
+        # The command prints, then waits until the line is on the server: only a log that is
+        # uploaded while the command runs lets it finish.
+        child = r"""
+import json, os, sys, time, urllib.request
+print("epoch 1 of 2, \u00fc \U0001F600", flush=True)
+sys.stdout.buffer.write(b"bad byte \xff\n"); sys.stdout.flush()
+url = "%s/api/cairn/v1/runs/%s/log" % (os.environ["CAIRN_TRACKING_URI"], os.environ["CAIRN_RUN_ID"])
+for _ in range(100):
+    if "epoch 1 of 2" in urllib.request.urlopen(url).read().decode():
+        print("seen on the server", flush=True)
+        break
+    time.sleep(0.1)
+"""
+        p = self.cairn_run("--", sys.executable, "-c", child)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("seen on the server", p.stdout)
+        run = self.run_of(p.stderr)
+        log = self.c.get("/api/cairn/v1/runs/%s/log" % run["info"]["run_id"]).raw.decode()
+        self.assertEqual(log, "epoch 1 of 2, \u00fc \U0001F600\nbad byte \ufffd\n"
+                              "seen on the server\n")
+        tail = self.c.get("/api/cairn/v1/runs/%s/log" % run["info"]["run_id"], {"offset": 6})
+        self.assertEqual(tail.raw.decode(), log.encode()[6:].decode())
+        self.assertEqual(int(tail.header("X-Cairn-Log-Next-Offset")), len(log.encode()))
+
+    def test_cairn_logs_prints_and_follows(self):
+        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url)
+        child = "import time\nfor i in range(3):\n    print('step', i, flush=True)\n    time.sleep(0.7)"
+        proc = subprocess.Popen([tl.CONFIG.cairn, "run", "--", sys.executable, "-c", child],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.stdout.readline().strip(), "step 0")
+        run_id = None
+        for line in iter(proc.stderr.readline, ""):
+            if line.startswith("cairn: run ") and " in experiment " in line:
+                run_id = line.split()[2]
+                break
+        self.assertIsNotNone(run_id)
+        # Started while the run is going, -f ends by itself when the run does.
+        follow = subprocess.run([tl.CONFIG.cairn, "logs", "-f", run_id], env=env,
+                                capture_output=True, text=True, timeout=60)
+        proc.communicate(timeout=60)
+        self.assertEqual(follow.returncode, 0, follow.stderr)
+        self.assertEqual(follow.stdout, "step 0\nstep 1\nstep 2\n")
+        once = subprocess.run([tl.CONFIG.cairn, "logs", run_id], env=env, capture_output=True,
+                              text=True, timeout=60)
+        self.assertEqual(once.stdout, "step 0\nstep 1\nstep 2\n")
+        missing = subprocess.run([tl.CONFIG.cairn, "logs", "nope"], env=env, capture_output=True,
+                                 text=True, timeout=60)
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("not found", missing.stderr)
 
     def test_exit_code_3_fails_the_run(self):
         p = self.cairn_run("--", "sh", "-c", "exit 3")

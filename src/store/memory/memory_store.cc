@@ -21,6 +21,8 @@ using core::Run;
 struct RunRecord {
   Run run;  // data.metrics holds the latest value per key
   std::map<std::string, std::vector<Metric>, std::less<>> history;
+  std::vector<core::ConsoleChunk> log;  // in offset order, contiguous
+  int64_t log_end = 0;
 };
 
 class MemoryStore : public MetadataStore {
@@ -290,6 +292,41 @@ class MemoryStore : public MetadataStore {
     }
     if (removed.empty()) return ArtifactNotFound(path);
     return removed;
+  }
+
+  Result<int64_t> AppendRunLog(std::string_view run_id,
+                               const std::vector<core::ConsoleChunk>& chunks) override {
+    std::unique_lock lock(mu_);
+    auto it = runs_.find(std::string(run_id));
+    if (it == runs_.end()) return RunNotFound(run_id);
+    RunRecord& rec = it->second;
+    CAIRN_ASSIGN_OR_RETURN(std::vector<core::ConsoleChunk> add,
+                           ChunksToAppend(rec.log_end, chunks));
+    for (core::ConsoleChunk& c : add) {
+      rec.log_end = c.offset + static_cast<int64_t>(c.data.size());
+      rec.log.push_back(std::move(c));
+    }
+    return rec.log_end;
+  }
+
+  Result<std::vector<core::ConsoleChunk>> ReadRunLog(std::string_view run_id, int64_t offset,
+                                                     int64_t max_bytes) override {
+    std::shared_lock lock(mu_);
+    auto it = runs_.find(std::string(run_id));
+    if (it == runs_.end()) return RunNotFound(run_id);
+    const std::vector<core::ConsoleChunk>& log = it->second.log;
+    // The first chunk that ends after `offset`.
+    auto first = std::upper_bound(log.begin(), log.end(), offset,
+                                  [](int64_t off, const core::ConsoleChunk& c) {
+                                    return off < c.offset + static_cast<int64_t>(c.data.size());
+                                  });
+    std::vector<core::ConsoleChunk> out;
+    int64_t bytes = 0;
+    for (auto c = first; c != log.end() && bytes < max_bytes; ++c) {
+      bytes += static_cast<int64_t>(c->data.size());
+      out.push_back(*c);
+    }
+    return out;
   }
 
   Result<bool> BlobReferenced(std::string_view digest) override {

@@ -124,6 +124,17 @@ CREATE INDEX tags_by_key ON tags (key, value, run);
 DROP INDEX latest_metrics_by_key;
 CREATE INDEX latest_metrics_by_key ON latest_metrics (key, is_nan, value, run, step, timestamp);
 )sql",
+    // Version 3: runs' console logs, as chunks keyed by the byte offset they start at.
+    R"sql(
+CREATE TABLE run_logs (
+  run INTEGER NOT NULL,
+  offset INTEGER NOT NULL,
+  stream INTEGER NOT NULL,
+  timestamp INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (run, offset)
+) WITHOUT ROWID;
+)sql",
 };
 
 }  // namespace

@@ -40,6 +40,11 @@ class Stmt {
   }
   Stmt& Bind(int i, const char* v) { return Bind(i, std::string_view(v)); }
   Stmt& Bind(int i, const std::string& v) { return Bind(i, std::string_view(v)); }
+  // Binds bytes as a BLOB: length() counts bytes, whatever the text encoding.
+  Stmt& BindBlob(int i, std::string_view v) {
+    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
   Stmt& BindNull(int i) {
     sqlite3_bind_null(stmt_, i);
     return *this;

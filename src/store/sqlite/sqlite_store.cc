@@ -485,6 +485,55 @@ class SqliteStore : public MetadataStore {
     return removed;
   }
 
+  Result<int64_t> AppendRunLog(std::string_view run_id,
+                               const std::vector<core::ConsoleChunk>& chunks) override {
+    int64_t length = 0;
+    CAIRN_RETURN_IF_ERROR(Write([&](Connection& c) -> Status {
+      CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, run_id));
+      CAIRN_ASSIGN_OR_RETURN(length, RunLogLength(c, run));
+      CAIRN_ASSIGN_OR_RETURN(std::vector<core::ConsoleChunk> add, ChunksToAppend(length, chunks));
+      for (const core::ConsoleChunk& chunk : add) {
+        CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("INSERT INTO run_logs (run, offset, stream, "
+                                                   "timestamp, data) VALUES (?, ?, ?, ?, ?)"));
+        s->Bind(1, run).Bind(2, chunk.offset).Bind(3, static_cast<int>(chunk.stream));
+        s->Bind(4, chunk.timestamp).BindBlob(5, chunk.data);
+        CAIRN_RETURN_IF_ERROR(s->Exec());
+        length = chunk.offset + static_cast<int64_t>(chunk.data.size());
+      }
+      return Status::Ok();
+    }));
+    return length;
+  }
+
+  Result<std::vector<core::ConsoleChunk>> ReadRunLog(std::string_view run_id, int64_t offset,
+                                                     int64_t max_bytes) override {
+    using Chunks = std::vector<core::ConsoleChunk>;
+    return Read<Chunks>([&](Connection& c) -> Result<Chunks> {
+      CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, run_id));
+      // From the chunk holding `offset`: the last one starting at or before it.
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT offset, stream, timestamp, data FROM "
+                                                 "run_logs WHERE run = ?1 AND offset >= "
+                                                 "IFNULL((SELECT MAX(offset) FROM run_logs "
+                                                 "WHERE run = ?1 AND offset <= ?2), 0) ORDER "
+                                                 "BY offset"));
+      s->Bind(1, run).Bind(2, offset);
+      Chunks out;
+      int64_t bytes = 0;
+      while (bytes < max_bytes && s->Step()) {
+        core::ConsoleChunk chunk;
+        chunk.offset = s->Int(0);
+        chunk.stream = s->Int(1) == 1 ? core::ConsoleStream::kStderr : core::ConsoleStream::kStdout;
+        chunk.timestamp = s->Int(2);
+        chunk.data = s->Str(3);
+        if (chunk.offset + static_cast<int64_t>(chunk.data.size()) <= offset) continue;
+        bytes += static_cast<int64_t>(chunk.data.size());
+        out.push_back(std::move(chunk));
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return out;
+    });
+  }
+
   Result<bool> BlobReferenced(std::string_view digest) override {
     return Read<bool>([&](Connection& c) -> Result<bool> {
       CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT 1 FROM artifacts WHERE digest = ? "
@@ -923,6 +972,15 @@ class SqliteStore : public MetadataStore {
     while (t->Step()) e.tags.push_back({t->Str(0), t->Str(1)});
     CAIRN_RETURN_IF_ERROR(t->status());
     return e;
+  }
+
+  Result<int64_t> RunLogLength(Connection& c, int64_t run) {
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT offset + length(data) FROM run_logs WHERE "
+                                               "run = ? ORDER BY offset DESC LIMIT 1"));
+    s->Bind(1, run);
+    int64_t length = s->Step() ? s->Int(0) : 0;
+    CAIRN_RETURN_IF_ERROR(s->status());
+    return length;
   }
 
   // Reads the run's info; returns its internal key.

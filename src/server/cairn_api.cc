@@ -1,0 +1,103 @@
+#include "server/cairn_api.h"
+
+#include "util/json_writer.h"
+
+namespace cairn::server {
+namespace {
+
+Status NoEndpoint(std::string_view method, std::string_view path) {
+  return NotFound("No endpoint " + std::string(method) + " " + std::string(kCairnApiPrefix) +
+                  std::string(path));
+}
+
+Result<CairnResponse> AppendLog(ApiContext& ctx, const std::string& run_id, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> items, f.Objects("chunks"));
+  std::vector<core::ConsoleChunk> chunks;
+  chunks.reserve(items.size());
+  for (const Fields& item : items) {
+    core::ConsoleChunk c;
+    CAIRN_ASSIGN_OR_RETURN(c.offset, item.RequiredInt("offset"));
+    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> stream, item.Str("stream"));
+    if (stream && !core::ParseConsoleStream(*stream, &c.stream)) {
+      return InvalidArgument("Invalid value '" + *stream +
+                             "' for 'stream': expected stdout or stderr");
+    }
+    CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> timestamp, item.Int("timestamp"));
+    c.timestamp = timestamp.value_or(0);
+    CAIRN_ASSIGN_OR_RETURN(c.data, item.RequiredStr("data"));
+    chunks.push_back(std::move(c));
+  }
+  CAIRN_ASSIGN_OR_RETURN(int64_t length, ctx.tracking->AppendRunLog(run_id, chunks));
+  JsonWriter w;
+  w.BeginObject().Key("length").Int(length).EndObject();
+  return CairnResponse{w.Take()};
+}
+
+Result<CairnResponse> ReadLog(ApiContext& ctx, const std::string& run_id, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> offset, f.Int("offset"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> max_bytes, f.Int("max_bytes"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> format, f.Str("format"));
+  if (format && *format != "json" && *format != "text") {
+    return InvalidArgument("Invalid value '" + *format + "' for 'format': expected text or json");
+  }
+  // The status first: a follower that sees a finished run after reading knows it has it all.
+  CAIRN_ASSIGN_OR_RETURN(core::RunInfo info, ctx.tracking->GetRunInfo(run_id));
+  const int64_t from = offset.value_or(0);
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::ConsoleChunk> chunks,
+                         ctx.tracking->ReadRunLog(run_id, from, max_bytes.value_or(0)));
+  int64_t next = from;
+  for (const core::ConsoleChunk& c : chunks) next = c.offset + static_cast<int64_t>(c.data.size());
+  const std::string status(core::RunStatusName(info.status));
+  CairnResponse out;
+  if (format.value_or("text") == "json") {
+    JsonWriter w;
+    w.BeginObject();
+    w.Key("offset").Int(from).Key("next_offset").Int(next).Key("run_status").String(status);
+    w.Key("chunks").BeginArray();
+    for (const core::ConsoleChunk& c : chunks) {
+      w.BeginObject();
+      w.Key("offset").Int(c.offset);
+      w.Key("stream").String(core::ConsoleStreamName(c.stream));
+      w.Key("timestamp").Int(c.timestamp);
+      w.Key("data").String(c.data);
+      w.EndObject();
+    }
+    w.EndArray().EndObject();
+    out.body = w.Take();
+  } else {
+    for (const core::ConsoleChunk& c : chunks) out.body += c.data;
+    out.content_type = "text/plain; charset=utf-8";
+  }
+  out.headers = {{"X-Cairn-Log-Offset", std::to_string(from)},
+                 {"X-Cairn-Log-Next-Offset", std::to_string(next)},
+                 {"X-Cairn-Run-Status", status}};
+  return out;
+}
+
+}  // namespace
+
+Result<CairnResponse> HandleCairnApi(ApiContext& ctx, std::string_view method,
+                                     std::string_view path, const QueryParams& query,
+                                     std::string_view body) {
+  // runs/{run_id}/log
+  constexpr std::string_view kRuns = "runs/";
+  constexpr std::string_view kLog = "/log";
+  if (!path.starts_with(kRuns) || !path.ends_with(kLog) ||
+      path.size() <= kRuns.size() + kLog.size()) {
+    return NoEndpoint(method, path);
+  }
+  const std::string run_id(path.substr(kRuns.size(), path.size() - kRuns.size() - kLog.size()));
+  if (run_id.find('/') != std::string::npos) return NoEndpoint(method, path);
+  if (method == "GET") {
+    Fields f(&query);
+    return ReadLog(ctx, run_id, f);
+  }
+  if (method == "POST") {
+    CAIRN_ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));
+    Fields f(&json, "");
+    return AppendLog(ctx, run_id, f);
+  }
+  return NoEndpoint(method, path);
+}
+
+}  // namespace cairn::server
