@@ -16,6 +16,7 @@
 #include "client/console_uploader.h"
 #include "client/tracking_client.h"
 #include "env/code_state.h"
+#include "env/host_facts.h"
 #include "util/clock.h"
 #include "util/json_writer.h"
 #include "util/process.h"
@@ -274,6 +275,9 @@ Result<int> RunTracked(const RunOptions& options) {
     tags.push_back({"cairn.git.root", code->root});
     tags.push_back({"cairn.git.dirty", code->dirty ? "true" : "false"});
   }
+  // The machine: key facts as cairn.* tags, all of them as an artifact.
+  const env::HostFacts host = env::CollectHostFacts(*env::RealHostProbe());
+  for (core::Tag& t : env::HostFactTags(host)) tags.push_back(std::move(t));
   for (const core::Tag& t : options.tags) tags.push_back(t);
   CAIRN_ASSIGN_OR_RETURN(
       core::RunInfo run,
@@ -289,6 +293,9 @@ Result<int> RunTracked(const RunOptions& options) {
                run.run_name.c_str(), experiment_id.c_str(), client->tracking_uri().c_str());
   Status record = client->UploadArtifact(run.artifact_uri, "cairn/process.json",
                                          ProcessRecord(options.command, cwd));
+  if (record.ok()) {
+    record = client->UploadArtifact(run.artifact_uri, "cairn/host.json", env::HostFactsJson(host));
+  }
   if (record.ok() && code.ok() && code->in_repository) {
     record = client->UploadArtifact(run.artifact_uri, "cairn/code.json", CodeRecord(*code));
     if (record.ok() && !code->patch.empty()) {

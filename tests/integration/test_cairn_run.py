@@ -117,6 +117,17 @@ class CairnRunTest(unittest.TestCase):
         self.assertEqual(record["command"], ["sh", "-c", "echo to-out; echo to-err >&2; exit 0"])
         self.assertEqual(os.path.realpath(record["cwd"]), os.path.realpath(self.root))
         self.assertIn("PATH", record["env_names"])
+        # Host facts: this machine has no NVIDIA driver, which is a fact, not an error.
+        host = json.loads(self.artifact(run, "cairn/host.json"))
+        self.assertEqual(host["os"], "linux")
+        self.assertGreater(host["cpu_cores"], 0)
+        self.assertEqual(tags["cairn.host.os"], "linux")
+        self.assertEqual(tags["cairn.host.kernel"], os.uname().release)
+        self.assertEqual(int(tags["cairn.host.cpu_cores"]), host["cpu_cores"])
+        if not shutil.which("nvidia-smi"):
+            self.assertEqual(host["gpus"], [])
+            self.assertEqual(tags["cairn.gpu.name"], "no GPU")
+            self.assertEqual(tags["cairn.gpu.count"], "0")
 
     def test_code_state_of_a_dirty_repository(self):
         repo = os.path.join(self.root, "repo")
