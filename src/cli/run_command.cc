@@ -14,6 +14,9 @@ struct RunFlags {
   std::vector<std::string> params;
   std::vector<std::string> tags;
   std::string tracking_uri;
+  std::string python;
+  int system_metrics_interval = 10;
+  int heartbeat_interval = 10;
 };
 
 int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
@@ -22,6 +25,9 @@ int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
   options.experiment = flags.experiment;
   options.run_name = flags.name;
   options.command = std::move(command);
+  options.system_metrics_interval_seconds = flags.system_metrics_interval;
+  options.python = flags.python;
+  options.heartbeat_interval_seconds = flags.heartbeat_interval;
   // -p and --tag take key=value.
   auto parse = [](const std::vector<std::string>& items, const char* flag, auto* out) {
     for (const std::string& item : items) {
@@ -70,6 +76,19 @@ void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_d
   cmd->add_option("--tracking-uri", flags->tracking_uri,
                   "Tracking server (default $CAIRN_TRACKING_URI, else $MLFLOW_TRACKING_URI, "
                   "else http://127.0.0.1:5000)");
+  cmd->add_option("--python", flags->python,
+                  "Python interpreter whose installed packages are recorded (default: the "
+                  "command when it is one, else python3 on PATH)");
+  cmd->add_option("--system-metrics-interval", flags->system_metrics_interval,
+                  "Seconds between samples of CPU, memory and GPU use (metrics system/...); "
+                  "0 turns them off")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
+  cmd->add_option("--heartbeat-interval", flags->heartbeat_interval,
+                  "Seconds between heartbeats; the server fails a run whose heartbeats stop for "
+                  "its --run-heartbeat-timeout")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
   // The command starts at the first argument that is not an option of `run`, or after "--"
   // (which Main splits off before parsing, so that no option parsing touches the command).
   cmd->prefix_command();

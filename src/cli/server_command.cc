@@ -22,6 +22,7 @@ struct ServerFlags {
   bool serve_artifacts = true;
   int workers = 0;
   int threads = 64;
+  int run_heartbeat_timeout = 120;
   std::string log_level = "info";
 };
 
@@ -40,6 +41,7 @@ int RunServer(ServerFlags flags) {
   options.host = flags.host;
   options.port = flags.port;
   options.threads = flags.threads;
+  options.run_heartbeat_timeout_seconds = flags.run_heartbeat_timeout;
   options.backend_store_uri = flags.backend_store_uri.empty()
                                   ? "sqlite:///" + flags.data_dir + "/cairn.db"
                                   : flags.backend_store_uri;
@@ -115,6 +117,11 @@ void RegisterServer(CLI::App& app, Action* action) {
   cmd->add_option("--threads", flags->threads, "Connections served at once")
       ->capture_default_str()
       ->check(CLI::Range(2, 4096));
+  cmd->add_option("--run-heartbeat-timeout", flags->run_heartbeat_timeout,
+                  "Seconds without a heartbeat after which a run started by `cairn run` is "
+                  "marked FAILED (its wrapper or host died); 0 never does")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400 * 365));
   cmd->add_option("--log-level", flags->log_level, "debug, info, warning or error")
       ->capture_default_str();
   cmd->callback([flags, action] { *action = [flags] { return RunServer(*flags); }; });

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +20,8 @@
 #include "client/tracking_client.h"
 #include "env/code_state.h"
 #include "env/host_facts.h"
+#include "env/python_env.h"
+#include "env/system_metrics.h"
 #include "util/clock.h"
 #include "util/json_writer.h"
 #include "util/process.h"
@@ -135,6 +140,86 @@ class TerminalHandoff {
   }
   bool active_ = false;
 };
+
+// While the command runs: a heartbeat every heartbeat interval, and system metrics every
+// metrics interval, from a thread of its own. Failures are reported once and then retried
+// quietly: a run must not stop because the server is briefly away.
+class RunMonitor {
+ public:
+  RunMonitor(TrackingClient* client, std::string run_id, pid_t group, const RunOptions& options)
+      : client_(client),
+        run_id_(std::move(run_id)),
+        sampler_(env::RealHostProbe(), group),
+        metrics_every_(options.system_metrics_interval_seconds * 1000),
+        beat_every_(std::max(1, options.heartbeat_interval_seconds) * 1000) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~RunMonitor() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    Clock* clock = SystemClock();
+    int64_t next_beat = clock->NowMillis() + beat_every_;
+    int64_t next_sample = clock->NowMillis();
+    int64_t step = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      const int64_t now = clock->NowMillis();
+      int64_t wake = next_beat;
+      if (metrics_every_ > 0) wake = std::min(wake, next_sample);
+      if (cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(0, wake - now)),
+                       [this] { return stop_; })) {
+        return;
+      }
+      lock.unlock();
+      const int64_t t = clock->NowMillis();
+      if (t >= next_beat) {
+        Report(client_->SetTag(run_id_, "cairn.heartbeat", std::to_string(t)));
+        next_beat = t + beat_every_;
+      }
+      if (metrics_every_ > 0 && t >= next_sample) {
+        std::vector<core::Metric> metrics = sampler_.Sample(t, step++);
+        if (!metrics.empty()) Report(client_->LogBatch(run_id_, metrics, {}, {}));
+        next_sample = t + metrics_every_;
+      }
+      lock.lock();
+    }
+  }
+
+  void Report(const Status& s) {
+    if (s.ok() || warned_) return;
+    warned_ = true;
+    std::fprintf(stderr, "cairn: warning: %s (will keep trying)\n", s.ToString().c_str());
+  }
+
+  TrackingClient* client_;
+  const std::string run_id_;
+  env::SystemSampler sampler_;
+  const int64_t metrics_every_;
+  const int64_t beat_every_;
+  bool warned_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// The interpreter the command will use: --python, else the command itself when it is a
+// Python interpreter, else python3 on PATH.
+std::string PythonOf(const RunOptions& options) {
+  if (!options.python.empty()) return options.python;
+  const std::string& program = options.command[0];
+  const std::string base = std::filesystem::path(program).filename().string();
+  if (base.starts_with("python")) return program;
+  return "python3";
+}
 
 core::RunStatus StatusOfExit(const ExitStatus& exit) {
   if (exit.signaled) return core::RunStatus::kKilled;
@@ -278,6 +363,21 @@ Result<int> RunTracked(const RunOptions& options) {
   // The machine: key facts as cairn.* tags, all of them as an artifact.
   const env::HostFacts host = env::CollectHostFacts(*env::RealHostProbe());
   for (core::Tag& t : env::HostFactTags(host)) tags.push_back(std::move(t));
+  tags.push_back({"cairn.heartbeat", std::to_string(SystemClock()->NowMillis())});
+  // The Python environment: every installed distribution, as a lock-shaped snapshot.
+  Result<env::EnvSnapshot> python = env::SnapshotPythonEnvironment(PythonOf(options));
+  if (python.ok()) {
+    tags.push_back({"cairn.env.hash", python->hash});
+    tags.push_back({"cairn.python.version", python->interpreter.version});
+    tags.push_back({"cairn.python.executable", python->interpreter.executable});
+    tags.push_back({"cairn.python.packages", std::to_string(python->distributions.size())});
+  } else if (python.status().code() == StatusCode::kNotFound && options.python.empty()) {
+    tags.push_back({"cairn.python.version", "no Python"});
+  } else {
+    std::fprintf(stderr, "cairn: warning: Python environment not recorded: %s\n",
+                 python.status().message().c_str());
+    tags.push_back({"cairn.env.error", python.status().message().substr(0, 4000)});
+  }
   for (const core::Tag& t : options.tags) tags.push_back(t);
   CAIRN_ASSIGN_OR_RETURN(
       core::RunInfo run,
@@ -295,6 +395,10 @@ Result<int> RunTracked(const RunOptions& options) {
                                          ProcessRecord(options.command, cwd));
   if (record.ok()) {
     record = client->UploadArtifact(run.artifact_uri, "cairn/host.json", env::HostFactsJson(host));
+  }
+  if (record.ok() && python.ok()) {
+    record = client->UploadArtifact(run.artifact_uri, "cairn/environment/pylock.toml",
+                                    python->toml);
   }
   if (record.ok() && code.ok() && code->in_repository) {
     record = client->UploadArtifact(run.artifact_uri, "cairn/code.json", CodeRecord(*code));
@@ -325,8 +429,11 @@ Result<int> RunTracked(const RunOptions& options) {
 
   ConsoleUploader console(client.get(), run.run_id);
   Result<Process> child = Process::Spawn(spawn);
-  Result<ExitStatus> exit = child.ok() ? Supervise(*child, signal_fd, console)
-                                       : Result<ExitStatus>(child.status());
+  Result<ExitStatus> exit = child.status();
+  if (child.ok()) {
+    RunMonitor monitor(client.get(), run.run_id, child->pid(), options);
+    exit = Supervise(*child, signal_fd, console);
+  }
   close(signal_fd);
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   Status uploaded = console.Close();

@@ -19,6 +19,14 @@ struct RunOptions {
   std::vector<core::Param> params;
   std::vector<core::Tag> tags;
   std::vector<std::string> command;
+  // The Python interpreter whose packages are recorded; empty: the command's own when it
+  // starts with one (python, python3.11, .venv/bin/python), else python3 on PATH.
+  std::string python;
+  // Seconds between samples of system/... metrics; 0 turns them off.
+  int system_metrics_interval_seconds = 10;
+  // Seconds between heartbeats (tag cairn.heartbeat); the server fails runs whose heartbeat
+  // is older than its --run-heartbeat-timeout, 120 s by default.
+  int heartbeat_interval_seconds = 10;
 };
 
 // Runs the command as a tracked run and returns the exit code the wrapper should exit with:

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <filesystem>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -338,6 +339,16 @@ constexpr size_t kMaxCommandOutput = 4 << 20;
 class RealProbe final : public HostProbe {
  public:
   Result<std::string> ReadFile(const std::string& path) override { return cairn::ReadFile(path); }
+
+  Result<std::vector<std::string>> ListDir(const std::string& path) override {
+    std::error_code ec;
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+      names.push_back(entry.path().filename().string());
+    }
+    if (ec) return NotFound("cannot list " + path + ": " + ec.message());
+    return names;
+  }
 
   Result<CommandOutput> RunCommand(std::span<const std::string> argv,
                                    std::chrono::milliseconds timeout) override {

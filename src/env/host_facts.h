@@ -134,6 +134,10 @@ class HostProbe {
   // the caller reads exit_code.
   virtual Result<CommandOutput> RunCommand(std::span<const std::string> argv,
                                            std::chrono::milliseconds timeout) = 0;
+  // Names of the entries of a directory (for /proc). Unimplemented unless a probe needs it.
+  virtual Result<std::vector<std::string>> ListDir(const std::string& path) {
+    return Unimplemented("listing " + path);
+  }
   virtual Result<UnameInfo> Uname() = 0;
   // The glibc version, e.g. "2.36"; Unimplemented on a C library that is not glibc.
   virtual Result<std::string> GlibcVersion() = 0;

@@ -2,6 +2,11 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "blob/content_store.h"
@@ -140,6 +145,42 @@ struct Server::Impl {
   httplib::Server http;
   int port = 0;
 
+  // Marks runs whose wrapper stopped heartbeating FAILED, a few times per timeout.
+  std::thread reaper;
+  std::mutex reaper_mu;
+  std::condition_variable reaper_cv;
+  bool reaper_stop = false;
+
+  void StartReaper() {
+    const int64_t timeout_ms = int64_t{options.run_heartbeat_timeout_seconds} * 1000;
+    if (timeout_ms <= 0) return;
+    const auto period = std::chrono::milliseconds(std::clamp<int64_t>(timeout_ms / 4, 250, 30000));
+    reaper = std::thread([this, timeout_ms, period] {
+      std::unique_lock<std::mutex> lock(reaper_mu);
+      while (!reaper_cv.wait_for(lock, period, [this] { return reaper_stop; })) {
+        lock.unlock();
+        Result<int> failed = tracking->FailStaleRuns(timeout_ms);
+        if (!failed.ok()) {
+          LogWarning("checking run heartbeats failed: " + failed.status().ToString());
+        } else if (*failed > 0) {
+          LogInfo("marked " + std::to_string(*failed) + " run(s) FAILED: no heartbeat");
+        }
+        lock.lock();
+      }
+    });
+  }
+
+  void StopReaper() {
+    {
+      std::lock_guard<std::mutex> lock(reaper_mu);
+      reaper_stop = true;
+    }
+    reaper_cv.notify_all();
+    if (reaper.joinable()) reaper.join();
+  }
+
+  ~Impl() { StopReaper(); }
+
   void Install() {
     for (const Route& r : MlflowRoutes()) {
       routes[std::string(r.method) + " " + r.path] = r.handler;
@@ -185,6 +226,14 @@ struct Server::Impl {
 
   void Dispatch(const httplib::Request& req, httplib::Response& res,
                 const httplib::ContentReader* reader) {
+    RouteRequest(req, res, reader);
+    // An error may answer before the body was read (a bad artifact path, a body too large);
+    // the rest of it must not be taken for the next request on this connection.
+    if (reader != nullptr && res.status >= 400) res.set_header("Connection", "close");
+  }
+
+  void RouteRequest(const httplib::Request& req, httplib::Response& res,
+                    const httplib::ContentReader* reader) {
     std::string_view path = req.path;
     if (HasPrefix(path, kApiPrefixes)) return ServeApi(req, res, reader);
     if (HasPrefix(path, kArtifactPrefixes)) return ServeArtifacts(req, res, reader);
@@ -369,6 +418,7 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
     return Unavailable("cannot listen on " + options.host + ":" + std::to_string(options.port) +
                        " (is the port in use?)");
   }
+  impl->StartReaper();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -380,6 +430,9 @@ std::string Server::url() const {
 
 void Server::Serve() { impl_->http.listen_after_bind(); }
 
-void Server::Stop() { impl_->http.stop(); }
+void Server::Stop() {
+  impl_->StopReaper();
+  impl_->http.stop();
+}
 
 }  // namespace cairn::server

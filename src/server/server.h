@@ -19,6 +19,9 @@ struct ServerOptions {
   std::string backend_store_uri;      // e.g. sqlite:///data/cairn.db
   std::string artifacts_destination;  // e.g. /data/artifacts
   int threads = 64;                   // connections served at once (keep-alive holds one)
+  // RUNNING runs of `cairn run` whose heartbeat is older than this are marked FAILED
+  // (service::TrackingService::FailStaleRuns); 0 turns that off.
+  int run_heartbeat_timeout_seconds = 120;
 };
 
 class Server {

@@ -359,6 +359,50 @@ Status TrackingService::LogBatch(const std::string& run_id,
   return store_->LogBatch(run_id, metrics, params, tags);
 }
 
+Result<int> TrackingService::FailStaleRuns(int64_t timeout_ms) {
+  const int64_t now = clock_->NowMillis();
+  std::vector<std::string> experiments;
+  ExperimentSearchRequest all;
+  all.view = core::ViewType::kAll;
+  all.max_results = 50000;
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(ExperimentPage page, SearchExperiments(all));
+    for (const core::Experiment& e : page.experiments) experiments.push_back(e.experiment_id);
+    if (page.next_page_token.empty()) break;
+    all.page_token = page.next_page_token;
+  }
+  store::RunSearchQuery query;
+  query.experiment_ids = std::move(experiments);
+  CAIRN_ASSIGN_OR_RETURN(query.filter,
+                         core::ParseRunFilter("attributes.status = 'RUNNING' and "
+                                              "tags.`cairn.heartbeat` != ''"));
+  query.max_results = 50000;
+  int failed = 0;
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<core::Run> runs, store_->SearchRuns(query));
+    const int failed_before = failed;
+    for (const core::Run& run : runs) {
+      const core::Tag* beat = run.FindTag(kHeartbeatTag);
+      const int64_t last = beat == nullptr ? 0 : std::strtoll(beat->value.c_str(), nullptr, 10);
+      if (last <= 0 || now - last <= timeout_ms) continue;
+      const core::Tag reason{std::string(kFailureReasonTag),
+                             "no heartbeat from cairn run for " +
+                                 std::to_string((now - last) / 1000) + " s (timeout " +
+                                 std::to_string(timeout_ms / 1000) +
+                                 " s): the wrapper or its host stopped without ending the run"};
+      Status s = store_->LogBatch(run.info.run_id, {}, {}, {reason});
+      if (s.ok()) s = store_->UpdateRun(run.info.run_id, core::RunStatus::kFailed, last,
+                                        std::nullopt);
+      // A run ended or deleted meanwhile is no longer this sweep's business.
+      if (s.ok()) ++failed;
+    }
+    if (static_cast<int64_t>(runs.size()) < query.max_results) break;
+    // Failed runs no longer match: the next page starts that much earlier.
+    query.offset += query.max_results - (failed - failed_before);
+  }
+  return failed;
+}
+
 Result<int64_t> TrackingService::AppendRunLog(const std::string& run_id,
                                               const std::vector<core::ConsoleChunk>& chunks) {
   if (chunks.size() > kMaxLogChunks) {

@@ -119,6 +119,15 @@ class TrackingService {
   Result<std::vector<core::ConsoleChunk>> ReadRunLog(const std::string& run_id, int64_t offset,
                                                      int64_t max_bytes);
   static constexpr size_t kMaxLogChunks = 10000;
+
+  // Runs that `cairn run` started send a heartbeat (tag kHeartbeatTag, epoch ms). A RUNNING
+  // run whose heartbeat is older than `timeout_ms` lost its wrapper (killed, or its host
+  // died): it is marked FAILED, ending at its last heartbeat, with the reason in the tag
+  // kFailureReasonTag. Runs without a heartbeat (other clients) are left alone. Returns how
+  // many runs were failed.
+  Result<int> FailStaleRuns(int64_t timeout_ms);
+  static constexpr std::string_view kHeartbeatTag = "cairn.heartbeat";
+  static constexpr std::string_view kFailureReasonTag = "cairn.failure_reason";
   static constexpr size_t kMaxLogAppendBytes = 8 << 20;
 
   // A metric's history, paged with max_results (0: everything) and an opaque page token, in

@@ -216,6 +216,27 @@ for _ in range(100):
         self.assertEqual(missing.returncode, 1)
         self.assertIn("not found", missing.stderr)
 
+    def test_system_metrics_and_python_environment(self):
+        child = "import time\nt = time.time()\nwhile time.time() - t < 2.5: pass"
+        p = self.cairn_run("--system-metrics-interval", "1", "--", sys.executable, "-c", child)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        run = self.run_of(p.stderr)
+        metrics = {m["key"]: m for m in run["data"]["metrics"]}
+        for key in ("system/cpu_utilization_percentage", "system/process_cpu_percentage",
+                    "system/process_memory_rss_megabytes", "system/system_memory_usage_megabytes"):
+            self.assertIn(key, metrics)
+        self.assertGreater(metrics["system/process_memory_rss_megabytes"]["value"], 1)
+        self.assertGreaterEqual(metrics["system/cpu_utilization_percentage"]["step"], 1)
+        # The command is a Python interpreter: its packages are the ones recorded.
+        tags = self.tags(run)
+        self.assertEqual(tags["cairn.python.version"], "%d.%d.%d" % sys.version_info[:3])
+        lock = self.artifact(run, "cairn/environment/pylock.toml").decode()
+        self.assertIn('lock-version = "1.0"', lock)
+        self.assertIn('requires-python = "==%d.%d.%d"' % sys.version_info[:3], lock)
+        import hashlib
+        self.assertEqual(tags["cairn.env.hash"], hashlib.sha256(lock.encode()).hexdigest())
+        self.assertIn("cairn.heartbeat", tags)
+
     def test_exit_code_3_fails_the_run(self):
         p = self.cairn_run("--", "sh", "-c", "exit 3")
         self.assertEqual(p.returncode, 3)
@@ -281,6 +302,56 @@ for _ in range(100):
         p = self.cairn_run("--tracking-uri", "http://127.0.0.1:9", "--", "true")
         self.assertEqual(p.returncode, 2)
         self.assertIn("cannot reach the tracking server at http://127.0.0.1:9", p.stderr)
+
+
+class HeartbeatTest(unittest.TestCase):
+    """A server that fails runs after 3 s without a heartbeat."""
+
+    def setUp(self):
+        self.root, data_dir = tl.make_temp_root("cairn-heartbeat-")
+        self.addCleanup(shutil.rmtree, self.root, True)
+        self.server = tl.CairnServer(tl.CONFIG.cairn, data_dir, name="cairn (heartbeat)",
+                                     extra_args=["--run-heartbeat-timeout", "3"])
+        tl.add_diagnostic(self.server.log_tail)
+        self.server.start()
+        self.addCleanup(self.server.stop)
+        self.c = self.server.client()
+
+    def status(self, run_id):
+        return self.c.get(API + "runs/get", {"run_id": run_id}).body["run"]
+
+    def test_a_killed_wrapper_fails_its_run_and_others_are_left_alone(self):
+        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url)
+        child = "import os, time; print('up', os.getpid(), flush=True); time.sleep(60)"
+        wrapper = subprocess.Popen(
+            [tl.CONFIG.cairn, "run", "--heartbeat-interval", "1", "--", sys.executable, "-c",
+             child], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(wrapper.kill)
+        up, child_pid = wrapper.stdout.readline().split()
+        self.assertEqual(up, "up")
+        # The command outlives its killed wrapper (it has a process group of its own).
+        self.addCleanup(lambda: os.kill(int(child_pid), signal.SIGKILL))
+        run_id = None
+        for line in iter(wrapper.stderr.readline, ""):
+            if " in experiment " in line:
+                run_id = line.split()[2]
+                break
+        # A plain MLflow run has no heartbeat and must never be failed for it.
+        plain = self.c.post(API + "runs/create", {"experiment_id": "0"}).body["run"]["info"]
+        time.sleep(5)  # beyond the timeout, with heartbeats coming every second
+        self.assertEqual(self.status(run_id)["info"]["status"], "RUNNING")
+        wrapper.kill()  # the wrapper dies; its command (own process group) lives on
+        wrapper.wait()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and self.status(run_id)["info"]["status"] == "RUNNING":
+            time.sleep(0.5)
+        run = self.status(run_id)
+        self.assertEqual(run["info"]["status"], "FAILED")
+        reason = {t["key"]: t["value"] for t in run["data"]["tags"]}["cairn.failure_reason"]
+        self.assertIn("no heartbeat", reason)
+        beat = {t["key"]: t["value"] for t in run["data"]["tags"]}["cairn.heartbeat"]
+        self.assertEqual(int(run["info"]["end_time"]), int(beat))
+        self.assertEqual(self.status(plain["run_id"])["info"]["status"], "RUNNING")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,229 @@
+"""HTTP transport to a tracking server that speaks the MLflow REST API.
+
+One `Transport` per tracking URI. Each thread keeps its own persistent `http.client`
+connection (a connection is never shared between threads or across `fork`). A request that
+fails to connect, loses its connection, times out or is answered with 408, 429 or 5xx is
+retried with exponential backoff; any other non-2xx answer raises `CairnError` at once with
+the server's MLflow `error_code` and `message`.
+
+Settings (environment, read when a Transport is made):
+  CAIRN_HTTP_MAX_RETRIES   retries after the first attempt (default 7)
+  CAIRN_HTTP_BACKOFF       first backoff in seconds, doubled per retry up to 30 s (default 0.5)
+  CAIRN_HTTP_TIMEOUT       socket timeout per request in seconds (default 120)
+Authentication as MLflow clients do it: MLFLOW_TRACKING_TOKEN (bearer), or
+MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (basic).
+"""
+
+import base64
+import http.client
+import json
+import os
+import random
+import ssl
+import threading
+import time
+import urllib.parse
+
+from ._version import __version__
+
+RETRY_STATUSES = frozenset((408, 429, 500, 502, 503, 504))
+MAX_BACKOFF_SECONDS = 30.0
+UPLOAD_BLOCK_SIZE = 1 << 16
+
+
+class CairnError(Exception):
+    """An error reported by the tracking server, or a request that could not be completed.
+
+    Attributes: `message` (the server's message), `error_code` (MLflow's error code name, such
+    as "INVALID_PARAMETER_VALUE"; "CONNECTION_ERROR" when the server could not be reached),
+    `status` (the HTTP status, or None), `retryable` (True when the request failed in a way
+    that retrying later may fix: no connection, timeouts, 408, 429, 5xx).
+    """
+
+    def __init__(self, message, error_code=None, status=None, retryable=False):
+        super().__init__(message)
+        self.message = message
+        self.error_code = error_code
+        self.status = status
+        self.retryable = retryable
+
+    def __str__(self):
+        if self.error_code:
+            return "%s: %s" % (self.error_code, self.message)
+        return self.message
+
+
+def _env_number(name, default, kind=float):
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise CairnError("%s must be a number, got %r" % (name, raw), "INVALID_PARAMETER_VALUE")
+    if value < 0:
+        raise CairnError("%s must not be negative, got %r" % (name, raw), "INVALID_PARAMETER_VALUE")
+    return value
+
+
+def _error_from_response(status, payload, what):
+    """CairnError for a non-2xx answer; MLflow's JSON error body when there is one."""
+    code, message = None, None
+    try:
+        body = json.loads(payload.decode("utf-8"))
+        if isinstance(body, dict):
+            code, message = body.get("error_code"), body.get("message")
+    except ValueError:
+        pass
+    if message is None:
+        text = payload.decode("utf-8", "replace").strip()
+        message = "HTTP %d%s" % (status, (": " + text[:500]) if text else "")
+    if code is None:
+        code = "ENDPOINT_NOT_FOUND" if status == 404 else "HTTP_%d" % status
+    return CairnError("%s (%s)" % (message, what), code, status, status in RETRY_STATUSES)
+
+
+class Transport:
+    """Requests to one tracking server. Thread-safe: connections are per thread."""
+
+    def __init__(self, tracking_uri):
+        parts = urllib.parse.urlsplit(tracking_uri)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise CairnError("tracking URI must be http:// or https:// with a host, got %r"
+                             % tracking_uri, "INVALID_PARAMETER_VALUE")
+        self.uri = tracking_uri.rstrip("/")
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._https else 80)
+        self._prefix = parts.path.rstrip("/")
+        self.max_retries = int(_env_number("CAIRN_HTTP_MAX_RETRIES", 7, int))
+        self.backoff = _env_number("CAIRN_HTTP_BACKOFF", 0.5)
+        self.timeout = _env_number("CAIRN_HTTP_TIMEOUT", 120.0)
+        self._headers = {"User-Agent": "cairn-python/" + __version__}
+        token = os.environ.get("MLFLOW_TRACKING_TOKEN")
+        user = os.environ.get("MLFLOW_TRACKING_USERNAME")
+        if token:
+            self._headers["Authorization"] = "Bearer " + token
+        elif user:
+            pair = "%s:%s" % (user, os.environ.get("MLFLOW_TRACKING_PASSWORD", ""))
+            self._headers["Authorization"] = "Basic " + base64.b64encode(
+                pair.encode("utf-8")).decode("ascii")
+        self._local = threading.local()
+
+    # -- public -------------------------------------------------------------------------------
+
+    def call(self, method, path, body=None, query=None, raw_body=None):
+        """JSON request to `path` (under the URI's own path); returns the parsed JSON answer.
+
+        `body` is a JSON-serialisable value (NaN and infinities are refused: encode them as
+        MLflow does, as strings); `raw_body` is already encoded JSON bytes. GET takes `query`.
+        """
+        if body is not None:
+            raw_body = json.dumps(body, allow_nan=False, separators=(",", ":")).encode("utf-8")
+        headers = {}
+        if raw_body is not None:
+            headers["Content-Type"] = "application/json"
+        target = self._prefix + path
+        if query:
+            target += "?" + urllib.parse.urlencode(query, doseq=True)
+        return self._send(method, target, headers, lambda: raw_body)
+
+    def upload(self, path, local_path, content_type="application/octet-stream"):
+        """PUT the file at `local_path` as the raw body, streamed from disk in blocks."""
+        with open(local_path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            headers = {"Content-Type": content_type, "Content-Length": str(size)}
+
+            def rewind():
+                f.seek(0)
+                return f
+            return self._send("PUT", self._prefix + path, headers, rewind)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _connection(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid != os.getpid():
+            conn = None  # inherited through fork: the socket belongs to the parent
+        if conn is None:
+            if self._https:
+                conn = http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout,
+                                                   context=ssl.create_default_context(),
+                                                   blocksize=UPLOAD_BLOCK_SIZE)
+            else:
+                conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout,
+                                                  blocksize=UPLOAD_BLOCK_SIZE)
+            self._local.conn = conn
+            self._local.pid = os.getpid()
+            self._local.used = False
+        return conn, self._local.used
+
+    def _discard_connection(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            conn.close()
+        self._local.conn = None
+
+    def _send(self, method, target, headers, make_body):
+        all_headers = dict(self._headers)
+        all_headers.update(headers)
+        what = "%s %s" % (method, target.split("?", 1)[0])
+        retries = 0
+        stale_retry_done = False
+        while True:
+            conn, reused = self._connection()
+            try:
+                conn.request(method, target, body=make_body(), headers=all_headers)
+                resp = conn.getresponse()
+                payload = resp.read()
+            except (OSError, http.client.HTTPException) as e:
+                self._discard_connection()
+                if reused and not stale_retry_done:
+                    # The server may have closed an idle keep-alive connection: one immediate
+                    # retry on a fresh connection before counting failures.
+                    stale_retry_done = True
+                    continue
+                error = CairnError("cannot reach the tracking server at %s: %s (%s)"
+                                   % (self.uri, str(e) or type(e).__name__, what),
+                                   "CONNECTION_ERROR", None, True)
+                delay_hint = None
+            else:
+                self._local.used = True
+                if 200 <= resp.status < 300:
+                    if resp.will_close:
+                        self._discard_connection()
+                    return _parse_json(payload, what)
+                # A server that refuses a request may not have read its body, and could read
+                # the rest as the next request: never reuse the connection after an error.
+                self._discard_connection()
+                error = _error_from_response(resp.status, payload, what)
+                if not error.retryable:
+                    raise error
+                delay_hint = _retry_after(resp.getheader("Retry-After"))
+            if retries >= self.max_retries:
+                if retries:
+                    error.message += " (gave up after %d retries)" % retries
+                raise error
+            delay = min(MAX_BACKOFF_SECONDS, self.backoff * (2 ** retries))
+            delay *= 0.75 + random.random() / 2  # jitter, so many clients do not retry in step
+            if delay_hint is not None:
+                delay = max(delay, min(delay_hint, MAX_BACKOFF_SECONDS))
+            retries += 1
+            time.sleep(delay)
+
+
+def _retry_after(value):
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _parse_json(payload, what):
+    if not payload.strip():
+        return {}
+    try:
+        return json.loads(payload.decode("utf-8"))
+    except ValueError:
+        raise CairnError("the tracking server answered %s with something that is not JSON: %r"
+                         % (what, payload[:200]), "INVALID_RESPONSE")

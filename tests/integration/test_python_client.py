@@ -1,0 +1,786 @@
+#!/usr/bin/env python3
+"""The stdlib-only Python client (python/cairn) against a real server: run status from the
+context manager; params, tags, metrics with steps, NaN and infinities as the REST API returns
+them; batching (counted by a small proxy that also checks every request against MLflow's
+log-batch limits, and injects 5xx answers, dropped connections and a lost experiment lookup);
+deferred server errors; the flush at interpreter exit; attaching to a `cairn run` run; artifact
+upload streamed from disk; and the package installed offline into a fresh venv from the
+in-tree build backend (wheel, sdist, editable).
+
+Usage: test_python_client.py --cairn build/release/cairn
+"""
+import base64
+import csv
+import hashlib
+import http.client
+import http.server
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import tracemalloc
+import unittest
+import urllib.parse
+import zipfile
+
+sys.dont_write_bytecode = True  # keep __pycache__ out of python/
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, HERE)
+sys.path.insert(0, PYTHON_DIR)
+import cairn_testlib as tl  # noqa: E402
+import cairn  # noqa: E402
+import cairn_build  # noqa: E402
+
+API = "/api/2.0/mlflow/"
+
+# This process must not attach to a run of its own caller (say, when the suite runs under
+# `cairn run`), nor pick up the caller's server or experiment.
+ENV_NAMES = ("CAIRN_RUN_ID", "MLFLOW_RUN_ID", "CAIRN_TRACKING_URI", "MLFLOW_TRACKING_URI",
+             "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "CAIRN_FLUSH_INTERVAL",
+             "CAIRN_HTTP_MAX_RETRIES", "CAIRN_HTTP_BACKOFF", "CAIRN_HTTP_TIMEOUT",
+             "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
+for _name in ENV_NAMES:
+    os.environ.pop(_name, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# A counting proxy
+# ---------------------------------------------------------------------------------------------
+
+
+class CountingProxy:
+    """HTTP/1.1 keep-alive proxy in front of the server. Records every request (method, path,
+    status), the size of every log-batch, and the client connections opened. `inject(suffix,
+    action)` makes the next request whose path ends with `suffix` get `action` instead of
+    being forwarded: an HTTP status (answered with an MLflow error body) or "drop" (the
+    connection is closed without an answer)."""
+
+    def __init__(self, upstream_url):
+        up = urllib.parse.urlsplit(upstream_url)
+        self.upstream = (up.hostname, up.port)
+        self.lock = threading.Lock()
+        self.requests = []
+        self.batches = []
+        self.connections = 0
+        self.faults = []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                with proxy.lock:
+                    proxy.connections += 1
+
+            def log_message(self, *args):
+                pass
+
+            def handle_request(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                path = self.path.split("?", 1)[0]
+                action = proxy._take_fault(path)
+                if action == "drop":
+                    proxy._record(self.command, path, None, body)
+                    self.close_connection = True
+                    return
+                if action is not None:
+                    code = "RESOURCE_DOES_NOT_EXIST" if action == 404 else "TEMPORARILY_UNAVAILABLE"
+                    status, ctype = action, "application/json"
+                    data = json.dumps({"error_code": code, "message": "injected by the proxy"}
+                                      ).encode()
+                else:
+                    status, ctype, data = proxy._forward(self.command, self.path, self.headers,
+                                                         body)
+                proxy._record(self.command, path, status, body)
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = handle_request
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def inject(self, path_suffix, *actions):
+        with self.lock:
+            self.faults.extend((path_suffix, a) for a in actions)
+
+    def _take_fault(self, path):
+        with self.lock:
+            for i, (suffix, action) in enumerate(self.faults):
+                if path.endswith(suffix):
+                    del self.faults[i]
+                    return action
+        return None
+
+    def _forward(self, method, target, headers, body):
+        conn = http.client.HTTPConnection(*self.upstream, timeout=60)
+        try:
+            fwd = {}
+            if headers.get("Content-Type"):
+                fwd["Content-Type"] = headers["Content-Type"]
+            conn.request(method, target, body=body if method not in ("GET",) else None,
+                         headers=fwd)
+            resp = conn.getresponse()
+            return resp.status, resp.getheader("Content-Type", "application/json"), resp.read()
+        finally:
+            conn.close()
+
+    def _record(self, method, path, status, body):
+        with self.lock:
+            self.requests.append((method, path, status))
+            if path.endswith("/runs/log-batch"):
+                doc = json.loads(body)
+                self.batches.append({"metrics": len(doc.get("metrics", [])),
+                                     "params": len(doc.get("params", [])),
+                                     "tags": len(doc.get("tags", [])),
+                                     "bytes": len(body), "status": status,
+                                     "run_id": doc.get("run_id")})
+
+    def count(self, path_suffix, status="any"):
+        with self.lock:
+            return sum(1 for _, p, s in self.requests
+                       if p.endswith(path_suffix) and (status == "any" or s == status))
+
+    def batches_for(self, run_id):
+        with self.lock:
+            return [b for b in self.batches if b["run_id"] == run_id]
+
+
+# ---------------------------------------------------------------------------------------------
+# Scripts run in child processes
+# ---------------------------------------------------------------------------------------------
+
+# Logs, makes sure 11 items are still queued (the background interval is set to 60 s), and
+# leaves without ending the run: only the atexit hook can deliver them and end the run.
+ATEXIT_CHILD = r"""
+import cairn
+run = cairn.start_run(experiment="py-atexit", params={"n": 3500})
+for i in range(3500):
+    cairn.log_metric("loss", 1.0 / (i + 1), step=i)
+run.flush()
+for i in range(3500, 3510):
+    cairn.log_metric("loss", 1.0 / (i + 1), step=i)
+cairn.set_tag("last", "yes")
+print(run.run_id, run._batcher.pending(), flush=True)
+"""
+
+# The first log call starts a run ($MLFLOW_EXPERIMENT_NAME); an uncaught exception ends it.
+CRASH_CHILD = r"""
+import cairn
+cairn.log_metric("before_crash", 1.0)
+print(cairn.active_run().run_id, flush=True)
+raise RuntimeError("boom")
+"""
+
+# Inside a run someone else owns (CAIRN_RUN_ID and friends are set by the test).
+ATTACH_CHILD = r"""
+import os, cairn
+with cairn.start_run(experiment="py-never-created", params={"lr": 0.1},
+                     tags={"phase": "train"}) as run:
+    assert run.attached and run.run_id == os.environ["CAIRN_RUN_ID"], run
+    for s in range(20):
+        cairn.log_metric("loss", 1.0 / (s + 1), step=s)
+cairn.log_metric("after_block", 1.0)  # attaches again
+cairn.end_run()
+print("attached", run.run_id, run.status, flush=True)
+"""
+
+WRAPPED_CHILD = r"""
+import sys, cairn
+with cairn.start_run(name="renamed-by-client", params={"epochs": 2}) as run:
+    cairn.log_metric("acc", 0.5, step=1)
+    print("RUN", run.run_id, run.attached, flush=True)
+sys.exit(3)
+"""
+
+VENV_CHILD = r"""
+import sys, cairn
+assert cairn.__file__.startswith(sys.prefix), cairn.__file__
+with cairn.start_run(experiment="py-venv", params={"installed": cairn.__version__}) as run:
+    cairn.log_metric("m", 1.0)
+print(run.run_id, flush=True)
+"""
+
+
+def child_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
+    env["PYTHONPATH"] = PYTHON_DIR
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra)
+    return env
+
+
+# ---------------------------------------------------------------------------------------------
+# Tests
+# ---------------------------------------------------------------------------------------------
+
+
+class PythonClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.root, data_dir = tl.make_temp_root("cairn-pyclient-")
+        cls.server = tl.CairnServer(tl.CONFIG.cairn, data_dir, name="cairn (python client)")
+        tl.add_diagnostic(cls.server.log_tail)
+        cls.server.start()
+        cls.c = cls.server.client()
+        cls.url = cls.server.url
+        cls.proxy = CountingProxy(cls.url)
+        os.environ["CAIRN_TRACKING_URI"] = cls.url
+
+    @classmethod
+    def tearDownClass(cls):
+        os.environ.pop("CAIRN_TRACKING_URI", None)
+        cls.proxy.close()
+        cls.server.stop()
+        if not tl.keep_data():
+            shutil.rmtree(cls.root, True)
+
+    def tearDown(self):
+        # Never leave a run open: this process's own atexit hook would try to end it against a
+        # stopped server.
+        while cairn.active_run() is not None:
+            try:
+                cairn.end_run("KILLED")
+            except cairn.CairnError:
+                pass
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def get_run(self, run_id):
+        r = self.c.get(API + "runs/get", {"run_id": run_id})
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertIsInstance(r.body, dict, "not strict JSON (bare NaN?): %r" % (r,))
+        return r.body["run"]
+
+    def history(self, run_id, key):
+        r = self.c.get(API + "metrics/get-history",
+                       {"run_id": run_id, "metric_key": key, "max_results": 25000})
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertIsInstance(r.body, dict, "not strict JSON (bare NaN?): %r" % (r,))
+        return r.body.get("metrics", [])
+
+    @staticmethod
+    def params(run):
+        return {p["key"]: p["value"] for p in run["data"].get("params", [])}
+
+    @staticmethod
+    def tags(run):
+        return {t["key"]: t["value"] for t in run["data"].get("tags", [])}
+
+    def python(self, script, env=None, timeout=60):
+        return subprocess.run([sys.executable, "-c", script], env=env or child_env(),
+                              cwd=self.root, capture_output=True, text=True, timeout=timeout)
+
+    def artifact_root(self, run):
+        return run["info"]["artifact_uri"].split("mlflow-artifacts:/", 1)[1]
+
+    # -- run status ---------------------------------------------------------------------------
+
+    def test_context_manager_ends_the_run_finished(self):
+        with cairn.start_run(experiment="py-ctx", name="ok", params={"lr": 0.01, "layers": 3},
+                             tags={"team": "vision"}, tracking_uri=self.url) as run:
+            self.assertIs(cairn.active_run(), run)
+            self.assertFalse(run.attached)
+            cairn.log_param("optimizer", "adam")
+            cairn.set_tag("stage", "train")
+            cairn.set_tags({"stage": "eval", "owner": "me"})  # the later value wins
+        self.assertIsNone(cairn.active_run())
+        self.assertEqual(run.status, "FINISHED")
+        got = self.get_run(run.run_id)
+        self.assertEqual(got["info"]["status"], "FINISHED")
+        self.assertIn("end_time", got["info"])
+        self.assertEqual(got["info"]["run_name"], "ok")
+        self.assertEqual(self.params(got), {"lr": "0.01", "layers": "3", "optimizer": "adam"})
+        tags = self.tags(got)
+        self.assertEqual(tags["team"], "vision")
+        self.assertEqual(tags["stage"], "eval")
+        self.assertEqual(tags["owner"], "me")
+        self.assertEqual(tags["mlflow.runName"], "ok")
+        self.assertEqual(tags["mlflow.source.type"], "LOCAL")
+        self.assertTrue(tags["mlflow.user"])
+        exp = self.c.get(API + "experiments/get-by-name", {"experiment_name": "py-ctx"})
+        self.assertEqual(exp.status, 200, repr(exp))
+        self.assertEqual(got["info"]["experiment_id"], exp.body["experiment"]["experiment_id"])
+        # The same name again finds the experiment instead of creating another one.
+        with cairn.start_run(experiment="py-ctx") as again:
+            pass
+        self.assertEqual(again.experiment_id, got["info"]["experiment_id"])
+
+    def test_default_experiment_and_tracking_uri_from_the_environment(self):
+        with cairn.start_run() as run:  # CAIRN_TRACKING_URI was set by setUpClass
+            pass
+        self.assertEqual(run.experiment_id, "0")
+        self.assertEqual(run.tracking_uri, self.url)
+        saved = dict(os.environ)
+        try:
+            os.environ["CAIRN_TRACKING_URI"] = "http://cairn.example:1"
+            os.environ["MLFLOW_TRACKING_URI"] = "http://mlflow.example:2"
+            self.assertEqual(cairn.resolve_tracking_uri("http://arg.example:3"),
+                             "http://arg.example:3")
+            self.assertEqual(cairn.resolve_tracking_uri(), "http://cairn.example:1")
+            del os.environ["CAIRN_TRACKING_URI"]
+            self.assertEqual(cairn.resolve_tracking_uri(), "http://mlflow.example:2")
+            del os.environ["MLFLOW_TRACKING_URI"]
+            self.assertEqual(cairn.resolve_tracking_uri(), "http://127.0.0.1:5000")
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def test_exception_fails_the_run_and_propagates(self):
+        with self.assertRaisesRegex(ValueError, "diverged"):
+            with cairn.start_run(experiment="py-status") as run:
+                cairn.log_metric("loss", 1.0)
+                raise ValueError("diverged")
+        got = self.get_run(run.run_id)
+        self.assertEqual(got["info"]["status"], "FAILED")
+        self.assertEqual(len(self.history(run.run_id, "loss")), 1)  # flushed before ending
+
+    def test_keyboard_interrupt_kills_the_run(self):
+        with self.assertRaises(KeyboardInterrupt):
+            with cairn.start_run(experiment="py-status") as run:
+                raise KeyboardInterrupt()
+        self.assertEqual(self.get_run(run.run_id)["info"]["status"], "KILLED")
+
+    def test_explicit_end_run_and_nested_runs(self):
+        parent = cairn.start_run(experiment="py-nested")
+        with self.assertRaisesRegex(cairn.CairnError, "already active"):
+            cairn.start_run(experiment="py-nested")
+        child = cairn.start_run(nested=True)
+        self.assertIs(cairn.active_run(), child)
+        cairn.end_run()  # the innermost first
+        self.assertIs(cairn.active_run(), parent)
+        cairn.end_run("FAILED")
+        self.assertIsNone(cairn.active_run())
+        got_child = self.get_run(child.run_id)
+        self.assertEqual(self.tags(got_child)["mlflow.parentRunId"], parent.run_id)
+        self.assertEqual(got_child["info"]["experiment_id"], parent.experiment_id)
+        self.assertEqual(got_child["info"]["status"], "FINISHED")
+        self.assertEqual(self.get_run(parent.run_id)["info"]["status"], "FAILED")
+        with self.assertRaises(cairn.CairnError):
+            parent.end_run("DONE")  # not a status
+
+    # -- what arrives -------------------------------------------------------------------------
+
+    def test_metrics_with_steps_nan_and_infinities(self):
+        with cairn.start_run(experiment="py-metrics") as run:
+            for step in range(5):
+                cairn.log_metric("loss", 1.0 / (step + 1), step=step)
+            cairn.log_metric("odd", math.nan, step=0)
+            cairn.log_metric("odd", math.inf, step=1)
+            cairn.log_metric("odd", -math.inf, step=2)
+            cairn.log_metric("default_step", 7)
+            cairn.log_metric("stamped", 2.5, step=3, timestamp=1234567)
+            run.log_metrics({"a": 1, "b": 2.5}, step=9)
+            with self.assertRaises(cairn.CairnError):
+                cairn.log_metric("text", "1.5")
+        hist = self.history(run.run_id, "loss")
+        self.assertEqual([(m["step"], m["value"]) for m in hist],
+                         [(s, 1.0 / (s + 1)) for s in range(5)])
+        odd = sorted(self.history(run.run_id, "odd"), key=lambda m: m["step"])
+        self.assertEqual([m["value"] for m in odd], ["NaN", "Infinity", "-Infinity"])
+        default = self.history(run.run_id, "default_step")
+        self.assertEqual([(m["step"], m["value"]) for m in default], [(0, 7)])
+        self.assertLess(abs(default[0]["timestamp"] - tl.now_ms()), 60000)
+        self.assertEqual([(m["step"], m["timestamp"]) for m in self.history(run.run_id, "stamped")],
+                         [(3, 1234567)])
+        self.assertEqual([(m["step"], m["value"]) for m in self.history(run.run_id, "b")],
+                         [(9, 2.5)])
+
+    def test_batching_sends_few_requests_within_mlflow_limits(self):
+        run = cairn.start_run(experiment="py-batch", tracking_uri=self.proxy.url)
+        connections_before = self.proxy.connections
+        for i in range(5000):
+            cairn.log_metric("loss" if i % 2 else "acc", i * 0.5, step=i // 2)
+        for i in range(250):
+            cairn.log_param("p%03d" % i, i)
+        for i in range(150):
+            cairn.set_tag("t%03d" % i, "v" * 2000)  # 300 KB of tags: the body limit matters too
+        cairn.end_run()
+        batches = self.proxy.batches_for(run.run_id)
+        sent = sum(b["metrics"] + b["params"] + b["tags"] for b in batches)
+        self.assertEqual(sent, 5400, batches)
+        self.assertGreaterEqual(len(batches), 6)  # 5400 items cannot fit in fewer
+        self.assertLessEqual(len(batches), 40, "batching should need far fewer requests than "
+                             "5400 calls; got %d" % len(batches))
+        for b in batches:
+            self.assertEqual(b["status"], 200, b)
+            self.assertLessEqual(b["metrics"], 1000, b)
+            self.assertLessEqual(b["params"], 100, b)
+            self.assertLessEqual(b["tags"], 100, b)
+            self.assertLessEqual(b["metrics"] + b["params"] + b["tags"], 1000, b)
+            self.assertLessEqual(b["bytes"], 1000000, b)
+        # Persistent connections: one for the caller, one for the sender thread.
+        self.assertLessEqual(self.proxy.connections - connections_before, 2)
+        got = self.get_run(run.run_id)
+        self.assertEqual(len(self.params(got)), 250)
+        self.assertEqual(sum(1 for k in self.tags(got) if k.startswith("t")), 150)
+        for key, first in (("acc", 0.0), ("loss", 0.5)):
+            hist = self.history(run.run_id, key)
+            self.assertEqual(len(hist), 2500)
+            self.assertEqual([m["step"] for m in hist], list(range(2500)))
+            self.assertEqual([m["value"] for m in hist], [first + s for s in range(2500)])
+
+    def test_background_thread_sends_without_flush_or_end(self):
+        run = cairn.start_run(experiment="py-periodic")
+        cairn.log_metric("tick", 1.0)
+        arrived = tl.wait_until(lambda: self.history(run.run_id, "tick"), timeout=5.0)
+        self.assertTrue(arrived, "a queued metric was not sent within 5 s (interval is ~1 s)")
+        self.assertEqual(self.get_run(run.run_id)["info"]["status"], "RUNNING")
+        cairn.end_run()
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def test_server_rejection_is_raised_by_the_next_call(self):
+        run = cairn.start_run(experiment="py-errors", tracking_uri=self.proxy.url)
+        # Someone else logged these params; only the server knows.
+        r = self.c.post(API + "runs/log-batch", {"run_id": run.run_id, "params": [
+            {"key": "lr", "value": "0.1"}, {"key": "seed", "value": "1"}]})
+        self.assertEqual(r.status, 200, repr(r))
+        rejected_before = self.proxy.count("/runs/log-batch", 400)
+        cairn.log_metric("good", 1.0)
+        cairn.log_param("lr", 0.2)
+        cairn.set_tag("good", "yes")
+        # The background thread sends the batch; the server refuses it; the client sends halves
+        # (the bad param first, then the tag and metric).
+        self.assertTrue(tl.wait_until(lambda: self.history(run.run_id, "good"), timeout=5.0),
+                        "the good items of the rejected batch did not arrive")
+        self.assertGreaterEqual(self.proxy.count("/runs/log-batch", 400) - rejected_before, 2)
+        with self.assertRaises(cairn.CairnError) as caught:
+            cairn.log_metric("good", 2.0, step=1)  # the next call after the rejection
+        self.assertEqual(caught.exception.error_code, "INVALID_PARAMETER_VALUE")
+        self.assertIn("Changing param values", caught.exception.message)
+        cairn.log_metric("good", 2.0, step=1)  # raised once; logging goes on
+        cairn.flush()
+        cairn.log_param("seed", 2)
+        with self.assertRaises(cairn.CairnError) as caught:
+            cairn.flush()
+        self.assertEqual(caught.exception.error_code, "INVALID_PARAMETER_VALUE")
+        self.assertIn("Changing param values", caught.exception.message)
+        cairn.end_run()
+        got = self.get_run(run.run_id)
+        self.assertEqual(self.params(got), {"lr": "0.1", "seed": "1"})
+        self.assertEqual(self.tags(got)["good"], "yes")  # sent in the rejected batch, still here
+        self.assertEqual([m["value"] for m in self.history(run.run_id, "good")], [1.0, 2.0])
+
+    def test_bad_names_and_values_are_refused_at_the_call(self):
+        with cairn.start_run(experiment="py-errors") as run:
+            for bad in ("", "a/../b", "/abs", "semi;colon", "x" * 251):
+                with self.assertRaises(cairn.CairnError, msg=bad):
+                    cairn.log_metric(bad, 1.0)
+            with self.assertRaisesRegex(cairn.CairnError, "8000"):
+                cairn.set_tag("long", "x" * 8001)
+            with self.assertRaisesRegex(cairn.CairnError, "6000"):
+                cairn.log_param("long", "x" * 6001)
+            with self.assertRaises(cairn.CairnError):
+                cairn.log_metric("step", 1.0, step="three")
+            cairn.log_metric("ok/name with-dots.and:colons", 1.0)
+        got = self.get_run(run.run_id)
+        self.assertEqual([m["key"] for m in got["data"]["metrics"]],
+                         ["ok/name with-dots.and:colons"])
+
+    def test_changing_a_param_is_refused_at_once(self):
+        with cairn.start_run(experiment="py-errors") as run:
+            cairn.log_param("lr", 0.1)
+            cairn.log_param("lr", 0.1)  # the same value again is fine
+            with self.assertRaisesRegex(cairn.CairnError, "Changing param values"):
+                cairn.log_param("lr", 0.2)
+        self.assertEqual(self.params(self.get_run(run.run_id)), {"lr": "0.1"})
+
+    def quiet_run(self, experiment, tracking_uri, **env):
+        """A run whose background thread stays idle (60 s interval): only flush sends."""
+        saved = dict(os.environ)
+        os.environ.update(env, CAIRN_FLUSH_INTERVAL="60")
+        try:
+            return cairn.start_run(experiment=experiment, tracking_uri=tracking_uri)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def test_5xx_and_dropped_connections_are_retried(self):
+        run = self.quiet_run("py-retry", self.proxy.url)
+        cairn.flush()
+        attempts_before = self.proxy.count("/runs/log-batch")
+        self.proxy.inject("/runs/log-batch", 503, 500, "drop", "drop")
+        for s in range(10):
+            cairn.log_metric("m", float(s), step=s)
+        cairn.flush()
+        self.assertEqual(self.proxy.count("/runs/log-batch") - attempts_before, 5)
+        self.assertEqual([m["step"] for m in self.history(run.run_id, "m")], list(range(10)))
+        self.proxy.inject("/runs/update", 502)
+        cairn.end_run()
+        self.assertEqual(self.get_run(run.run_id)["info"]["status"], "FINISHED")
+
+    def test_undelivered_data_stays_queued_until_delivered(self):
+        # A transport of its own (URIs are cached per spelling) with no retries.
+        uri = self.proxy.url.replace("127.0.0.1", "localhost")
+        run = self.quiet_run("py-retry", uri, CAIRN_HTTP_MAX_RETRIES="0")
+        self.proxy.inject("/runs/log-batch", 503)
+        cairn.log_metric("kept", 1.0)
+        with self.assertRaises(cairn.CairnError) as caught:
+            cairn.flush()
+        self.assertTrue(caught.exception.retryable)
+        self.assertEqual(caught.exception.status, 503)
+        cairn.flush()  # the server is back: the same point goes out, once
+        cairn.end_run()
+        self.assertEqual([m["value"] for m in self.history(run.run_id, "kept")], [1.0])
+
+    def test_experiment_created_by_someone_else_meanwhile(self):
+        made = self.c.post(API + "experiments/create", {"name": "py-race"})
+        self.assertEqual(made.status, 200, repr(made))
+        # Our lookup says "missing", as if the other process had not created it yet.
+        self.proxy.inject("/experiments/get-by-name", 404)
+        creates_before = self.proxy.count("/experiments/create", 400)
+        with cairn.start_run(experiment="py-race", tracking_uri=self.proxy.url) as run:
+            pass
+        self.assertEqual(self.proxy.count("/experiments/create", 400) - creates_before, 1)
+        self.assertEqual(run.experiment_id, made.body["experiment_id"])
+
+    # -- interpreter exit ---------------------------------------------------------------------
+
+    def test_exit_without_end_run_flushes_and_finishes(self):
+        p = self.python(ATEXIT_CHILD, child_env(CAIRN_TRACKING_URI=self.url,
+                                                CAIRN_FLUSH_INTERVAL="60"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        run_id, pending = p.stdout.split()
+        self.assertEqual(int(pending), 11, "the last points must still be queued at exit")
+        got = self.get_run(run_id)
+        self.assertEqual(got["info"]["status"], "FINISHED")
+        self.assertEqual(self.tags(got)["last"], "yes")
+        self.assertEqual(self.params(got), {"n": "3500"})
+        self.assertEqual([m["step"] for m in self.history(run_id, "loss")], list(range(3510)))
+
+    def test_uncaught_exception_at_exit_fails_the_run(self):
+        p = self.python(CRASH_CHILD, child_env(CAIRN_TRACKING_URI=self.url,
+                                               MLFLOW_EXPERIMENT_NAME="py-crash",
+                                               CAIRN_FLUSH_INTERVAL="60"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("RuntimeError: boom", p.stderr)
+        got = self.get_run(p.stdout.strip())
+        self.assertEqual(got["info"]["status"], "FAILED")
+        exp = self.c.get(API + "experiments/get-by-name", {"experiment_name": "py-crash"})
+        self.assertEqual(got["info"]["experiment_id"], exp.body["experiment"]["experiment_id"])
+        self.assertEqual(len(self.history(got["info"]["run_id"], "before_crash")), 1)
+
+    # -- cairn run ----------------------------------------------------------------------------
+
+    def test_attaches_to_the_run_named_by_the_environment(self):
+        made = self.c.post(API + "runs/create", {"experiment_id": "0", "start_time": tl.now_ms()})
+        self.assertEqual(made.status, 200, repr(made))
+        run_id = made.body["run"]["info"]["run_id"]
+        env = child_env(CAIRN_RUN_ID=run_id, MLFLOW_RUN_ID=run_id, CAIRN_TRACKING_URI=self.url,
+                        MLFLOW_TRACKING_URI=self.url, MLFLOW_EXPERIMENT_ID="0")
+        p = self.python(ATTACH_CHILD, env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split(), ["attached", run_id, "RUNNING"])
+        got = self.get_run(run_id)
+        self.assertEqual(got["info"]["status"], "RUNNING")  # the owner ends it, not the client
+        self.assertNotIn("end_time", got["info"])
+        self.assertEqual(self.params(got), {"lr": "0.1"})
+        self.assertEqual(self.tags(got)["phase"], "train")
+        self.assertEqual(len(self.history(run_id, "loss")), 20)
+        self.assertEqual(len(self.history(run_id, "after_block")), 1)
+        missing = self.c.get(API + "experiments/get-by-name",
+                             {"experiment_name": "py-never-created"})
+        self.assertEqual(missing.status, 404, "attaching must not create an experiment")
+
+    def test_under_cairn_run_the_wrapper_ends_the_run(self):
+        script = os.path.join(self.root, "train.py")
+        with open(script, "w") as f:
+            f.write(WRAPPED_CHILD)
+        p = subprocess.run([tl.CONFIG.cairn, "run", "--experiment", "py-wrapped", "--",
+                            sys.executable, script],
+                           env=child_env(CAIRN_TRACKING_URI=self.url), cwd=self.root,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        wrapper_run = [line.split()[2] for line in p.stderr.splitlines()
+                       if line.startswith("cairn: run ") and " in experiment " in line]
+        self.assertEqual(len(wrapper_run), 1, p.stderr)
+        self.assertIn("RUN %s True" % wrapper_run[0], p.stdout)
+        got = self.get_run(wrapper_run[0])
+        self.assertEqual(got["info"]["status"], "FAILED")  # from exit code 3
+        self.assertEqual(got["info"]["run_name"], "renamed-by-client")
+        self.assertEqual(self.params(got)["epochs"], "2")
+        self.assertEqual([m["value"] for m in self.history(wrapper_run[0], "acc")], [0.5])
+        exp_id = got["info"]["experiment_id"]
+        runs = self.c.post(API + "runs/search", {"experiment_ids": [exp_id]})
+        self.assertEqual(len(runs.body.get("runs", [])), 1, "the client created a second run")
+
+    # -- artifacts ----------------------------------------------------------------------------
+
+    def test_log_artifact_round_trip(self):
+        src = os.path.join(self.root, "art")
+        os.makedirs(os.path.join(src, "tree", "sub"), exist_ok=True)
+        payload = os.urandom(1 << 20) + b"end"
+        with open(os.path.join(src, "weights v1.bin"), "wb") as f:
+            f.write(payload)
+        with open(os.path.join(src, "tree", "a.txt"), "w") as f:
+            f.write("alpha")
+        with open(os.path.join(src, "tree", "sub", "b.json"), "w") as f:
+            f.write('{"b": 1}')
+        with cairn.start_run(experiment="py-artifacts") as run:
+            cairn.log_artifact(os.path.join(src, "weights v1.bin"), "ckpt/epoch1")
+            cairn.log_artifact(os.path.join(src, "tree", "a.txt"))
+            run.log_artifacts(os.path.join(src, "tree"), "copy")
+            # Refused before the server read the body: the next request must not suffer.
+            refused = os.path.join(self.root, "refused.bin")
+            with open(refused, "wb") as f:
+                f.truncate(8 << 20)
+            with self.assertRaises(cairn.CairnError) as caught:
+                cairn.log_artifact(refused, "a/../b")
+            self.assertEqual(caught.exception.error_code, "INVALID_PARAMETER_VALUE")
+            os.remove(refused)
+            with self.assertRaises(FileNotFoundError):
+                cairn.log_artifact(os.path.join(self.root, "no-such-file"))
+            with self.assertRaises(IsADirectoryError):
+                cairn.log_artifact(src)
+        got = self.get_run(run.run_id)
+        root = self.artifact_root(got)
+        r = self.c.get("/api/2.0/mlflow-artifacts/artifacts/%s/ckpt/epoch1/weights%%20v1.bin"
+                       % root)
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertEqual(hashlib.sha256(r.raw).hexdigest(), hashlib.sha256(payload).hexdigest())
+        listing = self.c.get(API + "artifacts/list", {"run_id": run.run_id, "path": "ckpt/epoch1"})
+        self.assertEqual(listing.body["files"], [
+            {"path": "ckpt/epoch1/weights v1.bin", "is_dir": False, "file_size": len(payload)}])
+        for path, body in (("a.txt", b"alpha"), ("copy/a.txt", b"alpha"),
+                           ("copy/sub/b.json", b'{"b": 1}')):
+            r = self.c.get("/api/2.0/mlflow-artifacts/artifacts/%s/%s" % (root, path))
+            self.assertEqual((r.status, r.raw), (200, body), path)
+
+    def test_log_artifact_streams_from_disk(self):
+        path = os.path.join(self.root, "big.bin")
+        size = 32 << 20
+        with open(path, "wb") as f:
+            f.truncate(size)
+        with cairn.start_run(experiment="py-artifacts") as run:
+            tracemalloc.start()
+            try:
+                cairn.log_artifact(path)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+        self.assertLess(peak, 4 << 20, "uploading 32 MiB allocated %d bytes at peak" % peak)
+        listing = self.c.get(API + "artifacts/list", {"run_id": run.run_id})
+        self.assertEqual([(f["path"], f["file_size"]) for f in listing.body["files"]],
+                         [("big.bin", size)])
+        os.remove(path)
+
+    # -- packaging ----------------------------------------------------------------------------
+
+    def test_wheel_is_well_formed_and_reproducible(self):
+        out1, out2 = (tempfile.mkdtemp(dir=self.root) for _ in range(2))
+        name = cairn_build.build_wheel(out1)
+        self.assertEqual(name, "cairn-%s-py3-none-any.whl" % cairn.__version__)
+        self.assertEqual(cairn_build.build_wheel(out2), name)
+        with open(os.path.join(out1, name), "rb") as a, open(os.path.join(out2, name), "rb") as b:
+            self.assertEqual(a.read(), b.read(), "two builds differ")
+        dist_info = "cairn-%s.dist-info/" % cairn.__version__
+        with zipfile.ZipFile(os.path.join(out1, name)) as zf:
+            names = zf.namelist()
+            record = list(csv.reader(io.StringIO(zf.read(dist_info + "RECORD").decode())))
+            for row in record:
+                if row[0] == dist_info + "RECORD":
+                    self.assertEqual(row[1:], ["", ""])
+                    continue
+                data = zf.read(row[0])
+                digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+                self.assertEqual(row[1], "sha256=" + digest.decode(), row[0])
+                self.assertEqual(int(row[2]), len(data), row[0])
+            self.assertEqual(sorted(r[0] for r in record), sorted(names))
+            for module in ("__init__", "_batch", "_http", "_run", "_version"):
+                self.assertIn("cairn/%s.py" % module, names)
+            self.assertFalse([n for n in names if "__pycache__" in n or n.endswith(".pyc")])
+            metadata = zf.read(dist_info + "METADATA").decode()
+            self.assertIn("\nName: cairn\n", metadata)
+            self.assertIn("\nVersion: %s\n" % cairn.__version__, metadata)
+            wheel = zf.read(dist_info + "WHEEL").decode()
+            self.assertIn("Root-Is-Purelib: true", wheel)
+            self.assertIn("Tag: py3-none-any", wheel)
+        self.assertEqual(cairn_build.get_requires_for_build_wheel(), [])
+        self.assertEqual(cairn_build.get_requires_for_build_sdist(), [])
+        # The fallback reader for Pythons without tomllib agrees with tomllib.
+        import tomllib
+        with open(os.path.join(PYTHON_DIR, "pyproject.toml"), "rb") as f:
+            raw = f.read()
+        self.assertEqual(cairn_build._parse_simple_table(raw.decode(), "project"),
+                         tomllib.loads(raw.decode())["project"])
+
+    def test_offline_install_into_a_venv(self):
+        venv = os.path.join(self.root, "venv")
+        made = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True,
+                              text=True, timeout=120)
+        if made.returncode != 0 and "ensurepip" in (made.stdout + made.stderr):
+            self.skipTest("python3 -m venv cannot install pip: ensurepip is missing (Debian "
+                          "package python3-venv); output: " + made.stdout + made.stderr)
+        self.assertEqual(made.returncode, 0, made.stdout + made.stderr)
+        vpy = os.path.join(venv, "bin", "python")
+        tree_before = sorted(self._tree(PYTHON_DIR))
+        pip = [vpy, "-m", "pip", "install", "--no-index", "--no-cache-dir",
+               "--disable-pip-version-check", "--quiet"]
+        env = child_env()
+        del env["PYTHONPATH"]
+        # Nothing may come from the network: an unreachable proxy makes any attempt fail.
+        env.update(http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9")
+
+        def pip_install(*args):
+            p = subprocess.run(pip + list(args), env=env, cwd=self.root, capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+        pip_install(PYTHON_DIR)
+        p = subprocess.run([vpy, "-c", VENV_CHILD], env=dict(env, CAIRN_TRACKING_URI=self.url),
+                           cwd=self.root, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = self.get_run(p.stdout.strip())
+        self.assertEqual(got["info"]["status"], "FINISHED")
+        self.assertEqual(self.params(got), {"installed": cairn.__version__})
+        self.assertEqual(sorted(self._tree(PYTHON_DIR)), tree_before,
+                         "building must not write into the source tree")
+
+        def where():
+            p = subprocess.run([vpy, "-c", "import cairn, importlib.metadata as m; "
+                                "print(m.version('cairn'), cairn.__file__)"],
+                               env=env, cwd=self.root, capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return p.stdout.split()
+
+        sdist_dir = tempfile.mkdtemp(dir=self.root)
+        sdist = os.path.join(sdist_dir, cairn_build.build_sdist(sdist_dir))
+        pip_install("--force-reinstall", sdist)
+        version, path = where()
+        self.assertEqual(version, cairn.__version__)
+        self.assertTrue(path.startswith(venv), path)
+
+        pip_install("--force-reinstall", "--editable", PYTHON_DIR)
+        version, path = where()
+        self.assertEqual(version, cairn.__version__)
+        self.assertEqual(path, os.path.join(PYTHON_DIR, "cairn", "__init__.py"))
+
+    @staticmethod
+    def _tree(top):
+        for root, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
+                yield os.path.relpath(os.path.join(root, name), top)
+
+
+if __name__ == "__main__":
+    sys.exit(tl.main("python_client", sys.modules[__name__]))
