@@ -29,6 +29,7 @@ int Main(int argc, char** argv) {
   }
   RegisterRun(app, &action, std::move(after_dashes));
   RegisterLogs(app, &action);
+  RegisterSync(app, &action);
   try {
     app.parse(parsed, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,5 +16,6 @@ void RegisterServer(CLI::App& app, Action* action);
 // `after_dashes`: the arguments after `cairn run ... --`, split off before parsing.
 void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_dashes);
 void RegisterLogs(CLI::App& app, Action* action);
+void RegisterSync(CLI::App& app, Action* action);
 
 }  // namespace cairn::cli

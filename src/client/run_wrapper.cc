@@ -16,7 +16,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "client/console_uploader.h"
+#include "client/console_recorder.h"
+#include "client/run_journal.h"
 #include "client/tracking_client.h"
 #include "env/code_state.h"
 #include "env/host_facts.h"
@@ -141,14 +142,17 @@ class TerminalHandoff {
   bool active_ = false;
 };
 
-// While the command runs: a heartbeat every heartbeat interval, and system metrics every
-// metrics interval, from a thread of its own. Failures are reported once and then retried
-// quietly: a run must not stop because the server is briefly away.
+// While the command runs: a heartbeat every heartbeat interval (straight to the server: a
+// late heartbeat means nothing), and system metrics every metrics interval (through the
+// journal), from a thread of its own. Failures are reported once: a run must not stop because
+// the server is briefly away.
 class RunMonitor {
  public:
-  RunMonitor(TrackingClient* client, std::string run_id, pid_t group, const RunOptions& options)
+  RunMonitor(TrackingClient* client, RunJournal* journal, pid_t group,
+             const RunOptions& options)
       : client_(client),
-        run_id_(std::move(run_id)),
+        journal_(journal),
+        run_id_(journal->run_id()),
         sampler_(env::RealHostProbe(), group),
         metrics_every_(options.system_metrics_interval_seconds * 1000),
         beat_every_(std::max(1, options.heartbeat_interval_seconds) * 1000) {
@@ -186,7 +190,11 @@ class RunMonitor {
       }
       if (metrics_every_ > 0 && t >= next_sample) {
         std::vector<core::Metric> metrics = sampler_.Sample(t, step++);
-        if (!metrics.empty()) Report(client_->LogBatch(run_id_, metrics, {}, {}));
+        if (!metrics.empty()) {
+          Status s = journal_->AppendBatch(metrics, {}, {});
+          if (s.ok()) s = journal_->Deliver(*client_);
+          Report(s);
+        }
         next_sample = t + metrics_every_;
       }
       lock.lock();
@@ -200,6 +208,7 @@ class RunMonitor {
   }
 
   TrackingClient* client_;
+  RunJournal* journal_;
   const std::string run_id_;
   env::SystemSampler sampler_;
   const int64_t metrics_every_;
@@ -228,7 +237,7 @@ core::RunStatus StatusOfExit(const ExitStatus& exit) {
 
 // Runs the child to its end: copies its output to ours and to the run's log, forwards the signals
 // this process receives to its process group. Returns how it ended.
-Result<ExitStatus> Supervise(Process& child, int signal_fd, ConsoleUploader& console) {
+Result<ExitStatus> Supervise(Process& child, int signal_fd, ConsoleRecorder& console) {
   TerminalHandoff terminal(child.pid());
   // A command stopped by SIGTTIN before it got the terminal needs to be continued.
   child.SignalGroup(SIGCONT);
@@ -284,6 +293,38 @@ Result<ExitStatus> Supervise(Process& child, int signal_fd, ConsoleUploader& con
   return *exit;
 }
 
+// The run's journal in the data directory, else (not writable) in the temporary directory.
+Result<std::unique_ptr<RunJournal>> OpenJournal(const std::string& run_id) {
+  Result<std::unique_ptr<RunJournal>> journal = RunJournal::Open(DefaultJournalDir(), run_id);
+  if (journal.ok()) return journal;
+  const std::string fallback =
+      (std::filesystem::temp_directory_path() / ("cairn-journal-" + std::to_string(getuid())))
+          .string();
+  std::fprintf(stderr, "cairn: warning: %s; keeping the run's journal in %s\n",
+               journal.status().message().c_str(), fallback.c_str());
+  return RunJournal::Open(fallback, run_id);
+}
+
+// Delivers what the journal still holds, trying for a while when the server is away; what is
+// left waits for `cairn sync` or the next `cairn run`.
+void FinishDelivery(RunJournal& journal, TrackingClient& client) {
+  constexpr int64_t kPatienceMs = 10'000;
+  const int64_t give_up = SystemClock()->NowMillis() + kPatienceMs;
+  Status s = journal.Deliver(client);
+  while (!s.ok() && SystemClock()->NowMillis() < give_up) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    s = journal.Deliver(client);
+  }
+  if (journal.complete()) {
+    (void)journal.Remove();
+    return;
+  }
+  std::fprintf(stderr,
+               "cairn: %zu record(s) of run %s are not on the server yet (%s); they wait in the "
+               "journal, and `cairn sync` or the next `cairn run` uploads them\n",
+               journal.pending(), journal.run_id().c_str(), s.message().c_str());
+}
+
 }  // namespace
 
 Result<std::pair<std::string, std::string>> ParseKeyValue(const std::string& text,
@@ -326,6 +367,16 @@ Result<int> RunTracked(const RunOptions& options) {
   client_options.tracking_uri = options.tracking_uri;
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingClient> client,
                          TrackingClient::Create(client_options));
+
+  // Records earlier runs could not deliver go first, in order.
+  SyncJournals(DefaultJournalDir(), *client,
+               [](const std::string& run_id, size_t delivered, size_t left, const Status& s) {
+                 std::fprintf(stderr, "cairn: uploaded %zu pending record(s) of run %s%s\n",
+                              delivered, run_id.c_str(),
+                              left > 0 ? (", " + std::to_string(left) + " still pending: " +
+                                          s.message()).c_str()
+                                       : "");
+               });
 
   std::string experiment_name = options.experiment;
   if (experiment_name.empty()) {
@@ -382,31 +433,25 @@ Result<int> RunTracked(const RunOptions& options) {
   CAIRN_ASSIGN_OR_RETURN(
       core::RunInfo run,
       client->CreateRun(experiment_id, options.run_name, SystemClock()->NowMillis(), tags));
-  // MLflow accepts at most 100 params per log-batch.
-  for (size_t i = 0; i < options.params.size(); i += 100) {
-    std::vector<core::Param> chunk(
-        options.params.begin() + static_cast<ptrdiff_t>(i),
-        options.params.begin() + static_cast<ptrdiff_t>(std::min(i + 100, options.params.size())));
-    CAIRN_RETURN_IF_ERROR(client->LogBatch(run.run_id, {}, chunk, {}));
-  }
   std::fprintf(stderr, "cairn: run %s (%s) in experiment %s at %s\n", run.run_id.c_str(),
                run.run_name.c_str(), experiment_id.c_str(), client->tracking_uri().c_str());
-  Status record = client->UploadArtifact(run.artifact_uri, "cairn/process.json",
-                                         ProcessRecord(options.command, cwd));
-  if (record.ok()) {
-    record = client->UploadArtifact(run.artifact_uri, "cairn/host.json", env::HostFactsJson(host));
+  // From here on, what the server must learn goes through the run's journal, so that an
+  // unreachable server loses nothing.
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<RunJournal> journal, OpenJournal(run.run_id));
+  Status record = journal->AppendBatch({}, options.params, {});
+  auto artifact = [&](const char* path, const std::string& content) {
+    if (record.ok()) record = journal->AppendArtifact(run.artifact_uri, path, content);
+  };
+  artifact("cairn/process.json", ProcessRecord(options.command, cwd));
+  artifact("cairn/host.json", env::HostFactsJson(host));
+  if (python.ok()) artifact("cairn/environment/pylock.toml", python->toml);
+  if (code.ok() && code->in_repository) {
+    artifact("cairn/code.json", CodeRecord(*code));
+    // Applies with `git apply` on a checkout of the commit.
+    if (!code->patch.empty()) artifact("cairn/code.diff", code->patch);
   }
-  if (record.ok() && python.ok()) {
-    record = client->UploadArtifact(run.artifact_uri, "cairn/environment/pylock.toml",
-                                    python->toml);
-  }
-  if (record.ok() && code.ok() && code->in_repository) {
-    record = client->UploadArtifact(run.artifact_uri, "cairn/code.json", CodeRecord(*code));
-    if (record.ok() && !code->patch.empty()) {
-      // Applies with `git apply` on a checkout of the commit.
-      record = client->UploadArtifact(run.artifact_uri, "cairn/code.diff", code->patch);
-    }
-  }
+  if (!record.ok()) return record;
+  (void)journal->Deliver(*client);
 
   // The signals to forward are taken through a signalfd; block them before the child exists.
   sigset_t mask, old_mask;
@@ -427,42 +472,37 @@ Result<int> RunTracked(const RunOptions& options) {
   // Output goes through a pipe, where Python would buffer it in blocks; keep it live.
   if (std::getenv("PYTHONUNBUFFERED") == nullptr) spawn.env.push_back({"PYTHONUNBUFFERED", "1"});
 
-  ConsoleUploader console(client.get(), run.run_id);
+  ConsoleRecorder console(journal.get(), client.get());
   Result<Process> child = Process::Spawn(spawn);
   Result<ExitStatus> exit = child.status();
   if (child.ok()) {
-    RunMonitor monitor(client.get(), run.run_id, child->pid(), options);
+    RunMonitor monitor(client.get(), journal.get(), child->pid(), options);
     exit = Supervise(*child, signal_fd, console);
   }
   close(signal_fd);
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  Status uploaded = console.Close();
-  if (uploaded.ok() && console.truncated()) {
-    uploaded = ResourceExhausted("the console log was cut: more output waited for upload than "
-                                 "cairn keeps in memory");
-  }
+  Status recorded = console.Close();
 
   const int64_t end_time = SystemClock()->NowMillis();
+  std::vector<core::Tag> end_tags;
   if (!exit.ok()) {
     // The command never ran (or could not be followed): the run failed, with the reason.
-    (void)client->SetTag(run.run_id, "cairn.error", exit.status().message());
-    (void)client->UpdateRun(run.run_id, core::RunStatus::kFailed, end_time);
-    return exit.status();
-  }
-  std::vector<core::Tag> end_tags;
-  if (exit->signaled) {
+    end_tags.push_back({"cairn.error", exit.status().message().substr(0, 4000)});
+  } else if (exit->signaled) {
     end_tags.push_back({"cairn.exit_signal", std::to_string(exit->signal)});
   } else {
     end_tags.push_back({"cairn.exit_code", std::to_string(exit->code)});
   }
-  Status ended = client->LogBatch(run.run_id, {}, {}, end_tags);
-  if (ended.ok()) ended = client->UpdateRun(run.run_id, StatusOfExit(*exit), end_time);
-  for (const Status& s : {record, uploaded, ended}) {
-    if (!s.ok()) std::fprintf(stderr, "cairn: warning: %s\n", s.ToString().c_str());
+  const core::RunStatus status = exit.ok() ? StatusOfExit(*exit) : core::RunStatus::kFailed;
+  if (recorded.ok()) recorded = journal->AppendBatch({}, {}, end_tags);
+  if (recorded.ok()) recorded = journal->AppendEnd(status, end_time);
+  if (!recorded.ok()) {
+    std::fprintf(stderr, "cairn: warning: %s\n", recorded.ToString().c_str());
   }
+  FinishDelivery(*journal, *client);
+  if (!exit.ok()) return exit.status();
   std::fprintf(stderr, "cairn: run %s %s (%s)\n", run.run_id.c_str(),
-               std::string(core::RunStatusName(StatusOfExit(*exit))).c_str(),
-               exit->ToString().c_str());
+               std::string(core::RunStatusName(status)).c_str(), exit->ToString().c_str());
   return exit->ShellCode();
 }
 

@@ -354,5 +354,102 @@ class HeartbeatTest(unittest.TestCase):
         self.assertEqual(self.status(plain["run_id"])["info"]["status"], "RUNNING")
 
 
+class OutageTest(unittest.TestCase):
+    """The tracking server goes away while a run is going on."""
+
+    CHILD = r"""
+import sys, time
+sys.path.insert(0, %r)
+import cairn
+with cairn.start_run() as run:
+    for i in range(12):
+        print("line", i, flush=True)
+        run.log_metric("m", i, step=i)
+        time.sleep(0.4)
+"""
+
+    def setUp(self):
+        self.root, data_dir = tl.make_temp_root("cairn-outage-")
+        self.addCleanup(shutil.rmtree, self.root, True)
+        self.server = tl.CairnServer(tl.CONFIG.cairn, data_dir, name="cairn (outage)")
+        tl.add_diagnostic(self.server.log_tail)
+        self.server.start()
+        self.server.requested_port = self.server.port  # clients must find it again
+        self.addCleanup(lambda: self.server.running() and self.server.stop())
+        self.env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url, CAIRN_HOME=self.root)
+        python_dir = os.path.join(os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__)))), "python")
+        self.child = self.CHILD % python_dir
+
+    def start_wrapper(self):
+        proc = subprocess.Popen(
+            [tl.CONFIG.cairn, "run", "--system-metrics-interval", "1", "--", sys.executable,
+             "-c", self.child], env=self.env, cwd=self.root, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.kill)
+        self.assertEqual(proc.stdout.readline().strip(), "line 0")
+        return proc
+
+    def check_complete(self, run_id):
+        c = self.server.client()
+        run = c.get(API + "runs/get", {"run_id": run_id}).body["run"]
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        log = c.get("/api/cairn/v1/runs/%s/log" % run_id).text
+        self.assertEqual(log, "".join("line %d\n" % i for i in range(12)))
+        steps = [m["step"] for m in c.get(API + "metrics/get-history",
+                                          {"run_id": run_id, "metric_key": "m"}).body["metrics"]]
+        self.assertEqual(steps, list(range(12)))
+        keys = {m["key"] for m in run["data"]["metrics"]}
+        self.assertIn("system/system_memory_usage_megabytes", keys)
+        return run
+
+    def run_id_of(self, stderr):
+        for line in stderr.splitlines():
+            if " in experiment " in line:
+                return line.split()[2]
+        self.fail("no run id in:\n" + stderr)
+
+    def test_server_stopped_and_restarted_mid_run_loses_nothing(self):
+        proc = self.start_wrapper()
+        self.assertEqual(proc.stdout.readline().strip(), "line 1")
+        self.server.stop()
+        time.sleep(2.5)  # the command goes on printing and logging meanwhile
+        self.server.start()
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+        self.check_complete(self.run_id_of(err))
+        # Delivered and ended: the journal is gone ($CAIRN_HOME/journal).
+        self.assertEqual(os.listdir(os.path.join(self.root, "journal")), [])
+
+    def test_records_left_at_exit_are_uploaded_by_cairn_sync(self):
+        proc = subprocess.Popen(
+            [tl.CONFIG.cairn, "run", "--", sys.executable, "-c",
+             "import time, sys\nprint('line 0', flush=True)\nsys.stdin.readline()\n" +
+             "\n".join("print('line %d')" % i for i in range(1, 12))],
+            env=self.env, cwd=self.root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.kill)
+        self.assertEqual(proc.stdout.readline().strip(), "line 0")
+        self.server.stop()
+        out, err = proc.communicate("go\n", timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("cairn sync", err)
+        run_id = self.run_id_of(err)
+        self.server.start()
+        sync = subprocess.run([tl.CONFIG.cairn, "sync"], env=self.env, cwd=self.root,
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(sync.returncode, 0, sync.stdout + sync.stderr)
+        self.assertIn("run %s:" % run_id, sync.stdout)
+        c = self.server.client()
+        run = c.get(API + "runs/get", {"run_id": run_id}).body["run"]
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        log = c.get("/api/cairn/v1/runs/%s/log" % run_id).text
+        self.assertEqual(log, "".join("line %d\n" % i for i in range(12)))
+        again = subprocess.run([tl.CONFIG.cairn, "sync"], env=self.env, cwd=self.root,
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(again.returncode, 0)
+        self.assertIn("nothing to upload", again.stdout)
+
+
 if __name__ == "__main__":
     sys.exit(tl.main("cairn_run", sys.modules[__name__]))

@@ -1,0 +1,301 @@
+#include "client/run_journal.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "util/file.h"
+#include "util/json_writer.h"
+
+namespace cairn::client {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::string_view kJournalSuffix = ".journal";
+constexpr std::string_view kSentSuffix = ".sent";
+constexpr std::string_view kEndPrefix = R"({"op":"end")";
+
+void WriteMetric(JsonWriter& w, const core::Metric& m) {
+  w.BeginObject().Key("key").String(m.key).Key("value").Double(m.value);
+  w.Key("timestamp").Int(m.timestamp).Key("step").Int(m.step).EndObject();
+}
+
+template <typename KeyValue>
+void WriteKeyValues(JsonWriter& w, std::string_view name, const std::vector<KeyValue>& items) {
+  w.Key(name).BeginArray();
+  for (const KeyValue& kv : items) {
+    w.BeginObject().Key("key").String(kv.key).Key("value").String(kv.value).EndObject();
+  }
+  w.EndArray();
+}
+
+double Number(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  const std::string s = v.is_string() ? v.get<std::string>() : "";
+  if (s == "NaN") return std::nan("");
+  if (s == "Infinity") return INFINITY;
+  if (s == "-Infinity") return -INFINITY;
+  return std::strtod(s.c_str(), nullptr);
+}
+
+template <typename KeyValue>
+std::vector<KeyValue> KeyValues(const json& record, const char* name) {
+  std::vector<KeyValue> out;
+  for (const json& kv : record.value(name, json::array())) {
+    out.push_back({kv.value("key", ""), kv.value("value", "")});
+  }
+  return out;
+}
+
+// Sends one record; the record was written by this file, so its shape is known.
+Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::string_view line) {
+  json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object()) return Internal("unreadable journal record for run " + run_id);
+  const std::string op = record.value("op", "");
+  if (op == "batch") {
+    std::vector<core::Metric> metrics;
+    for (const json& m : record.value("metrics", json::array())) {
+      metrics.push_back({m.value("key", ""), Number(m["value"]), m.value("timestamp", int64_t{0}),
+                         m.value("step", int64_t{0})});
+    }
+    // MLflow takes at most 1000 metrics per request.
+    for (size_t i = 0; i < metrics.size() || i == 0; i += 1000) {
+      std::vector<core::Metric> part(
+          metrics.begin() + static_cast<ptrdiff_t>(std::min(i, metrics.size())),
+          metrics.begin() + static_cast<ptrdiff_t>(std::min(i + 1000, metrics.size())));
+      CAIRN_RETURN_IF_ERROR(client.LogBatch(run_id, part,
+                                            i == 0 ? KeyValues<core::Param>(record, "params")
+                                                   : std::vector<core::Param>{},
+                                            i == 0 ? KeyValues<core::Tag>(record, "tags")
+                                                   : std::vector<core::Tag>{}));
+      if (metrics.empty()) break;
+    }
+    return Status::Ok();
+  }
+  if (op == "log") {
+    std::vector<core::ConsoleChunk> chunks;
+    for (const json& c : record.value("chunks", json::array())) {
+      core::ConsoleChunk chunk;
+      chunk.offset = c.value("offset", int64_t{0});
+      core::ParseConsoleStream(c.value("stream", "stdout"), &chunk.stream);
+      chunk.timestamp = c.value("timestamp", int64_t{0});
+      chunk.data = c.value("data", "");
+      chunks.push_back(std::move(chunk));
+    }
+    return client.AppendRunLog(run_id, chunks).status();
+  }
+  if (op == "artifact") {
+    return client.UploadArtifact(record.value("artifact_uri", ""), record.value("path", ""),
+                                 record.value("content", ""));
+  }
+  if (op == "end") {
+    core::RunStatus status = core::RunStatus::kFinished;
+    core::ParseRunStatus(record.value("status", "FINISHED"), &status);
+    return client.UpdateRun(run_id, status, record.value("end_time", int64_t{0}));
+  }
+  return Internal("journal record of unknown kind '" + op + "' for run " + run_id);
+}
+
+}  // namespace
+
+RunJournal::RunJournal(std::string dir, std::string run_id)
+    : dir_(std::move(dir)), run_id_(std::move(run_id)) {}
+
+RunJournal::~RunJournal() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Result<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& dir, std::string run_id) {
+  CAIRN_RETURN_IF_ERROR(MakeDirs(dir));
+  std::unique_ptr<RunJournal> j(new RunJournal(dir, std::move(run_id)));
+  const fs::path path = fs::path(dir) / (j->run_id_ + std::string(kJournalSuffix));
+  j->fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (j->fd_ < 0) return ErrnoStatus("open", path);
+  // The wrapper that writes a journal holds it locked: `cairn sync` or another `cairn run`
+  // must not deliver (or trim) it meanwhile.
+  if (flock(j->fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return FailedPrecondition("the journal of run " + j->run_id_ + " is in use");
+    }
+    return ErrnoStatus("lock", path);
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  // Every complete line is a record; a partial last line (a crash mid-write) is dropped.
+  size_t start = 0;
+  for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start)) {
+    j->records_.push_back(text.substr(start, nl - start));
+    if (j->records_.back().starts_with(kEndPrefix)) j->ended_ = true;
+    start = nl + 1;
+  }
+  if (start < text.size() && ftruncate(j->fd_, static_cast<off_t>(start)) != 0) {
+    return ErrnoStatus("truncate", path);
+  }
+  Result<std::string> sent = ReadFile(fs::path(dir) / (j->run_id_ + std::string(kSentSuffix)));
+  if (sent.ok()) {
+    j->sent_ = std::min<size_t>(std::strtoull(sent->c_str(), nullptr, 10), j->records_.size());
+  }
+  return j;
+}
+
+Status RunJournal::Append(const std::string& record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string line = record + "\n";
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    ssize_t n = write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("write", fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (fdatasync(fd_) != 0) {
+    return ErrnoStatus("fdatasync", fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)));
+  }
+  records_.push_back(record);
+  if (record.starts_with(kEndPrefix)) ended_ = true;
+  return Status::Ok();
+}
+
+Status RunJournal::AppendBatch(const std::vector<core::Metric>& metrics,
+                               const std::vector<core::Param>& params,
+                               const std::vector<core::Tag>& tags) {
+  JsonWriter w;
+  w.BeginObject().Key("op").String("batch");
+  w.Key("metrics").BeginArray();
+  for (const core::Metric& m : metrics) WriteMetric(w, m);
+  w.EndArray();
+  WriteKeyValues(w, "params", params);
+  WriteKeyValues(w, "tags", tags);
+  w.EndObject();
+  return Append(w.Take());
+}
+
+Status RunJournal::AppendLog(const std::vector<core::ConsoleChunk>& chunks) {
+  JsonWriter w;
+  w.BeginObject().Key("op").String("log").Key("chunks").BeginArray();
+  for (const core::ConsoleChunk& c : chunks) {
+    w.BeginObject().Key("offset").Int(c.offset);
+    w.Key("stream").String(core::ConsoleStreamName(c.stream));
+    w.Key("timestamp").Int(c.timestamp).Key("data").String(c.data).EndObject();
+  }
+  w.EndArray().EndObject();
+  return Append(w.Take());
+}
+
+Status RunJournal::AppendArtifact(const std::string& artifact_uri, const std::string& path,
+                                  const std::string& content) {
+  JsonWriter w;
+  w.BeginObject().Key("op").String("artifact").Key("artifact_uri").String(artifact_uri);
+  w.Key("path").String(path).Key("content").String(content).EndObject();
+  return Append(w.Take());
+}
+
+Status RunJournal::AppendEnd(core::RunStatus status, int64_t end_time) {
+  JsonWriter w;
+  w.BeginObject().Key("op").String("end").Key("status").String(core::RunStatusName(status));
+  w.Key("end_time").Int(end_time).EndObject();
+  return Append(w.Take());
+}
+
+Status RunJournal::Deliver(TrackingClient& client) {
+  std::lock_guard<std::mutex> delivering(deliver_mu_);
+  Status result;
+  size_t delivered = 0;
+  for (;;) {
+    std::string record;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (sent_ >= records_.size()) break;
+      record = records_[sent_];
+    }
+    result = DeliverRecord(client, run_id_, record);
+    if (!result.ok()) break;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string().swap(records_[sent_]);  // delivered: only pending records stay in memory
+    ++sent_;
+    ++delivered;
+  }
+  if (delivered > 0) {
+    size_t sent;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sent = sent_;
+    }
+    Status saved = WriteFileAtomic(fs::path(dir_) / (run_id_ + std::string(kSentSuffix)),
+                                   std::to_string(sent));
+    if (result.ok()) result = saved;
+  }
+  return result;
+}
+
+size_t RunJournal::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return records_.size() - sent_;
+}
+
+bool RunJournal::complete() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ended_ && sent_ == records_.size();
+}
+
+Status RunJournal::Remove() {
+  std::error_code ec;
+  fs::remove(fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)), ec);
+  fs::remove(fs::path(dir_) / (run_id_ + std::string(kSentSuffix)), ec);
+  if (ec) return Internal("removing the journal of run " + run_id_ + ": " + ec.message());
+  return Status::Ok();
+}
+
+std::vector<std::string> RunJournal::List(const std::string& dir) {
+  std::vector<std::string> ids;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.ends_with(kJournalSuffix)) {
+      ids.push_back(name.substr(0, name.size() - kJournalSuffix.size()));
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+size_t SyncJournals(const std::string& dir, TrackingClient& client,
+                    const std::function<void(const std::string&, size_t, size_t, const Status&)>&
+                        progress) {
+  size_t left = 0;
+  for (const std::string& run_id : RunJournal::List(dir)) {
+    Result<std::unique_ptr<RunJournal>> j = RunJournal::Open(dir, run_id);
+    if (!j.ok()) {
+      // In use: its own wrapper is running and delivers it.
+      if (j.status().code() != StatusCode::kFailedPrecondition) progress(run_id, 0, 0, j.status());
+      continue;
+    }
+    const size_t before = (*j)->pending();
+    Status s = before > 0 ? (*j)->Deliver(client) : Status::Ok();
+    const size_t after = (*j)->pending();
+    left += after;
+    if (before > 0 || !s.ok()) progress(run_id, before - after, after, s);
+    // A journal whose run has not ended belongs to a wrapper that may still be running.
+    if ((*j)->complete()) (void)(*j)->Remove();
+  }
+  return left;
+}
+
+std::string DefaultJournalDir() {
+  const char* home = std::getenv("CAIRN_HOME");
+  const std::string data = home != nullptr && *home != '\0' ? home : "./.cairn";
+  return data + "/journal";
+}
+
+}  // namespace cairn::client

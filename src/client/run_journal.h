@@ -1,0 +1,89 @@
+// The local journal of a run: everything `cairn run` has to tell the server about a run
+// (parameters, metrics, console output, artifacts, how it ended) is first appended here, on
+// disk, and then delivered in order. When the server is unreachable or goes away mid-run,
+// nothing is lost: records wait in the journal until a later delivery (the wrapper keeps
+// trying while the command runs; `cairn sync`, or the next `cairn run`, finishes the job).
+//
+// Layout, under <data dir>/journal/: <run_id>.journal holds one JSON record per line, each
+// written with fdatasync before Append returns; <run_id>.sent holds how many records the server
+// has acknowledged (replaced atomically). A record delivered twice (acknowledged, but the
+// count not yet saved when the process died) does no harm: every record is idempotent on the
+// server (metric points are deduplicated, params and tags are set to the same values, console
+// chunks carry their offsets, artifacts are replaced by the same bytes).
+//
+// Records: {"op": "batch", "metrics": [...], "params": [...], "tags": [...]},
+// {"op": "log", "chunks": [{"offset", "stream", "timestamp", "data"}]},
+// {"op": "artifact", "artifact_uri", "path", "content"}, {"op": "end", "status", "end_time"}.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/tracking_client.h"
+#include "core/model.h"
+#include "util/status.h"
+
+namespace cairn::client {
+
+class RunJournal {
+ public:
+  // Opens the journal of `run_id` under `dir` (created when missing), keeping what an earlier
+  // process left there, and holds it locked until destroyed; kFailedPrecondition when another
+  // process holds it.
+  static Result<std::unique_ptr<RunJournal>> Open(const std::string& dir, std::string run_id);
+  ~RunJournal();
+
+  const std::string& run_id() const { return run_id_; }
+
+  // Appends a record durably. Thread-safe.
+  Status AppendBatch(const std::vector<core::Metric>& metrics,
+                     const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
+  Status AppendLog(const std::vector<core::ConsoleChunk>& chunks);
+  Status AppendArtifact(const std::string& artifact_uri, const std::string& path,
+                        const std::string& content);
+  Status AppendEnd(core::RunStatus status, int64_t end_time);
+
+  // Delivers the records not yet acknowledged, in order, stopping at the first that fails
+  // (its error is returned). One delivery at a time; thread-safe.
+  Status Deliver(TrackingClient& client);
+  // Records appended but not yet acknowledged.
+  size_t pending() const;
+  // True once every record is acknowledged and the run's end is among them: the journal's
+  // files can go.
+  bool complete() const;
+  // Removes the journal's files (after complete()).
+  Status Remove();
+
+  // Run ids with a journal under `dir`.
+  static std::vector<std::string> List(const std::string& dir);
+
+ private:
+  RunJournal(std::string dir, std::string run_id);
+  Status Append(const std::string& record);
+
+  const std::string dir_;
+  const std::string run_id_;
+  int fd_ = -1;
+  mutable std::mutex mu_;  // guards the fields below and appends
+  std::vector<std::string> records_;
+  size_t sent_ = 0;
+  bool ended_ = false;
+  std::mutex deliver_mu_;  // one delivery at a time
+};
+
+// Delivers every journal under `dir` that has records pending, removing the ones that are
+// complete. Reports each run through `progress` (run id, delivered, still pending, error).
+// Returns the number of records still pending everywhere.
+size_t SyncJournals(const std::string& dir, TrackingClient& client,
+                    const std::function<void(const std::string&, size_t, size_t, const Status&)>&
+                        progress);
+
+// <data dir>/journal, the data dir being $CAIRN_HOME or ./.cairn, as for the server.
+std::string DefaultJournalDir();
+
+}  // namespace cairn::client

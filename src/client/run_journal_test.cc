@@ -1,0 +1,82 @@
+#include "client/run_journal.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "util/hash.h"
+
+namespace cairn::client {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RunJournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() / ("cairn-journal-" + RandomHex(8))).string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(RunJournalTest, RecordsSurviveReopenAndAPartialLastLineIsDropped) {
+  {
+    auto j = RunJournal::Open(dir_, "r1");
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    ASSERT_TRUE((*j)->AppendBatch({{"loss", 0.5, 1, 0}}, {{"lr", "0.1"}}, {}).ok());
+    ASSERT_TRUE((*j)->AppendLog({{0, core::ConsoleStream::kStdout, 1, "hi\n"}}).ok());
+    EXPECT_EQ((*j)->pending(), 2u);
+    EXPECT_FALSE((*j)->complete());
+  }
+  // A crash in the middle of writing a third record.
+  std::ofstream(fs::path(dir_) / "r1.journal", std::ios::app) << R"({"op":"end","sta)";
+  auto j = RunJournal::Open(dir_, "r1");
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)->pending(), 2u);
+  EXPECT_FALSE((*j)->complete());  // the torn end record does not count
+  ASSERT_TRUE((*j)->AppendEnd(core::RunStatus::kFinished, 99).ok());
+  EXPECT_EQ((*j)->pending(), 3u);
+  EXPECT_EQ(RunJournal::List(dir_), std::vector<std::string>{"r1"});
+}
+
+TEST_F(RunJournalTest, AJournalInUseCannotBeOpenedTwice) {
+  auto first = RunJournal::Open(dir_, "r2");
+  ASSERT_TRUE(first.ok());
+  auto second = RunJournal::Open(dir_, "r2");
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  first->reset();
+  EXPECT_TRUE(RunJournal::Open(dir_, "r2").ok());
+}
+
+TEST_F(RunJournalTest, UnreachableServerLeavesEverythingPending) {
+  ClientOptions options;
+  options.tracking_uri = "http://127.0.0.1:9";  // nothing listens there
+  options.retries = 0;
+  auto client = TrackingClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  auto j = RunJournal::Open(dir_, "r3");
+  ASSERT_TRUE(j.ok());
+  ASSERT_TRUE((*j)->AppendBatch({}, {{"a", "1"}}, {}).ok());
+  ASSERT_TRUE((*j)->AppendEnd(core::RunStatus::kFailed, 5).ok());
+  Status s = (*j)->Deliver(**client);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ((*j)->pending(), 2u);
+  EXPECT_FALSE((*j)->complete());
+  size_t reported = 0;
+  j->reset();
+  EXPECT_EQ(SyncJournals(dir_, **client,
+                         [&](const std::string& run, size_t delivered, size_t left, const Status&) {
+                           EXPECT_EQ(run, "r3");
+                           EXPECT_EQ(delivered, 0u);
+                           EXPECT_EQ(left, 2u);
+                           ++reported;
+                         }),
+            2u);
+  EXPECT_EQ(reported, 1u);
+  EXPECT_TRUE(fs::exists(fs::path(dir_) / "r3.journal"));
+}
+
+}  // namespace
+}  // namespace cairn::client
