@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "util/file.h"
@@ -159,9 +160,7 @@ Status RunJournal::Append(const std::string& record) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (fdatasync(fd_) != 0) {
-    return ErrnoStatus("fdatasync", fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)));
-  }
+  synced_ = false;
   records_.push_back(record);
   if (record.starts_with(kEndPrefix)) ended_ = true;
   return Status::Ok();
@@ -220,7 +219,12 @@ Status RunJournal::Deliver(TrackingClient& client) {
       record = records_[sent_];
     }
     result = DeliverRecord(client, run_id_, record);
-    if (!result.ok()) break;
+    if (!result.ok()) {
+      // These records will wait: from now on they must survive a crash of the machine too.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!synced_ && fdatasync(fd_) == 0) synced_ = true;
+      break;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     std::string().swap(records_[sent_]);  // delivered: only pending records stay in memory
     ++sent_;
@@ -232,9 +236,9 @@ Status RunJournal::Deliver(TrackingClient& client) {
       std::lock_guard<std::mutex> lock(mu_);
       sent = sent_;
     }
-    Status saved = WriteFileAtomic(fs::path(dir_) / (run_id_ + std::string(kSentSuffix)),
-                                   std::to_string(sent));
-    if (result.ok()) result = saved;
+    // Not synced: a count lost in a crash only makes records be delivered again.
+    std::ofstream(fs::path(dir_) / (run_id_ + std::string(kSentSuffix)), std::ios::trunc)
+        << sent;
   }
   return result;
 }

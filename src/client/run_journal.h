@@ -4,9 +4,11 @@
 // nothing is lost: records wait in the journal until a later delivery (the wrapper keeps
 // trying while the command runs; `cairn sync`, or the next `cairn run`, finishes the job).
 //
-// Layout, under <data dir>/journal/: <run_id>.journal holds one JSON record per line, each
-// written with fdatasync before Append returns; <run_id>.sent holds how many records the server
-// has acknowledged (replaced atomically). A record delivered twice (acknowledged, but the
+// Layout, under <data dir>/journal/: <run_id>.journal holds one JSON record per line, written
+// before Append returns (so a killed wrapper loses nothing) and flushed to disk with
+// fdatasync as soon as a delivery fails (records that must wait survive a crash of the
+// machine too; records the server takes at once need not); <run_id>.sent holds how many
+// records the server has acknowledged. A record delivered twice (acknowledged, but the
 // count not yet saved when the process died) does no harm: every record is idempotent on the
 // server (metric points are deduplicated, params and tags are set to the same values, console
 // chunks carry their offsets, artifacts are replaced by the same bytes).
@@ -73,6 +75,7 @@ class RunJournal {
   std::vector<std::string> records_;
   size_t sent_ = 0;
   bool ended_ = false;
+  bool synced_ = true;  // everything written is on disk
   std::mutex deliver_mu_;  // one delivery at a time
 };
 

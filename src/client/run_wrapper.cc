@@ -21,7 +21,7 @@
 #include "client/tracking_client.h"
 #include "env/code_state.h"
 #include "env/host_facts.h"
-#include "env/python_env.h"
+#include "env/python_env_cache.h"
 #include "env/system_metrics.h"
 #include "util/clock.h"
 #include "util/json_writer.h"
@@ -416,12 +416,13 @@ Result<int> RunTracked(const RunOptions& options) {
   for (core::Tag& t : env::HostFactTags(host)) tags.push_back(std::move(t));
   tags.push_back({"cairn.heartbeat", std::to_string(SystemClock()->NowMillis())});
   // The Python environment: every installed distribution, as a lock-shaped snapshot.
-  Result<env::EnvSnapshot> python = env::SnapshotPythonEnvironment(PythonOf(options));
+  Result<env::CachedSnapshot> python =
+      env::SnapshotPythonEnvironmentCached(PythonOf(options), env::DefaultPythonEnvCacheDir());
   if (python.ok()) {
-    tags.push_back({"cairn.env.hash", python->hash});
-    tags.push_back({"cairn.python.version", python->interpreter.version});
-    tags.push_back({"cairn.python.executable", python->interpreter.executable});
-    tags.push_back({"cairn.python.packages", std::to_string(python->distributions.size())});
+    tags.push_back({"cairn.env.hash", python->snapshot.hash});
+    tags.push_back({"cairn.python.version", python->snapshot.interpreter.version});
+    tags.push_back({"cairn.python.executable", python->snapshot.interpreter.executable});
+    tags.push_back({"cairn.python.packages", std::to_string(python->package_count)});
   } else if (python.status().code() == StatusCode::kNotFound && options.python.empty()) {
     tags.push_back({"cairn.python.version", "no Python"});
   } else {
@@ -444,7 +445,7 @@ Result<int> RunTracked(const RunOptions& options) {
   };
   artifact("cairn/process.json", ProcessRecord(options.command, cwd));
   artifact("cairn/host.json", env::HostFactsJson(host));
-  if (python.ok()) artifact("cairn/environment/pylock.toml", python->toml);
+  if (python.ok()) artifact("cairn/environment/pylock.toml", python->snapshot.toml);
   if (code.ok() && code->in_repository) {
     artifact("cairn/code.json", CodeRecord(*code));
     // Applies with `git apply` on a checkout of the commit.

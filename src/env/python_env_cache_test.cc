@@ -1,0 +1,61 @@
+#include "env/python_env_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "util/hash.h"
+
+namespace cairn::env {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(PythonEnvCacheTest, SecondSnapshotComesFromTheCacheUntilAPackageDirectoryChanges) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "needs /usr/bin/python3";
+  const fs::path root = fs::temp_directory_path() / ("cairn-pyenv-cache-" + RandomHex(8));
+  const fs::path site = root / "site";
+  fs::create_directories(site / "demo_pkg-1.0.dist-info");
+  std::ofstream(site / "demo_pkg-1.0.dist-info" / "METADATA") << "Name: demo-pkg\nVersion: 1.0\n";
+  const char* old = std::getenv("PYTHONPATH");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("PYTHONPATH", site.c_str(), 1);
+
+  auto first = SnapshotPythonEnvironmentCached("/usr/bin/python3", (root / "cache").string());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->from_cache);
+  auto second = SnapshotPythonEnvironmentCached("/usr/bin/python3", (root / "cache").string());
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->from_cache);
+  EXPECT_EQ(second->snapshot.toml, first->snapshot.toml);
+  EXPECT_EQ(second->snapshot.hash, first->snapshot.hash);
+  EXPECT_EQ(second->package_count, first->package_count);
+  EXPECT_EQ(second->snapshot.interpreter.version, first->snapshot.interpreter.version);
+  EXPECT_NE(first->snapshot.toml.find("demo-pkg"), std::string::npos);
+
+  // Installing a distribution changes its directory: the cache is not used.
+  fs::create_directories(site / "other-2.0.dist-info");
+  std::ofstream(site / "other-2.0.dist-info" / "METADATA") << "Name: other\nVersion: 2.0\n";
+  auto third = SnapshotPythonEnvironmentCached("/usr/bin/python3", (root / "cache").string());
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE(third->from_cache);
+  EXPECT_NE(third->snapshot.hash, first->snapshot.hash);
+  EXPECT_EQ(third->package_count, first->package_count + 1);
+
+  // Another PYTHONPATH is another entry.
+  setenv("PYTHONPATH", (root / "elsewhere").c_str(), 1);
+  auto fourth = SnapshotPythonEnvironmentCached("/usr/bin/python3", (root / "cache").string());
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_FALSE(fourth->from_cache);
+
+  if (old != nullptr) {
+    setenv("PYTHONPATH", saved.c_str(), 1);
+  } else {
+    unsetenv("PYTHONPATH");
+  }
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace cairn::env
