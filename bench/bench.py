@@ -216,11 +216,71 @@ def bench_cold_start(cairn, repeats):
     return statistics.median(times)
 
 
+def bench_run_overhead(cairn, repeats):
+    """Median wall time of `cairn run -- true` minus that of `true`, against a local server,
+    with the PATH of a plain Debian machine (python3 is /usr/bin/python3) and a warm snapshot
+    cache, as a user's second and later runs see it."""
+    cairn = os.path.abspath(cairn)
+    s = Server(cairn)
+    try:
+        env = dict(os.environ, CAIRN_TRACKING_URI=s.url, PATH="/usr/local/bin:/usr/bin:/bin",
+                   CAIRN_HOME=os.path.join(s.dir, "home"), XDG_CACHE_HOME=os.path.join(s.dir, "cache"))
+
+        def median_ms(cmd):
+            times = []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                subprocess.run(cmd, env=env, cwd=s.dir, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, check=True)
+                times.append((time.perf_counter() - t) * 1000)
+            return statistics.median(times)
+        subprocess.run([cairn, "run", "--", "true"], env=env, cwd=s.dir, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fills the cache
+        return median_ms([cairn, "run", "--", "true"]) - median_ms(["true"])
+    finally:
+        s.stop()
+
+
+PY_CLIENT = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import cairn
+n = int(sys.argv[2])
+t = time.perf_counter()
+with cairn.start_run(experiment="bench") as run:
+    for i in range(n):
+        run.log_metric("loss", 1.0 / (i + 1), step=i)
+print(n / (time.perf_counter() - t), run.run_id)
+"""
+
+
+def bench_python_client(cairn, points):
+    """Points per second one Python process logs with log_metric, until all are on the server
+    (the run's end waits for the last batch)."""
+    s = Server(cairn)
+    try:
+        out = subprocess.run([sys.executable, "-c", PY_CLIENT,
+                              os.path.join(os.path.dirname(HERE), "python"), str(points)],
+                             env=dict(os.environ, CAIRN_TRACKING_URI=s.url), check=True,
+                             capture_output=True, text=True).stdout.split()
+        rate, run_id = float(out[0]), out[1]
+        conn = s.conn()
+        path = "/api/2.0/mlflow/metrics/get-history?run_id=%s&metric_key=loss" % run_id
+        conn.request("GET", path)
+        n = conn.getresponse().read().count(b'"step"')
+        if n != points:
+            raise RuntimeError("the server holds %d of %d points" % (n, points))
+        return rate
+    finally:
+        s.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cairn", required=True)
     ap.add_argument("--only", action="append", default=[],
-                    help="ingest1000, ingest10, latency, search, history, coldstart")
+                    help="ingest1000, ingest10, latency, search, history, runoverhead, pyclient, "
+                         "coldstart")
     ap.add_argument("--seconds", type=int, default=10, help="wrk duration per load figure")
     ap.add_argument("--quick", action="store_true", help="smaller data sets (smoke test)")
     args = ap.parse_args()
@@ -257,6 +317,13 @@ def main():
         ms, mb = bench_history(args.cairn, n, 5)
         row("get-history of %d points (%.0f MB JSON)" % (n, mb), "%.0f" % ms, "ms", "<= 1000",
             ms <= 1000)
+    if want("runoverhead"):
+        ms = bench_run_overhead(args.cairn, 5 if args.quick else 21)
+        row("cairn run overhead around a no-op command", "%.1f" % ms, "ms", "<= 50", ms <= 50)
+    if want("pyclient"):
+        rate = bench_python_client(args.cairn, 50000 if args.quick else 300000)
+        row("Python client log_metric, one process", "%.0f" % rate, "points/s", ">= 50000",
+            rate >= 50000)
     if want("coldstart"):
         ms = bench_cold_start(args.cairn, 20)
         row("cold start to first answered request", "%.1f" % ms, "ms", "<= 50", ms <= 50)

@@ -1,11 +1,30 @@
 #include "cli/cli.h"
 
+#include <cstdio>
 #include <string_view>
 
 #include "cli/commands.h"
+#include "client/tracking_client.h"
 #include "server/server.h"
 
 namespace cairn::cli {
+
+void AddTrackingUriOption(CLI::App* cmd, std::string* uri) {
+  cmd->add_option("--tracking-uri", *uri,
+                  "Tracking server (default $CAIRN_TRACKING_URI, else $MLFLOW_TRACKING_URI, "
+                  "else http://127.0.0.1:5000)");
+}
+
+std::unique_ptr<client::TrackingClient> ConnectOrExplain(const std::string& tracking_uri_flag) {
+  client::ClientOptions options;
+  options.tracking_uri = client::ResolveTrackingUri(tracking_uri_flag);
+  auto client = client::TrackingClient::Create(options);
+  if (!client.ok()) {
+    std::fprintf(stderr, "error: %s\n", client.status().message().c_str());
+    return nullptr;
+  }
+  return std::move(client).value();
+}
 
 int Main(int argc, char** argv) {
   CLI::App app{
@@ -29,6 +48,8 @@ int Main(int argc, char** argv) {
   }
   RegisterRun(app, &action, std::move(after_dashes));
   RegisterLogs(app, &action);
+  RegisterExperiments(app, &action);
+  RegisterRuns(app, &action);
   RegisterSync(app, &action);
   try {
     app.parse(parsed, argv);

@@ -4,10 +4,21 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+namespace cairn::client {
+class TrackingClient;
+}
+
 namespace cairn::cli {
+
+// Adds --tracking-uri, with the same help for every command that talks to a server.
+void AddTrackingUriOption(CLI::App* cmd, std::string* uri);
+// The client for a --tracking-uri value (resolved through CAIRN_TRACKING_URI,
+// MLFLOW_TRACKING_URI and the default); nullptr after printing why when the URI is unusable.
+std::unique_ptr<client::TrackingClient> ConnectOrExplain(const std::string& tracking_uri_flag);
 
 // The action of the chosen subcommand; it returns the exit code.
 using Action = std::function<int()>;
@@ -16,6 +27,9 @@ void RegisterServer(CLI::App& app, Action* action);
 // `after_dashes`: the arguments after `cairn run ... --`, split off before parsing.
 void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_dashes);
 void RegisterLogs(CLI::App& app, Action* action);
+// `cairn experiments ls` and `cairn runs ls|show|compare|diff-env`.
+void RegisterExperiments(CLI::App& app, Action* action);
+void RegisterRuns(CLI::App& app, Action* action);
 void RegisterSync(CLI::App& app, Action* action);
 
 }  // namespace cairn::cli

@@ -18,16 +18,11 @@ struct LogsFlags {
 };
 
 int RunLogs(const LogsFlags& flags) {
-  client::ClientOptions options;
-  options.tracking_uri = client::ResolveTrackingUri(flags.tracking_uri);
-  auto client = client::TrackingClient::Create(options);
-  if (!client.ok()) {
-    std::fprintf(stderr, "error: %s\n", client.status().message().c_str());
-    return 2;
-  }
+  auto client = ConnectOrExplain(flags.tracking_uri);
+  if (client == nullptr) return 2;
   int64_t offset = 0;
   for (;;) {
-    auto page = (*client)->ReadRunLog(flags.run_id, offset);
+    auto page = client->ReadRunLog(flags.run_id, offset);
     if (!page.ok()) {
       std::fprintf(stderr, "error: %s\n", page.status().message().c_str());
       return 1;
@@ -54,9 +49,7 @@ void RegisterLogs(CLI::App& app, Action* action) {
       "keep printing new output until the run ends.");
   cmd->add_option("run", flags->run_id, "Run id")->required();
   cmd->add_flag("-f,--follow", flags->follow, "Follow the log until the run ends");
-  cmd->add_option("--tracking-uri", flags->tracking_uri,
-                  "Tracking server (default $CAIRN_TRACKING_URI, else $MLFLOW_TRACKING_URI, "
-                  "else http://127.0.0.1:5000)");
+  AddTrackingUriOption(cmd, &flags->tracking_uri);
   cmd->callback([flags, action] { *action = [flags] { return RunLogs(*flags); }; });
 }
 

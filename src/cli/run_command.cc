@@ -73,9 +73,7 @@ void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_d
       ->allow_extra_args(false);
   cmd->add_option("--tag", flags->tags, "Tag key=value; repeatable")
       ->allow_extra_args(false);
-  cmd->add_option("--tracking-uri", flags->tracking_uri,
-                  "Tracking server (default $CAIRN_TRACKING_URI, else $MLFLOW_TRACKING_URI, "
-                  "else http://127.0.0.1:5000)");
+  AddTrackingUriOption(cmd, &flags->tracking_uri);
   cmd->add_option("--python", flags->python,
                   "Python interpreter whose installed packages are recorded (default: the "
                   "command when it is one, else python3 on PATH)");

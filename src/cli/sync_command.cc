@@ -14,17 +14,12 @@ struct SyncFlags {
 };
 
 int RunSync(const SyncFlags& flags) {
-  client::ClientOptions options;
-  options.tracking_uri = client::ResolveTrackingUri(flags.tracking_uri);
-  auto client = client::TrackingClient::Create(options);
-  if (!client.ok()) {
-    std::fprintf(stderr, "error: %s\n", client.status().message().c_str());
-    return 2;
-  }
+  auto client = ConnectOrExplain(flags.tracking_uri);
+  if (client == nullptr) return 2;
   const std::string dir = client::DefaultJournalDir();
   size_t runs = 0;
   const size_t left = client::SyncJournals(
-      dir, **client,
+      dir, *client,
       [&runs](const std::string& run_id, size_t delivered, size_t pending, const Status& s) {
         ++runs;
         std::printf("run %s: %zu record(s) uploaded", run_id.c_str(), delivered);
@@ -44,9 +39,7 @@ void RegisterSync(CLI::App& app, Action* action) {
       "Upload what `cairn run` recorded while the tracking server was unreachable: the\n"
       "journals in $CAIRN_HOME/journal (else ./.cairn/journal), each in order. Every\n"
       "`cairn run` does this first on its own. Exits 1 when something is still pending.");
-  cmd->add_option("--tracking-uri", flags->tracking_uri,
-                  "Tracking server (default $CAIRN_TRACKING_URI, else $MLFLOW_TRACKING_URI, "
-                  "else http://127.0.0.1:5000)");
+  AddTrackingUriOption(cmd, &flags->tracking_uri);
   cmd->callback([flags, action] { *action = [flags] { return RunSync(*flags); }; });
 }
 

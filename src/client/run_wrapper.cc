@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <cstdio>
@@ -148,7 +149,7 @@ class TerminalHandoff {
 // the server is briefly away.
 class RunMonitor {
  public:
-  RunMonitor(TrackingClient* client, RunJournal* journal, pid_t group,
+  RunMonitor(TrackingClient* client, RunJournal* journal, pid_t group, bool gpus,
              const RunOptions& options)
       : client_(client),
         journal_(journal),
@@ -156,6 +157,7 @@ class RunMonitor {
         sampler_(env::RealHostProbe(), group),
         metrics_every_(options.system_metrics_interval_seconds * 1000),
         beat_every_(std::max(1, options.heartbeat_interval_seconds) * 1000) {
+    if (!gpus) sampler_.DisableGpus();
     thread_ = std::thread([this] { Loop(); });
   }
   ~RunMonitor() {
@@ -171,7 +173,9 @@ class RunMonitor {
   void Loop() {
     Clock* clock = SystemClock();
     int64_t next_beat = clock->NowMillis() + beat_every_;
-    int64_t next_sample = clock->NowMillis();
+    // The first sample after one interval, as MLflow's sampler does: a command that ends
+    // sooner has no load worth recording.
+    int64_t next_sample = clock->NowMillis() + metrics_every_;
     int64_t step = 0;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -396,8 +400,18 @@ Result<int> RunTracked(const RunOptions& options) {
       {"cairn.command", ShellJoin(options.command)},
       {"cairn.cwd", cwd},
   };
+  // What the run depends on is read in parallel: the code state (libgit2 loads the system's CA
+  // certificates on start, some milliseconds), the host and the Python environment.
+  std::future<Result<env::CodeState>> code_future =
+      std::async(std::launch::async, [&cwd] { return env::ReadCodeState(cwd); });
+  std::future<Result<env::CachedSnapshot>> python_future =
+      std::async(std::launch::async, [&options] {
+        return env::SnapshotPythonEnvironmentCached(PythonOf(options),
+                                                    env::DefaultPythonEnvCacheDir());
+      });
+  const env::HostFacts host = env::CollectHostFacts(*env::RealHostProbe());
   // The code the command runs: MLflow's git tags, so other MLflow tools read them too.
-  Result<env::CodeState> code = env::ReadCodeState(cwd);
+  Result<env::CodeState> code = code_future.get();
   if (!code.ok()) {
     std::fprintf(stderr, "cairn: warning: code state not recorded: %s\n",
                  code.status().message().c_str());
@@ -412,12 +426,10 @@ Result<int> RunTracked(const RunOptions& options) {
     tags.push_back({"cairn.git.dirty", code->dirty ? "true" : "false"});
   }
   // The machine: key facts as cairn.* tags, all of them as an artifact.
-  const env::HostFacts host = env::CollectHostFacts(*env::RealHostProbe());
   for (core::Tag& t : env::HostFactTags(host)) tags.push_back(std::move(t));
   tags.push_back({"cairn.heartbeat", std::to_string(SystemClock()->NowMillis())});
   // The Python environment: every installed distribution, as a lock-shaped snapshot.
-  Result<env::CachedSnapshot> python =
-      env::SnapshotPythonEnvironmentCached(PythonOf(options), env::DefaultPythonEnvCacheDir());
+  Result<env::CachedSnapshot> python = python_future.get();
   if (python.ok()) {
     tags.push_back({"cairn.env.hash", python->snapshot.hash});
     tags.push_back({"cairn.python.version", python->snapshot.interpreter.version});
@@ -477,7 +489,7 @@ Result<int> RunTracked(const RunOptions& options) {
   Result<Process> child = Process::Spawn(spawn);
   Result<ExitStatus> exit = child.status();
   if (child.ok()) {
-    RunMonitor monitor(client.get(), journal.get(), child->pid(), options);
+    RunMonitor monitor(client.get(), journal.get(), child->pid(), !host.gpus.empty(), options);
     exit = Supervise(*child, signal_fd, console);
   }
   close(signal_fd);

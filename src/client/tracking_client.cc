@@ -138,6 +138,30 @@ core::Run DecodeRun(const json& j) {
   return run;
 }
 
+core::Experiment DecodeExperiment(const json& e) {
+  core::Experiment out;
+  out.experiment_id = Str(e, "experiment_id");
+  out.name = Str(e, "name");
+  out.artifact_location = Str(e, "artifact_location");
+  core::ParseLifecycleStage(Str(e, "lifecycle_stage"), &out.lifecycle_stage);
+  out.creation_time = Int(e, "creation_time");
+  out.last_update_time = Int(e, "last_update_time");
+  if (auto tags = e.find("tags"); tags != e.end() && tags->is_array()) {
+    for (const json& t : *tags) out.tags.push_back({Str(t, "key"), Str(t, "value")});
+  }
+  return out;
+}
+
+// The search request fields both searches share, in MLflow's JSON form.
+void AddSearchFields(json* body, const std::string& filter,
+                     const std::vector<std::string>& order_by, int64_t max_results,
+                     const std::string& page_token) {
+  if (!filter.empty()) (*body)["filter"] = filter;
+  if (!order_by.empty()) (*body)["order_by"] = order_by;
+  if (max_results > 0) (*body)["max_results"] = max_results;
+  if (!page_token.empty()) (*body)["page_token"] = page_token;
+}
+
 }  // namespace
 
 std::string ResolveTrackingUri(const std::string& flag) {
@@ -273,6 +297,71 @@ Result<core::Experiment> TrackingClient::GetExperiment(const std::string& experi
   out.artifact_location = Str(e, "artifact_location");
   core::ParseLifecycleStage(Str(e, "lifecycle_stage"), &out.lifecycle_stage);
   return out;
+}
+
+Result<TrackingClient::ExperimentPage> TrackingClient::SearchExperiments(
+    const ExperimentSearch& search) {
+  json body = {{"view_type", std::string(core::ViewTypeName(search.view))}};
+  AddSearchFields(&body, search.filter, search.order_by, search.max_results, search.page_token);
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Post("experiments/search", body));
+  ExperimentPage page;
+  if (auto items = r.find("experiments"); items != r.end() && items->is_array()) {
+    for (const json& e : *items) page.experiments.push_back(DecodeExperiment(e));
+  }
+  page.next_page_token = Str(r, "next_page_token");
+  return page;
+}
+
+Result<core::Experiment> TrackingClient::GetExperimentByName(const std::string& name) {
+  CAIRN_ASSIGN_OR_RETURN(
+      json r, impl_->Get("experiments/get-by-name", "experiment_name=" + PercentEncode(name)));
+  return DecodeExperiment(r["experiment"]);
+}
+
+Result<TrackingClient::RunPage> TrackingClient::SearchRuns(const RunSearch& search) {
+  json body = {{"experiment_ids", search.experiment_ids},
+               {"run_view_type", std::string(core::ViewTypeName(search.view))}};
+  AddSearchFields(&body, search.filter, search.order_by, search.max_results, search.page_token);
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Post("runs/search", body));
+  RunPage page;
+  if (auto items = r.find("runs"); items != r.end() && items->is_array()) {
+    for (const json& run : *items) page.runs.push_back(DecodeRun(run));
+  }
+  page.next_page_token = Str(r, "next_page_token");
+  return page;
+}
+
+Result<std::vector<TrackingClient::ArtifactFile>> TrackingClient::ListArtifacts(
+    const std::string& run_id, const std::string& path) {
+  std::string query = "run_id=" + PercentEncode(run_id);
+  if (!path.empty()) query += "&path=" + PercentEncode(path);
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("artifacts/list", query));
+  std::vector<ArtifactFile> files;
+  if (auto items = r.find("files"); items != r.end() && items->is_array()) {
+    for (const json& f : *items) {
+      auto is_dir = f.find("is_dir");
+      files.push_back({Str(f, "path"),
+                       is_dir != f.end() && is_dir->is_boolean() && is_dir->get<bool>(),
+                       Int(f, "file_size")});
+    }
+  }
+  return files;
+}
+
+Result<std::string> TrackingClient::DownloadArtifact(const std::string& artifact_uri,
+                                                     const std::string& artifact_path) {
+  CAIRN_ASSIGN_OR_RETURN(std::string path, impl_->ArtifactPath(artifact_uri, artifact_path));
+  std::string content;
+  auto get = [&]() -> httplib::Result {
+    httplib::Result res = impl_->http.Get(path);
+    if (res && res->status == 200) {
+      content = std::move(res->body);
+      res->body = "{}";  // the content is taken; Call parses the body as JSON
+    }
+    return res;
+  };
+  CAIRN_RETURN_IF_ERROR(impl_->Call("download " + artifact_path, get).status());
+  return content;
 }
 
 Result<core::RunInfo> TrackingClient::CreateRun(const std::string& experiment_id,

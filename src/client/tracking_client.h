@@ -59,6 +59,60 @@ class TrackingClient {
   };
   Result<LogPage> ReadRunLog(const std::string& run_id, int64_t offset);
 
+  // One page of experiments/search. `max_results` 0 leaves the page size to the server
+  // (MLflow's default is 1000); an empty `page_token` asks for the first page.
+  struct ExperimentSearch {
+    std::string filter;  // MLflow's experiment filter language, passed through unchanged
+    core::ViewType view = core::ViewType::kActiveOnly;
+    std::vector<std::string> order_by;
+    int64_t max_results = 0;
+    std::string page_token;
+  };
+  struct ExperimentPage {
+    std::vector<core::Experiment> experiments;
+    std::string next_page_token;  // empty on the last page
+  };
+  // A bad filter or order_by is InvalidArgument with the server's message, which quotes it.
+  Result<ExperimentPage> SearchExperiments(const ExperimentSearch& search);
+  // The experiment with this name; NotFound when there is none. Unlike GetOrCreateExperiment
+  // it never creates one.
+  Result<core::Experiment> GetExperimentByName(const std::string& name);
+
+  // One page of runs/search over `experiment_ids` (runs of other experiments never match; an
+  // empty list matches nothing). Runs carry their params, tags and the latest value of each
+  // metric. Errors as for SearchExperiments.
+  struct RunSearch {
+    std::vector<std::string> experiment_ids;
+    std::string filter;  // MLflow's run filter language, passed through unchanged
+    core::ViewType view = core::ViewType::kActiveOnly;
+    std::vector<std::string> order_by;
+    int64_t max_results = 0;  // 0: the server's default page size
+    std::string page_token;
+  };
+  struct RunPage {
+    std::vector<core::Run> runs;
+    std::string next_page_token;  // empty on the last page
+  };
+  Result<RunPage> SearchRuns(const RunSearch& search);
+
+  // The entries directly under `path` (relative, '/'-separated; empty for the root) of the
+  // run's artifacts, as artifacts/list gives them: paths relative to the artifact root, so
+  // they can be passed back as `path` or to DownloadArtifact. A path that is a file or does
+  // not exist lists nothing; an unknown run is NotFound.
+  struct ArtifactFile {
+    std::string path;
+    bool is_dir = false;
+    int64_t file_size = 0;  // 0 for directories
+  };
+  Result<std::vector<ArtifactFile>> ListArtifacts(const std::string& run_id,
+                                                  const std::string& path);
+  // The content of the artifact at `artifact_path` of the run whose artifact URI is
+  // `artifact_uri`, through the server's artifact proxy. Held in memory: meant for the small
+  // records cairn writes (host.json, pylock.toml), not for model files. NotFound when the run
+  // has no such artifact; Unimplemented when the URI is not served by the tracking server.
+  Result<std::string> DownloadArtifact(const std::string& artifact_uri,
+                                       const std::string& artifact_path);
+
   // Uploads `content` as the artifact at `artifact_path` (relative, '/'-separated) of the run
   // whose artifact URI is `artifact_uri`, through the server's artifact proxy.
   Status UploadArtifact(const std::string& artifact_uri, const std::string& artifact_path,

@@ -53,6 +53,8 @@ class SystemSampler {
   // The metrics at `timestamp` (ms) and `step`. The CPU percentages need a previous sample,
   // so the first call gives memory and GPU figures only.
   std::vector<core::Metric> Sample(int64_t timestamp, int64_t step);
+  // Skips GPUs (a host whose facts show no NVIDIA driver: asking again costs a process spawn).
+  void DisableGpus() { gpus_ = false; }
 
  private:
   HostProbe* probe_;
