@@ -237,6 +237,46 @@ for _ in range(100):
         self.assertEqual(tags["cairn.env.hash"], hashlib.sha256(lock.encode()).hexdigest())
         self.assertIn("cairn.heartbeat", tags)
 
+    def example(self):
+        path = os.path.join(os.path.dirname(tl.CONFIG.cairn), "cairn_example_train")
+        if not os.path.exists(path):
+            self.skipTest("cairn_example_train is not built next to cairn")
+        return path
+
+    def test_cpp_client_example_logs_its_own_run(self):
+        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url)
+        for name in ("CAIRN_RUN_ID", "MLFLOW_RUN_ID"):
+            env.pop(name, None)
+        p = subprocess.run([self.example(), "--steps", "1500"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        run_id = p.stdout.split()[1].rstrip(":")
+        run = self.c.get(API + "runs/get", {"run_id": run_id}).body["run"]
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        params = {x["key"]: x["value"] for x in run["data"]["params"]}
+        self.assertEqual(params["steps"], "1500")
+        history = self.c.get(API + "metrics/get-history",
+                             {"run_id": run_id, "metric_key": "loss"}).body["metrics"]
+        self.assertEqual(sorted(m["step"] for m in history), list(range(1500)))
+        metrics = {m["key"]: m["value"] for m in run["data"]["metrics"]}
+        self.assertAlmostEqual(metrics["w"], 3, delta=0.1)
+        self.assertIn(b"w ", self.artifact(run, "model/weights.txt"))
+
+    def test_cpp_client_example_under_cairn_run_attaches(self):
+        p = self.cairn_run("--experiment", "cpp-under-run", "--", self.example(), "--steps", "50")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        run = self.run_of(p.stderr)
+        self.assertEqual(p.stdout.split()[1].rstrip(":"), run["info"]["run_id"])
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        self.assertEqual(self.tags(run)["example"], "train_loop")
+        history = self.c.get(API + "metrics/get-history",
+                             {"run_id": run["info"]["run_id"], "metric_key": "loss"})
+        self.assertEqual(len(history.body["metrics"]), 50)
+        exp_id = self.c.get(API + "experiments/get-by-name",
+                            {"experiment_name": "cpp-under-run"}).body["experiment"]
+        runs = self.c.post(API + "runs/search", {"experiment_ids": [exp_id["experiment_id"]]})
+        self.assertEqual(len(runs.body["runs"]), 1)  # the example made no run of its own
+
     def test_exit_code_3_fails_the_run(self):
         p = self.cairn_run("--", "sh", "-c", "exit 3")
         self.assertEqual(p.returncode, 3)

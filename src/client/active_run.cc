@@ -1,0 +1,152 @@
+#include "client/active_run.h"
+
+#include <chrono>
+#include <cstdlib>
+
+#include "util/clock.h"
+
+namespace cairn::client {
+namespace {
+
+constexpr size_t kMaxMetrics = 1000;
+constexpr size_t kMaxParams = 100;
+constexpr size_t kMaxTags = 100;
+constexpr size_t kEager = 1000;  // send without waiting for the tick
+constexpr auto kTick = std::chrono::seconds(1);
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ActiveRun>> ActiveRun::Start(const Options& options) {
+  ClientOptions client_options;
+  client_options.tracking_uri = ResolveTrackingUri(options.tracking_uri);
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingClient> client,
+                         TrackingClient::Create(client_options));
+  std::string wrapper_run = Env("CAIRN_RUN_ID");
+  if (wrapper_run.empty()) wrapper_run = Env("MLFLOW_RUN_ID");
+  core::RunInfo info;
+  bool attached = !wrapper_run.empty();
+  if (attached) {
+    CAIRN_ASSIGN_OR_RETURN(core::Run run, client->GetRun(wrapper_run));
+    info = run.info;
+  } else {
+    std::string experiment_id = "0";
+    if (!options.experiment.empty()) {
+      CAIRN_ASSIGN_OR_RETURN(experiment_id, client->GetOrCreateExperiment(options.experiment));
+    }
+    std::vector<core::Tag> tags = {{"mlflow.source.type", "LOCAL"}};
+    if (const std::string user = Env("USER"); !user.empty()) tags.push_back({"mlflow.user", user});
+    CAIRN_ASSIGN_OR_RETURN(info, client->CreateRun(experiment_id, options.run_name,
+                                                   SystemClock()->NowMillis(), tags));
+  }
+  std::unique_ptr<ActiveRun> run(new ActiveRun(std::move(client), std::move(info), attached));
+  for (const core::Param& p : options.params) run->LogParam(p.key, p.value);
+  for (const core::Tag& t : options.tags) run->SetTag(t.key, t.value);
+  return run;
+}
+
+ActiveRun::ActiveRun(std::unique_ptr<TrackingClient> client, core::RunInfo info, bool attached)
+    : client_(std::move(client)), info_(std::move(info)), attached_(attached) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+ActiveRun::~ActiveRun() {
+  (void)End();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void ActiveRun::LogMetric(const std::string& key, double value, int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_.push_back({key, value, SystemClock()->NowMillis(), step});
+  if (metrics_.size() >= kEager) cv_.notify_one();
+}
+
+void ActiveRun::LogParam(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  params_.push_back({key, value});
+}
+
+void ActiveRun::SetTag(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tags_.push_back({key, value});
+}
+
+bool ActiveRun::SendSome(std::unique_lock<std::mutex>& lock) {
+  if (metrics_.empty() && params_.empty() && tags_.empty()) return false;
+  std::vector<core::Metric> metrics;
+  std::vector<core::Param> params;
+  std::vector<core::Tag> tags;
+  while (!params_.empty() && params.size() < kMaxParams) {
+    params.push_back(std::move(params_.front()));
+    params_.pop_front();
+  }
+  while (!tags_.empty() && tags.size() < kMaxTags) {
+    tags.push_back(std::move(tags_.front()));
+    tags_.pop_front();
+  }
+  // MLflow counts every item against 1000.
+  while (!metrics_.empty() && metrics.size() + params.size() + tags.size() < kMaxMetrics) {
+    metrics.push_back(std::move(metrics_.front()));
+    metrics_.pop_front();
+  }
+  ++sending_;
+  lock.unlock();
+  Status s = client_->LogBatch(info_.run_id, metrics, params, tags);
+  lock.lock();
+  --sending_;
+  if (!s.ok() && error_.ok()) error_ = s;
+  return true;
+}
+
+void ActiveRun::Loop() {
+  // Only this thread sends, so batches reach the server in the order they were logged (a tag
+  // set twice ends with its last value).
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, kTick, [&] { return stop_ || flush_ || metrics_.size() >= kEager; });
+    while (SendSome(lock)) {
+    }
+    flush_ = false;
+    drained_.notify_all();
+  }
+}
+
+Status ActiveRun::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  flush_ = true;
+  cv_.notify_one();
+  drained_.wait(lock, [&] {
+    return metrics_.empty() && params_.empty() && tags_.empty() && sending_ == 0;
+  });
+  Status s = error_;
+  error_ = Status::Ok();
+  return s;
+}
+
+Status ActiveRun::LogArtifact(const std::string& local_path, const std::string& artifact_path) {
+  CAIRN_RETURN_IF_ERROR(Flush());
+  return client_->UploadArtifactFile(info_.artifact_uri, artifact_path, local_path);
+}
+
+Status ActiveRun::End(core::RunStatus status) {
+  Status flushed = Flush();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ended_) return flushed;
+    ended_ = true;
+  }
+  if (attached_) return flushed;
+  Status updated = client_->UpdateRun(info_.run_id, status, SystemClock()->NowMillis());
+  return flushed.ok() ? updated : flushed;
+}
+
+}  // namespace cairn::client
