@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "util/clock.h"
 #include "util/file.h"
 #include "util/json_writer.h"
 
@@ -94,8 +95,26 @@ Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::str
     return client.AppendRunLog(run_id, chunks).status();
   }
   if (op == "artifact") {
-    return client.UploadArtifact(record.value("artifact_uri", ""), record.value("path", ""),
+    std::string artifact_uri = record.value("artifact_uri", "");
+    if (artifact_uri.empty()) {  // recorded before the run existed on the server
+      CAIRN_ASSIGN_OR_RETURN(core::Run run, client.GetRun(run_id));
+      artifact_uri = run.info.artifact_uri;
+    }
+    return client.UploadArtifact(artifact_uri, record.value("path", ""),
                                  record.value("content", ""));
+  }
+  if (op == "create") {
+    std::vector<core::Tag> tags = KeyValues<core::Tag>(record, "tags");
+    // The heartbeat recorded at the start may be old by now; the server would fail the run
+    // for it at once.
+    for (core::Tag& t : tags) {
+      if (t.key == "cairn.heartbeat") t.value = std::to_string(SystemClock()->NowMillis());
+    }
+    return client
+        .CreateRunWithId(run_id, "", record.value("experiment_name", ""),
+                         record.value("run_name", ""), record.value("start_time", int64_t{0}),
+                         tags)
+        .status();
   }
   if (op == "end") {
     core::RunStatus status = core::RunStatus::kFinished;
@@ -207,6 +226,16 @@ Status RunJournal::AppendEnd(core::RunStatus status, int64_t end_time) {
   return Append(w.Take());
 }
 
+Status RunJournal::AppendCreate(const std::string& experiment_name, const std::string& run_name,
+                               int64_t start_time, const std::vector<core::Tag>& tags) {
+  JsonWriter w;
+  w.BeginObject().Key("op").String("create").Key("experiment_name").String(experiment_name);
+  w.Key("run_name").String(run_name).Key("start_time").Int(start_time);
+  WriteKeyValues(w, "tags", tags);
+  w.EndObject();
+  return Append(w.Take());
+}
+
 Status RunJournal::Deliver(TrackingClient& client) {
   std::lock_guard<std::mutex> delivering(deliver_mu_);
   Status result;
@@ -290,8 +319,9 @@ size_t SyncJournals(const std::string& dir, TrackingClient& client,
     const size_t after = (*j)->pending();
     left += after;
     if (before > 0 || !s.ok()) progress(run_id, before - after, after, s);
-    // A journal whose run has not ended belongs to a wrapper that may still be running.
     if ((*j)->complete()) (void)(*j)->Remove();
+    // The server is away: the other journals would only wait for it too.
+    if (s.code() == StatusCode::kUnavailable) break;
   }
   return left;
 }

@@ -15,7 +15,10 @@
 //
 // Records: {"op": "batch", "metrics": [...], "params": [...], "tags": [...]},
 // {"op": "log", "chunks": [{"offset", "stream", "timestamp", "data"}]},
-// {"op": "artifact", "artifact_uri", "path", "content"}, {"op": "end", "status", "end_time"}.
+// {"op": "artifact", "artifact_uri", "path", "content"} (an empty artifact_uri is looked up
+// when delivered), {"op": "end", "status", "end_time"}, and first, for a run started while the
+// server was unreachable, {"op": "create", "experiment_name", "run_name", "start_time",
+// "tags"} (the run id is the journal's).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +52,9 @@ class RunJournal {
   Status AppendArtifact(const std::string& artifact_uri, const std::string& path,
                         const std::string& content);
   Status AppendEnd(core::RunStatus status, int64_t end_time);
+  // The run's creation, for a run started while the server was unreachable: the first record.
+  Status AppendCreate(const std::string& experiment_name, const std::string& run_name,
+                      int64_t start_time, const std::vector<core::Tag>& tags);
 
   // Delivers the records not yet acknowledged, in order, stopping at the first that fails
   // (its error is returned). One delivery at a time; thread-safe.

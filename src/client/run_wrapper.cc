@@ -25,6 +25,7 @@
 #include "env/python_env_cache.h"
 #include "env/system_metrics.h"
 #include "util/clock.h"
+#include "util/hash.h"
 #include "util/json_writer.h"
 #include "util/process.h"
 
@@ -386,9 +387,20 @@ Result<int> RunTracked(const RunOptions& options) {
   if (experiment_name.empty()) {
     if (const char* e = std::getenv("MLFLOW_EXPERIMENT_NAME"); e != nullptr) experiment_name = e;
   }
+  // An unreachable server does not stop the command: the run is then recorded under an id
+  // chosen here and created from the journal once the server is back.
+  bool offline = false;
   std::string experiment_id = "0";
   if (!experiment_name.empty()) {
-    CAIRN_ASSIGN_OR_RETURN(experiment_id, client->GetOrCreateExperiment(experiment_name));
+    Result<std::string> id = client->GetOrCreateExperiment(experiment_name);
+    if (id.ok()) {
+      experiment_id = *id;
+    } else if (id.status().code() == StatusCode::kUnavailable) {
+      offline = true;
+      experiment_id.clear();  // known once the server has the run
+    } else {
+      return id.status();
+    }
   }
 
   std::error_code ec;
@@ -443,14 +455,39 @@ Result<int> RunTracked(const RunOptions& options) {
     tags.push_back({"cairn.env.error", python.status().message().substr(0, 4000)});
   }
   for (const core::Tag& t : options.tags) tags.push_back(t);
-  CAIRN_ASSIGN_OR_RETURN(
-      core::RunInfo run,
-      client->CreateRun(experiment_id, options.run_name, SystemClock()->NowMillis(), tags));
-  std::fprintf(stderr, "cairn: run %s (%s) in experiment %s at %s\n", run.run_id.c_str(),
-               run.run_name.c_str(), experiment_id.c_str(), client->tracking_uri().c_str());
+  const int64_t start_time = SystemClock()->NowMillis();
+  core::RunInfo run;
+  if (!offline) {
+    Result<core::RunInfo> created =
+        client->CreateRun(experiment_id, options.run_name, start_time, tags);
+    if (created.ok()) {
+      run = std::move(created).value();
+    } else if (created.status().code() == StatusCode::kUnavailable) {
+      offline = true;
+    } else {
+      return created.status();
+    }
+  }
+  if (offline) {
+    run.run_id = RandomHex(16);
+    run.run_name = options.run_name;
+    run.experiment_id = experiment_id;
+  }
   // From here on, what the server must learn goes through the run's journal, so that an
   // unreachable server loses nothing.
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<RunJournal> journal, OpenJournal(run.run_id));
+  if (offline) {
+    CAIRN_RETURN_IF_ERROR(journal->AppendCreate(experiment_name, options.run_name, start_time,
+                                                tags));
+    std::fprintf(stderr,
+                 "cairn: the tracking server at %s cannot be reached; run %s is recorded in "
+                 "the journal and created there once the server is back\n",
+                 client->tracking_uri().c_str(), run.run_id.c_str());
+  }
+  std::fprintf(stderr, "cairn: run %s (%s) in experiment %s at %s\n", run.run_id.c_str(),
+               run.run_name.empty() ? "unnamed" : run.run_name.c_str(),
+               experiment_id.empty() ? experiment_name.c_str() : experiment_id.c_str(),
+               client->tracking_uri().c_str());
   Status record = journal->AppendBatch({}, options.params, {});
   auto artifact = [&](const char* path, const std::string& content) {
     if (record.ok()) record = journal->AppendArtifact(run.artifact_uri, path, content);
@@ -479,9 +516,9 @@ Result<int> RunTracked(const RunOptions& options) {
   spawn.capture_output = true;
   spawn.env = {{"MLFLOW_TRACKING_URI", client->tracking_uri()},
                {"MLFLOW_RUN_ID", run.run_id},
-               {"MLFLOW_EXPERIMENT_ID", experiment_id},
                {"CAIRN_TRACKING_URI", client->tracking_uri()},
                {"CAIRN_RUN_ID", run.run_id}};
+  if (!experiment_id.empty()) spawn.env.push_back({"MLFLOW_EXPERIMENT_ID", experiment_id});
   // Output goes through a pipe, where Python would buffer it in blocks; keep it live.
   if (std::getenv("PYTHONUNBUFFERED") == nullptr) spawn.env.push_back({"PYTHONUNBUFFERED", "1"});
 

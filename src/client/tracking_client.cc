@@ -377,6 +377,32 @@ Result<core::RunInfo> TrackingClient::CreateRun(const std::string& experiment_id
   return DecodeRunInfo(r["run"]["info"]);
 }
 
+Result<core::RunInfo> TrackingClient::CreateRunWithId(const std::string& run_id,
+                                                       const std::string& experiment_id,
+                                                       const std::string& experiment_name,
+                                                       const std::string& run_name,
+                                                       int64_t start_time,
+                                                       const std::vector<core::Tag>& tags) {
+  json body = {{"run_id", run_id}, {"start_time", start_time}, {"tags", KeyValues(tags)}};
+  if (!experiment_id.empty()) body["experiment_id"] = experiment_id;
+  if (!experiment_name.empty()) body["experiment_name"] = experiment_name;
+  if (!run_name.empty()) body["run_name"] = run_name;
+  for (const core::Tag& t : tags) {
+    if (t.key == "mlflow.user") body["user_id"] = t.value;
+  }
+  std::string path = impl_->prefix + "/api/cairn/v1/runs";
+  std::string text = body.dump();
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Call("create run", [&] {
+    return impl_->http.Post(path, text, "application/json");
+  }));
+  core::RunInfo info;
+  info.run_id = Str(r, "run_id");
+  info.experiment_id = Str(r, "experiment_id");
+  info.artifact_uri = Str(r, "artifact_uri");
+  info.run_name = run_name;
+  return info;
+}
+
 Result<core::Run> TrackingClient::GetRun(const std::string& run_id) {
   CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("runs/get", "run_id=" + PercentEncode(run_id)));
   return DecodeRun(r["run"]);

@@ -42,6 +42,15 @@ class TrackingClient {
   // Creates a run in RUNNING state; `tags` include mlflow.runName when a name is wanted.
   Result<core::RunInfo> CreateRun(const std::string& experiment_id, const std::string& run_name,
                                   int64_t start_time, const std::vector<core::Tag>& tags);
+  // Creates a run under an id the client chose (cairn API, POST /api/cairn/v1/runs): in the
+  // experiment `experiment_id`, else the one named `experiment_name` (created when missing),
+  // else Default. A run that exists already is returned as it is. Fills run_id,
+  // experiment_id and artifact_uri.
+  Result<core::RunInfo> CreateRunWithId(const std::string& run_id,
+                                        const std::string& experiment_id,
+                                        const std::string& experiment_name,
+                                        const std::string& run_name, int64_t start_time,
+                                        const std::vector<core::Tag>& tags);
   Result<core::Run> GetRun(const std::string& run_id);
   Status LogBatch(const std::string& run_id, const std::vector<core::Metric>& metrics,
                   const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);

@@ -74,11 +74,65 @@ Result<CairnResponse> ReadLog(ApiContext& ctx, const std::string& run_id, const 
   return out;
 }
 
+// POST runs: creates a run under an id the client chose (see docs/api/cairn.md).
+Result<CairnResponse> CreateRun(ApiContext& ctx, const Fields& f) {
+  service::CreateRunRequest req;
+  CAIRN_ASSIGN_OR_RETURN(req.run_id, f.RequiredStr("run_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> experiment_id, f.Str("experiment_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> experiment_name, f.Str("experiment_name"));
+  if (experiment_id) {
+    req.experiment_id = *experiment_id;
+  } else if (experiment_name) {
+    Result<core::Experiment> e = ctx.tracking->GetExperimentByName(*experiment_name);
+    if (!e.ok() && e.status().code() == StatusCode::kNotFound) {
+      Result<std::string> id = ctx.tracking->CreateExperiment(*experiment_name, "", {});
+      // Created meanwhile by another client: look it up again.
+      if (!id.ok() && id.status().code() == StatusCode::kAlreadyExists) {
+        e = ctx.tracking->GetExperimentByName(*experiment_name);
+      } else {
+        CAIRN_RETURN_IF_ERROR(id.status());
+        e = ctx.tracking->GetExperiment(*id);
+      }
+    }
+    CAIRN_RETURN_IF_ERROR(e.status());
+    req.experiment_id = e->experiment_id;
+  } else {
+    req.experiment_id = "0";
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> user, f.Str("user_id"));
+  req.user_id = user.value_or("");
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> name, f.Str("run_name"));
+  req.run_name = name.value_or("");
+  CAIRN_ASSIGN_OR_RETURN(req.start_time, f.Int("start_time"));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> tags, f.Objects("tags"));
+  for (const Fields& t : tags) {
+    core::Tag tag;
+    CAIRN_ASSIGN_OR_RETURN(tag.key, t.RequiredStr("key"));
+    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> value, t.Str("value"));
+    tag.value = value.value_or("");
+    req.tags.push_back(std::move(tag));
+  }
+  CAIRN_ASSIGN_OR_RETURN(core::Run run, ctx.tracking->CreateRun(req));
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("run_id").String(run.info.run_id);
+  w.Key("experiment_id").String(run.info.experiment_id);
+  w.Key("artifact_uri").String(run.info.artifact_uri);
+  w.EndObject();
+  return CairnResponse{w.Take()};
+}
+
 }  // namespace
 
 Result<CairnResponse> HandleCairnApi(ApiContext& ctx, std::string_view method,
                                      std::string_view path, const QueryParams& query,
                                      std::string_view body) {
+  if (path == "runs") {
+    if (method != "POST") return NoEndpoint(method, path);
+    CAIRN_ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));
+    Fields f(&json, "");
+    return CreateRun(ctx, f);
+  }
   // runs/{run_id}/log
   constexpr std::string_view kRuns = "runs/";
   constexpr std::string_view kLog = "/log";

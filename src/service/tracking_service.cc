@@ -207,6 +207,17 @@ Status TrackingService::DeleteExperimentTag(const std::string& experiment_id,
 // --- Runs ----------------------------------------------------------------------------------
 
 Result<Run> TrackingService::CreateRun(const CreateRunRequest& request) {
+  if (!request.run_id.empty()) {
+    const bool hex = request.run_id.size() == 32 &&
+                     request.run_id.find_first_not_of("0123456789abcdef") == std::string::npos;
+    if (!hex) {
+      return InvalidArgument("Invalid value '" + request.run_id +
+                             "' for 'run_id': expected 32 lowercase hexadecimal digits");
+    }
+    // Created already (a repeated upload of a journal): the run as it is.
+    Result<Run> existing = store_->GetRun(request.run_id);
+    if (existing.ok() || existing.status().code() != StatusCode::kNotFound) return existing;
+  }
   CAIRN_ASSIGN_OR_RETURN(Experiment e, store_->GetExperiment(request.experiment_id));
   if (e.lifecycle_stage != LifecycleStage::kActive) {
     return InvalidArgument("The experiment " + e.experiment_id +
@@ -214,7 +225,7 @@ Result<Run> TrackingService::CreateRun(const CreateRunRequest& request) {
   }
   for (const core::Tag& t : request.tags) CAIRN_RETURN_IF_ERROR(ValidateTag(t));
   Run run;
-  run.info.run_id = RandomHex(16);
+  run.info.run_id = request.run_id.empty() ? RandomHex(16) : request.run_id;
   run.info.experiment_id = e.experiment_id;
   run.info.user_id = request.user_id;
   run.info.status = core::RunStatus::kRunning;

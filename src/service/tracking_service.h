@@ -30,6 +30,9 @@ inline constexpr int64_t kMaxSearchResults = 50000;
 inline constexpr int64_t kDefaultSearchResults = 1000;
 
 struct CreateRunRequest {
+  // Chosen by the client (32 lowercase hex digits) so that a run can be recorded before the
+  // server is reachable; empty: a new id. Creating a run that exists returns it unchanged.
+  std::string run_id;
   std::string experiment_id;
   std::string user_id;
   std::string run_name;

@@ -338,10 +338,18 @@ for _ in range(100):
         self.assertEqual(p.returncode, 2)
         self.assertIn("-p takes key=value", p.stderr)
 
-    def test_unreachable_server_is_a_clear_error(self):
-        p = self.cairn_run("--tracking-uri", "http://127.0.0.1:9", "--", "true")
-        self.assertEqual(p.returncode, 2)
-        self.assertIn("cannot reach the tracking server at http://127.0.0.1:9", p.stderr)
+    def test_unreachable_server_runs_the_command_and_keeps_the_records(self):
+        home = os.path.join(self.root, "unreachable-home")
+        p = self.cairn_run("--tracking-uri", "http://127.0.0.1:9", "--", "sh", "-c", "exit 4",
+                           env={"CAIRN_HOME": home})
+        self.assertEqual(p.returncode, 4)  # the command ran, and its code is the wrapper's
+        self.assertIn("the tracking server at http://127.0.0.1:9 cannot be reached", p.stderr)
+        self.assertIn("`cairn sync`", p.stderr)
+        self.assertEqual(len([f for f in os.listdir(os.path.join(home, "journal"))
+                              if f.endswith(".journal")]), 1)
+        bad = self.cairn_run("--tracking-uri", "ftp://example.com", "--", "true")
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("tracking URI must start with http://", bad.stderr)
 
 
 class HeartbeatTest(unittest.TestCase):
@@ -460,6 +468,33 @@ with cairn.start_run() as run:
         self.check_complete(self.run_id_of(err))
         # Delivered and ended: the journal is gone ($CAIRN_HOME/journal).
         self.assertEqual(os.listdir(os.path.join(self.root, "journal")), [])
+
+    def test_run_started_while_the_server_is_down_is_created_when_it_is_back(self):
+        self.server.stop()
+        proc = subprocess.Popen(
+            [tl.CONFIG.cairn, "run", "--experiment", "offline", "-p", "lr=0.1", "--", sys.executable,
+             "-c", "import sys\nprint('line 0', flush=True)\nsys.stdin.readline()\n" +
+             "\n".join("print('line %d')" % i for i in range(1, 12))],
+            env=self.env, cwd=self.root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.kill)
+        self.assertEqual(proc.stdout.readline().strip(), "line 0")  # it runs without a server
+        self.server.start()
+        out, err = proc.communicate("go\n", timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("cannot be reached", err)
+        run_id = self.run_id_of(err)
+        c = self.server.client()
+        run = c.get(API + "runs/get", {"run_id": run_id}).body["run"]
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        exp = c.get(API + "experiments/get-by-name", {"experiment_name": "offline"}).body
+        self.assertEqual(run["info"]["experiment_id"], exp["experiment"]["experiment_id"])
+        self.assertEqual({p["key"]: p["value"] for p in run["data"]["params"]}, {"lr": "0.1"})
+        log = c.get("/api/cairn/v1/runs/%s/log" % run_id).text
+        self.assertEqual(log, "".join("line %d\n" % i for i in range(12)))
+        process = c.get("/api/2.0/mlflow-artifacts/artifacts/%s/%s/artifacts/cairn/process.json"
+                        % (run["info"]["experiment_id"], run_id))
+        self.assertEqual(process.status, 200, repr(process))
 
     def test_records_left_at_exit_are_uploaded_by_cairn_sync(self):
         proc = subprocess.Popen(
