@@ -103,6 +103,15 @@ bool ActiveRun::SendSome(std::unique_lock<std::mutex>& lock) {
   Status s = client_->LogBatch(info_.run_id, metrics, params, tags);
   lock.lock();
   --sending_;
+  if (s.code() == StatusCode::kUnavailable && !stop_) {
+    // The server is away (the client has retried already): keep the batch, in order, for the
+    // next tick rather than lose it.
+    metrics_.insert(metrics_.begin(), metrics.begin(), metrics.end());
+    params_.insert(params_.begin(), params.begin(), params.end());
+    tags_.insert(tags_.begin(), tags.begin(), tags.end());
+    if (error_.ok()) error_ = s;
+    return false;
+  }
   if (!s.ok() && error_.ok()) error_ = s;
   return true;
 }
@@ -116,6 +125,7 @@ void ActiveRun::Loop() {
     while (SendSome(lock)) {
     }
     flush_ = false;
+    ++passes_;
     drained_.notify_all();
   }
 }
@@ -124,9 +134,10 @@ Status ActiveRun::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
   flush_ = true;
   cv_.notify_one();
-  drained_.wait(lock, [&] {
-    return metrics_.empty() && params_.empty() && tags_.empty() && sending_ == 0;
-  });
+  // One whole pass of the sender after this call: everything queued before it was sent, or
+  // (the server away) kept for later with the error below.
+  const uint64_t pass = passes_;
+  drained_.wait(lock, [&] { return passes_ > pass || stop_; });
   Status s = error_;
   error_ = Status::Ok();
   return s;

@@ -81,6 +81,7 @@ class ActiveRun {
   std::deque<core::Tag> tags_;
   int sending_ = 0;  // batches in flight
   bool flush_ = false;  // Flush waits: send now
+  uint64_t passes_ = 0;  // sending passes completed
   bool stop_ = false;
   Status error_;
   std::thread thread_;

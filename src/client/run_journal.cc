@@ -4,7 +4,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -68,17 +70,20 @@ Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::str
       metrics.push_back({m.value("key", ""), Number(m["value"]), m.value("timestamp", int64_t{0}),
                          m.value("step", int64_t{0})});
     }
-    // MLflow takes at most 1000 metrics per request.
-    for (size_t i = 0; i < metrics.size() || i == 0; i += 1000) {
-      std::vector<core::Metric> part(
-          metrics.begin() + static_cast<ptrdiff_t>(std::min(i, metrics.size())),
-          metrics.begin() + static_cast<ptrdiff_t>(std::min(i + 1000, metrics.size())));
-      CAIRN_RETURN_IF_ERROR(client.LogBatch(run_id, part,
-                                            i == 0 ? KeyValues<core::Param>(record, "params")
-                                                   : std::vector<core::Param>{},
-                                            i == 0 ? KeyValues<core::Tag>(record, "tags")
-                                                   : std::vector<core::Tag>{}));
-      if (metrics.empty()) break;
+    // MLflow takes at most 1000 metrics, 100 params and 100 tags per request.
+    const std::vector<core::Param> params = KeyValues<core::Param>(record, "params");
+    const std::vector<core::Tag> tags = KeyValues<core::Tag>(record, "tags");
+    for (size_t i = 0; i < std::max({metrics.size(), params.size() * 10, tags.size() * 10, 
+                                     size_t{1}});
+         i += 1000) {
+      auto slice = [](const auto& v, size_t from, size_t n) {
+        using V = std::decay_t<decltype(v)>;
+        const size_t a = std::min(from, v.size());
+        const size_t b = std::min(from + n, v.size());
+        return V(v.begin() + static_cast<ptrdiff_t>(a), v.begin() + static_cast<ptrdiff_t>(b));
+      };
+      CAIRN_RETURN_IF_ERROR(client.LogBatch(run_id, slice(metrics, i, 1000),
+                                            slice(params, i / 10, 100), slice(tags, i / 10, 100)));
     }
     return Status::Ok();
   }
@@ -92,7 +97,30 @@ Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::str
       chunk.data = c.value("data", "");
       chunks.push_back(std::move(chunk));
     }
-    return client.AppendRunLog(run_id, chunks).status();
+    // The server takes at most 8 MiB and 10,000 chunks per request.
+    constexpr size_t kRequestBytes = 4 << 20;
+    constexpr size_t kRequestChunks = 10000;
+    std::vector<core::ConsoleChunk> part;
+    size_t bytes = 0;
+    for (core::ConsoleChunk& chunk : chunks) {
+      while (chunk.data.size() > kRequestBytes) {  // one huge chunk: cut it
+        core::ConsoleChunk head = chunk;
+        head.data.resize(kRequestBytes);
+        chunk.data.erase(0, kRequestBytes);
+        chunk.offset += static_cast<int64_t>(kRequestBytes);
+        CAIRN_RETURN_IF_ERROR(client.AppendRunLog(run_id, {head}).status());
+      }
+      if (!part.empty() && (bytes + chunk.data.size() > kRequestBytes ||
+                            part.size() == kRequestChunks)) {
+        CAIRN_RETURN_IF_ERROR(client.AppendRunLog(run_id, part).status());
+        part.clear();
+        bytes = 0;
+      }
+      bytes += chunk.data.size();
+      part.push_back(std::move(chunk));
+    }
+    if (part.empty()) return Status::Ok();
+    return client.AppendRunLog(run_id, part).status();
   }
   if (op == "artifact") {
     std::string artifact_uri = record.value("artifact_uri", "");
@@ -151,10 +179,11 @@ Result<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& dir, std
   // Every complete line is a record; a partial last line (a crash mid-write) is dropped.
   size_t start = 0;
   for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start)) {
-    j->records_.push_back(text.substr(start, nl - start));
-    if (j->records_.back().starts_with(kEndPrefix)) j->ended_ = true;
+    j->records_.push_back({start, nl - start});
+    if (std::string_view(text).substr(start).starts_with(kEndPrefix)) j->ended_ = true;
     start = nl + 1;
   }
+  j->end_ = start;
   if (start < text.size() && ftruncate(j->fd_, static_cast<off_t>(start)) != 0) {
     return ErrnoStatus("truncate", path);
   }
@@ -180,7 +209,8 @@ Status RunJournal::Append(const std::string& record) {
     left -= static_cast<size_t>(n);
   }
   synced_ = false;
-  records_.push_back(record);
+  records_.push_back({end_, record.size()});
+  end_ += line.size();
   if (record.starts_with(kEndPrefix)) ended_ = true;
   return Status::Ok();
 }
@@ -245,9 +275,24 @@ Status RunJournal::Deliver(TrackingClient& client) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (sent_ >= records_.size()) break;
-      record = records_[sent_];
+      // Records are read back from the file: only their places are kept in memory.
+      record.resize(records_[sent_].second);
+      ssize_t got = pread(fd_, record.data(), record.size(),
+                          static_cast<off_t>(records_[sent_].first));
+      if (got != static_cast<ssize_t>(record.size())) {
+        result = ErrnoStatus("read", fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)));
+        break;
+      }
     }
     result = DeliverRecord(client, run_id_, record);
+    if (!result.ok() && result.code() != StatusCode::kUnavailable &&
+        result.code() != StatusCode::kInternal) {
+      // Refused for good (a bad param name, a value too long): sending it again cannot help,
+      // and holding it would hold back every record after it, the run's end included.
+      std::fprintf(stderr, "cairn: warning: the server refused a record of run %s: %s\n",
+                   run_id_.c_str(), result.message().c_str());
+      result = Status::Ok();
+    }
     if (!result.ok()) {
       // These records will wait: from now on they must survive a crash of the machine too.
       std::lock_guard<std::mutex> lock(mu_);
@@ -255,7 +300,6 @@ Status RunJournal::Deliver(TrackingClient& client) {
       break;
     }
     std::lock_guard<std::mutex> lock(mu_);
-    std::string().swap(records_[sent_]);  // delivered: only pending records stay in memory
     ++sent_;
     ++delivered;
   }

@@ -78,7 +78,8 @@ class RunJournal {
   const std::string run_id_;
   int fd_ = -1;
   mutable std::mutex mu_;  // guards the fields below and appends
-  std::vector<std::string> records_;
+  std::vector<std::pair<uint64_t, size_t>> records_;  // (offset, length) of each record
+  uint64_t end_ = 0;                                   // the file's length
   size_t sent_ = 0;
   bool ended_ = false;
   bool synced_ = true;  // everything written is on disk

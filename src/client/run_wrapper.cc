@@ -15,6 +15,7 @@
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "client/console_recorder.h"
@@ -190,6 +191,9 @@ class RunMonitor {
       lock.unlock();
       const int64_t t = clock->NowMillis();
       if (t >= next_beat) {
+        // Records wait in the journal until something delivers: do it at least this often
+        // (a run started while the server was away is created by the first of them).
+        (void)journal_->Deliver(*client_);
         Report(client_->SetTag(run_id_, "cairn.heartbeat", std::to_string(t)));
         next_beat = t + beat_every_;
       }
@@ -248,6 +252,7 @@ Result<ExitStatus> Supervise(Process& child, int signal_fd, ConsoleRecorder& con
   child.SignalGroup(SIGCONT);
   int fds[2] = {child.stdout_fd(), child.stderr_fd()};
   const int ours[2] = {STDOUT_FILENO, STDERR_FILENO};
+  bool passing[2] = {true, true};
   std::optional<ExitStatus> exit;
   int64_t exited_at = 0;
   char buf[64 * 1024];
@@ -279,7 +284,9 @@ Result<ExitStatus> Supervise(Process& child, int signal_fd, ConsoleRecorder& con
         fds[i] = -1;  // closed by ~Process
         continue;
       }
-      WriteAll(ours[i], buf, static_cast<size_t>(got));
+      // A reader that went away (`cairn run ... | head`) ends the pass-through, not the
+      // recording.
+      if (passing[i] && !WriteAll(ours[i], buf, static_cast<size_t>(got))) passing[i] = false;
       console.Add(i == 0 ? core::ConsoleStream::kStdout : core::ConsoleStream::kStderr,
                   std::string_view(buf, static_cast<size_t>(got)));
     }
@@ -368,8 +375,15 @@ std::string ShellJoin(const std::vector<std::string>& argv) {
 
 Result<int> RunTracked(const RunOptions& options) {
   if (options.command.empty()) return InvalidArgument("no command given: cairn run -- COMMAND");
+  // A closed pipe on our output must not kill the wrapper before it ends the run; the command
+  // gets default signal handling back (Process::Spawn).
+  signal(SIGPIPE, SIG_IGN);
   ClientOptions client_options;
   client_options.tracking_uri = options.tracking_uri;
+  // A server that accepts connections but does not answer must not hold the command back for
+  // minutes: what cannot be sent waits in the journal.
+  client_options.timeout_seconds = 10;
+  client_options.retries = 1;
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingClient> client,
                          TrackingClient::Create(client_options));
 
@@ -501,7 +515,6 @@ Result<int> RunTracked(const RunOptions& options) {
     if (!code->patch.empty()) artifact("cairn/code.diff", code->patch);
   }
   if (!record.ok()) return record;
-  (void)journal->Deliver(*client);
 
   // The signals to forward are taken through a signalfd; block them before the child exists.
   sigset_t mask, old_mask;
@@ -510,6 +523,10 @@ Result<int> RunTracked(const RunOptions& options) {
   sigaddset(&mask, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
   int signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+  if (signal_fd < 0) {
+    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    return Internal(std::string("signalfd: ") + strerror(errno));
+  }
 
   SpawnOptions spawn;
   spawn.argv = options.command;
@@ -529,8 +546,6 @@ Result<int> RunTracked(const RunOptions& options) {
     RunMonitor monitor(client.get(), journal.get(), child->pid(), !host.gpus.empty(), options);
     exit = Supervise(*child, signal_fd, console);
   }
-  close(signal_fd);
-  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   Status recorded = console.Close();
 
   const int64_t end_time = SystemClock()->NowMillis();
@@ -550,6 +565,9 @@ Result<int> RunTracked(const RunOptions& options) {
     std::fprintf(stderr, "cairn: warning: %s\n", recorded.ToString().c_str());
   }
   FinishDelivery(*journal, *client);
+  // Until the end is recorded, an interrupt must not kill the wrapper with its default action.
+  close(signal_fd);
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   if (!exit.ok()) return exit.status();
   std::fprintf(stderr, "cairn: run %s %s (%s)\n", run.run_id.c_str(),
                std::string(core::RunStatusName(status)).c_str(), exit->ToString().c_str());

@@ -49,6 +49,12 @@ Status AppendPatches(git_diff* diff, const CodeStateOptions& options, CodeState*
   const size_t n = git_diff_num_deltas(diff);
   for (size_t i = 0; i < n; ++i) {
     const git_diff_delta* delta = git_diff_get_delta(diff, i);
+    // cairn's own data directory (the default ./.cairn of the server and of run journals) is
+    // not the user's code: counting it would make every run after the first one dirty.
+    if (delta->status == GIT_DELTA_UNTRACKED &&
+        std::string_view(delta->new_file.path).starts_with(".cairn/")) {
+      continue;
+    }
     state->dirty = true;
     if (delta->status == GIT_DELTA_UNTRACKED &&
         (static_cast<int64_t>(delta->new_file.size) > options.max_untracked_file_bytes ||

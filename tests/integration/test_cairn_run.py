@@ -277,6 +277,27 @@ for _ in range(100):
         runs = self.c.post(API + "runs/search", {"experiment_ids": [exp_id["experiment_id"]]})
         self.assertEqual(len(runs.body["runs"]), 1)  # the example made no run of its own
 
+    def test_a_refused_record_does_not_hold_back_the_end_of_the_run(self):
+        p = self.cairn_run("-p", "bad key!=1", "--", "sh", "-c", "echo hello")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("refused a record", p.stderr)
+        run = self.run_of(p.stderr)
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        log = self.c.get("/api/cairn/v1/runs/%s/log" % run["info"]["run_id"]).text
+        self.assertEqual(log, "hello\n")
+
+    def test_a_closed_output_pipe_does_not_stop_the_recording(self):
+        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url)
+        p = subprocess.run(
+            ["sh", "-c", "'%s' run -- sh -c 'for i in $(seq 1 3000); do echo line $i; done' "
+             "| head -1" % tl.CONFIG.cairn], env=env, cwd=self.root, capture_output=True,
+            text=True, timeout=120)
+        self.assertEqual(p.stdout, "line 1\n")
+        run = self.run_of(p.stderr)
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        log = self.c.get("/api/cairn/v1/runs/%s/log" % run["info"]["run_id"]).text
+        self.assertEqual(len(log.splitlines()), 3000)
+
     def test_exit_code_3_fails_the_run(self):
         p = self.cairn_run("--", "sh", "-c", "exit 3")
         self.assertEqual(p.returncode, 3)
