@@ -84,9 +84,9 @@ void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_d
       ->check(CLI::Range(0, 86400));
   cmd->add_option("--heartbeat-interval", flags->heartbeat_interval,
                   "Seconds between heartbeats; the server fails a run whose heartbeats stop for "
-                  "its --run-heartbeat-timeout")
+                  "its --run-heartbeat-timeout (120 s by default), so keep this well below it")
       ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
+      ->check(CLI::Range(1, 60));
   // The command starts at the first argument that is not an option of `run`, or after "--"
   // (which Main splits off before parsing, so that no option parsing touches the command).
   cmd->prefix_command();

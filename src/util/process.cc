@@ -124,7 +124,17 @@ Process& Process::operator=(Process&& other) noexcept {
   return *this;
 }
 
-Process::~Process() { CloseFds(); }
+Process::~Process() {
+  CloseFds();
+  // Never leave a child behind unsupervised and unreaped: an owner that gives up on it (an
+  // error while following it) ends it.
+  if (pid_ > 0) {
+    kill(-group_, SIGKILL);
+    // A process stuck in the kernel (a hung driver) cannot die until it returns: wait a
+    // second at most rather than hang the owner.
+    for (int i = 0; i < 100 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) usleep(10'000);
+  }
+}
 
 void Process::CloseFds() {
   if (out_fd_ >= 0) close(out_fd_);

@@ -40,6 +40,7 @@ class Process {
   Process& operator=(Process&& other) noexcept;
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
+  // A child not yet waited for is killed (its whole group) and reaped.
   ~Process();
 
   pid_t pid() const { return pid_; }

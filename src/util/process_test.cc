@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -50,6 +51,20 @@ TEST(ProcessTest, RunsInItsOwnGroupAndTheGroupCanBeSignalled) {
   EXPECT_EQ(exit->signal, SIGTERM);
   EXPECT_EQ(exit->ShellCode(), 128 + SIGTERM);
   EXPECT_NE(exit->ToString().find("signal 15"), std::string::npos);
+}
+
+TEST(ProcessTest, DestroyingAProcessNotWaitedForEndsAndReapsIt) {
+  pid_t pid = -1;
+  {
+    SpawnOptions o;
+    o.argv = {"sleep", "30"};
+    auto p = Process::Spawn(o);
+    ASSERT_TRUE(p.ok());
+    pid = p->pid();
+  }
+  // Reaped: no such child any more (a zombie would still be there to wait for).
+  EXPECT_EQ(waitpid(pid, nullptr, WNOHANG), -1);
+  EXPECT_EQ(kill(pid, 0), -1);
 }
 
 TEST(ProcessTest, MissingCommandAndDirectoryAreNotFound) {
