@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/mlflow_json.h"
 #include "util/json_writer.h"
 
 namespace cairn::client {
@@ -61,43 +62,6 @@ std::string ExactMetric(double value) {
 }
 
 bool IsSystemMetric(std::string_view key) { return key.starts_with("system/"); }
-
-// Writes a run in the shape of MLflow's Run, as runs/get returns it.
-void WriteRunJson(JsonWriter& w, const core::Run& run) {
-  const core::RunInfo& info = run.info;
-  w.BeginObject();
-  w.Key("info").BeginObject();
-  w.Key("run_uuid").String(info.run_id);
-  w.Key("run_id").String(info.run_id);
-  w.Key("run_name").String(info.run_name);
-  w.Key("experiment_id").String(info.experiment_id);
-  w.Key("user_id").String(info.user_id);
-  w.Key("status").String(core::RunStatusName(info.status));
-  w.Key("start_time").Int(info.start_time);
-  if (info.end_time) w.Key("end_time").Int(*info.end_time);
-  w.Key("artifact_uri").String(info.artifact_uri);
-  w.Key("lifecycle_stage").String(core::LifecycleStageName(info.lifecycle_stage));
-  w.EndObject();
-  w.Key("data").BeginObject();
-  w.Key("metrics").BeginArray();
-  for (const core::Metric& m : run.data.metrics) {
-    w.BeginObject().Key("key").String(m.key).Key("value").Double(m.value);
-    w.Key("timestamp").Int(m.timestamp).Key("step").Int(m.step).EndObject();
-  }
-  w.EndArray();
-  w.Key("params").BeginArray();
-  for (const core::Param& p : run.data.params) {
-    w.BeginObject().Key("key").String(p.key).Key("value").String(p.value).EndObject();
-  }
-  w.EndArray();
-  w.Key("tags").BeginArray();
-  for (const core::Tag& t : run.data.tags) {
-    w.BeginObject().Key("key").String(t.key).Key("value").String(t.value).EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  w.EndObject();
-}
 
 // Lines "  key  value" with the values aligned; multi-line values continue under the value.
 std::string KeyValueBlock(const std::vector<std::pair<std::string, std::string>>& items,
@@ -681,7 +645,7 @@ std::string RunsJsonLines(std::span<const core::Run> runs) {
   std::string out;
   for (const core::Run& run : runs) {
     JsonWriter w;
-    WriteRunJson(w, run);
+    core::WriteRun(w, run);
     out += w.Take() + "\n";
   }
   return out;
@@ -790,7 +754,7 @@ std::string RunDetailsJson(const RunDetails& details) {
   JsonWriter w;
   w.BeginObject();
   w.Key("run");
-  WriteRunJson(w, details.run);
+  core::WriteRun(w, details.run);
   w.Key("experiment_name").String(details.experiment_name);
   w.Key("artifacts").BeginArray();
   for (const TrackingClient::ArtifactFile& f : details.artifacts) {

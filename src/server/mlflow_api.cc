@@ -2,10 +2,16 @@
 // TrackingService method and encodes.
 #include <optional>
 
-#include "server/mlflow_json.h"
+#include "core/mlflow_json.h"
 #include "server/routes.h"
 
 namespace cairn::server {
+
+using core::WriteExperiment;
+using core::WriteMetric;
+using core::WriteRun;
+using core::WriteRunInfo;
+using core::WriteTags;
 namespace {
 
 using core::Tag;

@@ -1,6 +1,6 @@
-#include "server/mlflow_json.h"
+#include "core/mlflow_json.h"
 
-namespace cairn::server {
+namespace cairn::core {
 
 namespace {
 
@@ -100,4 +100,4 @@ void WriteRun(JsonWriter& w, const core::Run& run) {
   w.EndObject();
 }
 
-}  // namespace cairn::server
+}  // namespace cairn::core

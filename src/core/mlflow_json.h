@@ -5,7 +5,7 @@
 #include "core/model.h"
 #include "util/json_writer.h"
 
-namespace cairn::server {
+namespace cairn::core {
 
 void WriteTags(JsonWriter& w, const std::vector<core::Tag>& tags);
 void WriteExperiment(JsonWriter& w, const core::Experiment& e);
@@ -14,4 +14,4 @@ void WriteRunInfo(JsonWriter& w, const core::RunInfo& info);
 void WriteMetric(JsonWriter& w, const core::Metric& m, std::string_view run_id = {});
 void WriteRun(JsonWriter& w, const core::Run& run);
 
-}  // namespace cairn::server
+}  // namespace cairn::core
