@@ -26,6 +26,7 @@ using nlohmann::json;
 constexpr std::string_view kJournalSuffix = ".journal";
 constexpr std::string_view kSentSuffix = ".sent";
 constexpr std::string_view kEndPrefix = R"({"op":"end")";
+constexpr std::string_view kHeaderPrefix = R"({"cairn_journal":)";
 
 void WriteMetric(JsonWriter& w, const core::Metric& m) {
   w.BeginObject().Key("key").String(m.key).Key("value").Double(m.value);
@@ -161,7 +162,8 @@ RunJournal::~RunJournal() {
   if (fd_ >= 0) close(fd_);
 }
 
-Result<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& dir, std::string run_id) {
+Result<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& dir, std::string run_id,
+                                                     const std::string& tracking_uri) {
   CAIRN_RETURN_IF_ERROR(MakeDirs(dir));
   std::unique_ptr<RunJournal> j(new RunJournal(dir, std::move(run_id)));
   const fs::path path = fs::path(dir) / (j->run_id_ + std::string(kJournalSuffix));
@@ -175,17 +177,58 @@ Result<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& dir, std
     }
     return ErrnoStatus("lock", path);
   }
-  CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  // Every complete line is a record; a partial last line (a crash mid-write) is dropped.
-  size_t start = 0;
-  for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start)) {
-    j->records_.push_back({start, nl - start});
-    if (std::string_view(text).substr(start).starts_with(kEndPrefix)) j->ended_ = true;
-    start = nl + 1;
+  // Every complete line is a record; a partial last line (a crash mid-write) is dropped. The
+  // file is scanned in blocks: only where each record starts is kept, and the line starts
+  // needed to tell the header and end records.
+  std::string block(1 << 20, '\0');
+  std::string head;  // the first bytes of the line being scanned
+  uint64_t line_start = 0;
+  uint64_t at = 0;
+  bool first_line = true;
+  for (;;) {
+    ssize_t got = pread(j->fd_, block.data(), block.size(), static_cast<off_t>(at));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("read", path);
+    }
+    if (got == 0) break;
+    const size_t n = static_cast<size_t>(got);
+    for (size_t i = 0; i < n;) {
+      const char* nl = static_cast<const char*>(std::memchr(block.data() + i, '\n', n - i));
+      const size_t stop = nl == nullptr ? n : static_cast<size_t>(nl - block.data());
+      constexpr size_t kHeadBytes = 4096;
+      if (head.size() < kHeadBytes) {
+        head.append(block, i, std::min(stop - i, kHeadBytes - head.size()));
+      }
+      if (nl == nullptr) break;
+      const uint64_t line_end = at + stop;
+      json header;
+      if (first_line && head.starts_with(kHeaderPrefix)) {
+        header = json::parse(head, nullptr, /*allow_exceptions=*/false);
+      }
+      if (header.is_object()) {
+        j->tracking_uri_ = header.value("tracking_uri", "");
+      } else {
+        j->records_.push_back({line_start, static_cast<size_t>(line_end - line_start)});
+        if (head.starts_with(kEndPrefix)) j->ended_ = true;
+      }
+      first_line = false;
+      head.clear();
+      line_start = line_end + 1;
+      i = stop + 1;
+    }
+    at += static_cast<uint64_t>(got);
   }
-  j->end_ = start;
-  if (start < text.size() && ftruncate(j->fd_, static_cast<off_t>(start)) != 0) {
+  j->end_ = line_start;
+  if (line_start < at && ftruncate(j->fd_, static_cast<off_t>(line_start)) != 0) {
     return ErrnoStatus("truncate", path);
+  }
+  if (line_start == 0 && !tracking_uri.empty()) {
+    JsonWriter w;
+    w.BeginObject().Key("cairn_journal").Int(1).Key("tracking_uri").String(tracking_uri);
+    w.EndObject();
+    CAIRN_RETURN_IF_ERROR(j->Write(w.Take() + "\n"));
+    j->tracking_uri_ = tracking_uri;
   }
   Result<std::string> sent = ReadFile(fs::path(dir) / (j->run_id_ + std::string(kSentSuffix)));
   if (sent.ok()) {
@@ -194,11 +237,9 @@ Result<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& dir, std
   return j;
 }
 
-Status RunJournal::Append(const std::string& record) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::string line = record + "\n";
-  const char* p = line.data();
-  size_t left = line.size();
+Status RunJournal::Write(const std::string& lines) {
+  const char* p = lines.data();
+  size_t left = lines.size();
   while (left > 0) {
     ssize_t n = write(fd_, p, left);
     if (n < 0) {
@@ -209,8 +250,15 @@ Status RunJournal::Append(const std::string& record) {
     left -= static_cast<size_t>(n);
   }
   synced_ = false;
-  records_.push_back({end_, record.size()});
-  end_ += line.size();
+  end_ += lines.size();
+  return Status::Ok();
+}
+
+Status RunJournal::Append(const std::string& record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t offset = end_;
+  CAIRN_RETURN_IF_ERROR(Write(record + "\n"));
+  records_.push_back({offset, record.size()});
   if (record.starts_with(kEndPrefix)) ended_ = true;
   return Status::Ok();
 }
@@ -347,27 +395,40 @@ std::vector<std::string> RunJournal::List(const std::string& dir) {
   return ids;
 }
 
-size_t SyncJournals(const std::string& dir, TrackingClient& client,
-                    const std::function<void(const std::string&, size_t, size_t, const Status&)>&
-                        progress) {
-  size_t left = 0;
-  for (const std::string& run_id : RunJournal::List(dir)) {
-    Result<std::unique_ptr<RunJournal>> j = RunJournal::Open(dir, run_id);
-    if (!j.ok()) {
-      // In use: its own wrapper is running and delivers it.
-      if (j.status().code() != StatusCode::kFailedPrecondition) progress(run_id, 0, 0, j.status());
-      continue;
+SyncResult SyncJournals(const std::vector<std::string>& dirs, TrackingClient& client,
+                        const std::function<void(const std::string&, size_t, size_t,
+                                                 const Status&)>& progress) {
+  SyncResult result;
+  bool away = false;  // the server cannot be reached: the other journals only wait for it too
+  for (const std::string& dir : dirs) {
+    for (const std::string& run_id : RunJournal::List(dir)) {
+      Result<std::unique_ptr<RunJournal>> j = RunJournal::Open(dir, run_id);
+      if (!j.ok()) {
+        // In use: its own wrapper is running and delivers it.
+        if (j.status().code() != StatusCode::kFailedPrecondition) {
+          progress(run_id, 0, 0, j.status());
+        }
+        continue;
+      }
+      const std::string& server = (*j)->tracking_uri();
+      if (!server.empty() && server != client.tracking_uri()) {
+        ++result.elsewhere[server];
+        continue;
+      }
+      const size_t before = (*j)->pending();
+      if (away) {
+        result.pending += before;
+        continue;
+      }
+      Status s = before > 0 ? (*j)->Deliver(client) : Status::Ok();
+      const size_t after = (*j)->pending();
+      result.pending += after;
+      if (before > 0 || !s.ok()) progress(run_id, before - after, after, s);
+      if ((*j)->complete()) (void)(*j)->Remove();
+      away = s.code() == StatusCode::kUnavailable;
     }
-    const size_t before = (*j)->pending();
-    Status s = before > 0 ? (*j)->Deliver(client) : Status::Ok();
-    const size_t after = (*j)->pending();
-    left += after;
-    if (before > 0 || !s.ok()) progress(run_id, before - after, after, s);
-    if ((*j)->complete()) (void)(*j)->Remove();
-    // The server is away: the other journals would only wait for it too.
-    if (s.code() == StatusCode::kUnavailable) break;
   }
-  return left;
+  return result;
 }
 
 std::string DefaultJournalDir() {
@@ -375,5 +436,11 @@ std::string DefaultJournalDir() {
   const std::string data = home != nullptr && *home != '\0' ? home : "./.cairn";
   return data + "/journal";
 }
+
+std::string FallbackJournalDir() {
+  return (fs::temp_directory_path() / ("cairn-journal-" + std::to_string(getuid()))).string();
+}
+
+std::vector<std::string> JournalDirs() { return {DefaultJournalDir(), FallbackJournalDir()}; }
 
 }  // namespace cairn::client

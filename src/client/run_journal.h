@@ -4,7 +4,9 @@
 // nothing is lost: records wait in the journal until a later delivery (the wrapper keeps
 // trying while the command runs; `cairn sync`, or the next `cairn run`, finishes the job).
 //
-// Layout, under <data dir>/journal/: <run_id>.journal holds one JSON record per line, written
+// Layout, under <data dir>/journal/: <run_id>.journal starts with a header line naming the
+// tracking server the run belongs to, {"cairn_journal": 1, "tracking_uri": "..."}, so that
+// its records go to that server only, and then holds one JSON record per line, written
 // before Append returns (so a killed wrapper loses nothing) and flushed to disk with
 // fdatasync as soon as a delivery fails (records that must wait survive a crash of the
 // machine too; records the server takes at once need not); <run_id>.sent holds how many
@@ -23,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,11 +42,15 @@ class RunJournal {
  public:
   // Opens the journal of `run_id` under `dir` (created when missing), keeping what an earlier
   // process left there, and holds it locked until destroyed; kFailedPrecondition when another
-  // process holds it.
-  static Result<std::unique_ptr<RunJournal>> Open(const std::string& dir, std::string run_id);
+  // process holds it. A new journal is for the server at `tracking_uri`; an existing one keeps
+  // the server it was written for.
+  static Result<std::unique_ptr<RunJournal>> Open(const std::string& dir, std::string run_id,
+                                                  const std::string& tracking_uri = "");
   ~RunJournal();
 
   const std::string& run_id() const { return run_id_; }
+  // The server the records are for; empty when the journal does not say (any server).
+  const std::string& tracking_uri() const { return tracking_uri_; }
 
   // Appends a record durably. Thread-safe.
   Status AppendBatch(const std::vector<core::Metric>& metrics,
@@ -73,9 +80,12 @@ class RunJournal {
  private:
   RunJournal(std::string dir, std::string run_id);
   Status Append(const std::string& record);
+  // Writes whole lines at the end of the file (mu_ held, or before the journal is shared).
+  Status Write(const std::string& lines);
 
   const std::string dir_;
   const std::string run_id_;
+  std::string tracking_uri_;
   int fd_ = -1;
   mutable std::mutex mu_;  // guards the fields below and appends
   std::vector<std::pair<uint64_t, size_t>> records_;  // (offset, length) of each record
@@ -86,14 +96,26 @@ class RunJournal {
   std::mutex deliver_mu_;  // one delivery at a time
 };
 
-// Delivers every journal under `dir` that has records pending, removing the ones that are
-// complete. Reports each run through `progress` (run id, delivered, still pending, error).
-// Returns the number of records still pending everywhere.
-size_t SyncJournals(const std::string& dir, TrackingClient& client,
-                    const std::function<void(const std::string&, size_t, size_t, const Status&)>&
-                        progress);
+// What SyncJournals left behind.
+struct SyncResult {
+  size_t pending = 0;  // records of this server's runs still pending
+  // Journals kept for other tracking servers: how many per tracking URI.
+  std::map<std::string, size_t> elsewhere;
+};
+
+// Delivers every journal under `dirs` that has records pending for the client's server,
+// removing the ones that are complete; journals of other servers are left alone. Reports each
+// run delivered to through `progress` (run id, delivered, still pending, error).
+SyncResult SyncJournals(const std::vector<std::string>& dirs, TrackingClient& client,
+                        const std::function<void(const std::string&, size_t, size_t,
+                                                 const Status&)>& progress);
 
 // <data dir>/journal, the data dir being $CAIRN_HOME or ./.cairn, as for the server.
 std::string DefaultJournalDir();
+// Where a run's journal goes when the data directory is not writable: cairn-journal-<uid> in
+// the temporary directory.
+std::string FallbackJournalDir();
+// Both, the places `cairn sync` looks.
+std::vector<std::string> JournalDirs();
 
 }  // namespace cairn::client

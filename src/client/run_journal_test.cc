@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "util/hash.h"
 
@@ -66,16 +67,50 @@ TEST_F(RunJournalTest, UnreachableServerLeavesEverythingPending) {
   EXPECT_FALSE((*j)->complete());
   size_t reported = 0;
   j->reset();
-  EXPECT_EQ(SyncJournals(dir_, **client,
-                         [&](const std::string& run, size_t delivered, size_t left, const Status&) {
-                           EXPECT_EQ(run, "r3");
-                           EXPECT_EQ(delivered, 0u);
-                           EXPECT_EQ(left, 2u);
-                           ++reported;
-                         }),
-            2u);
+  SyncResult result = SyncJournals(
+      {dir_}, **client,
+      [&](const std::string& run, size_t delivered, size_t left, const Status&) {
+        EXPECT_EQ(run, "r3");
+        EXPECT_EQ(delivered, 0u);
+        EXPECT_EQ(left, 2u);
+        ++reported;
+      });
+  EXPECT_EQ(result.pending, 2u);
+  EXPECT_TRUE(result.elsewhere.empty());
   EXPECT_EQ(reported, 1u);
   EXPECT_TRUE(fs::exists(fs::path(dir_) / "r3.journal"));
+}
+
+TEST_F(RunJournalTest, RecordsGoOnlyToTheServerTheRunWasStartedAgainst) {
+  {
+    auto j = RunJournal::Open(dir_, "r4", "http://127.0.0.1:8");
+    ASSERT_TRUE(j.ok());
+    ASSERT_TRUE((*j)->AppendBatch({}, {{"a", "1"}}, {}).ok());
+    EXPECT_EQ((*j)->pending(), 1u);  // the header is not a record
+  }
+  auto reopened = RunJournal::Open(dir_, "r4", "http://elsewhere:1");
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ((*reopened)->tracking_uri(), "http://127.0.0.1:8");  // kept from the header
+  EXPECT_EQ((*reopened)->pending(), 1u);
+  reopened->reset();
+  // A journal without a header (written before journals named their server) goes anywhere.
+  std::ofstream(fs::path(dir_) / "r5.journal") << R"({"op":"batch","metrics":[],"params":[],)"
+                                               << R"("tags":[]})" << "\n";
+
+  ClientOptions options;
+  options.tracking_uri = "http://127.0.0.1:9";  // nothing listens there
+  options.retries = 0;
+  auto client = TrackingClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  std::vector<std::string> delivered_to;
+  SyncResult result = SyncJournals(
+      {dir_}, **client, [&](const std::string& run, size_t, size_t, const Status& s) {
+        EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+        delivered_to.push_back(run);
+      });
+  EXPECT_EQ(delivered_to, std::vector<std::string>{"r5"});
+  EXPECT_EQ(result.pending, 1u);
+  EXPECT_EQ(result.elsewhere, (std::map<std::string, size_t>{{"http://127.0.0.1:8", 1}}));
 }
 
 }  // namespace

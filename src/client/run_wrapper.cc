@@ -123,12 +123,32 @@ bool WriteAll(int fd, const char* data, size_t n) {
 // terminal and Ctrl-C reaches it directly; gives it back on destruction.
 class TerminalHandoff {
  public:
-  explicit TerminalHandoff(pid_t group) {
-    if (isatty(STDIN_FILENO) == 0 || tcgetpgrp(STDIN_FILENO) != getpgrp()) return;
-    if (SetForeground(group)) active_ = true;
+  explicit TerminalHandoff(pid_t group) : group_(group) {
+    if (isatty(STDIN_FILENO) == 0) return;
+    const pid_t foreground = tcgetpgrp(STDIN_FILENO);
+    if (foreground < 0) return;  // not this session's terminal
+    interactive_ = true;
+    if (foreground == getpgrp()) SetForeground(group);
   }
   ~TerminalHandoff() {
-    if (active_) SetForeground(getpgrp());
+    if (interactive_ && tcgetpgrp(STDIN_FILENO) == group_) SetForeground(getpgrp());
+  }
+
+  // The command stopped with `signal`. A shell knows only this process, so its job must stop
+  // too, or the terminal stays with a stopped command: Ctrl-Z (SIGTSTP), or a command in the
+  // background that wants the terminal (SIGTTIN, SIGTTOU), stops this process's group with
+  // the same signal, after taking the terminal back. Once continued (`fg`, `bg`), the command
+  // gets the terminal again if this process has it, and is continued. Without a terminal, a
+  // stopped command is left to whoever stopped it.
+  void CommandStopped(int signal, const Process& command) {
+    if (!interactive_) return;
+    const bool wants_terminal = signal == SIGTTIN || signal == SIGTTOU;
+    if (!wants_terminal || tcgetpgrp(STDIN_FILENO) != getpgrp()) {
+      if (tcgetpgrp(STDIN_FILENO) == group_) SetForeground(getpgrp());
+      kill(0, signal == SIGSTOP ? SIGTSTP : signal);  // returns once continued
+    }
+    if (tcgetpgrp(STDIN_FILENO) == getpgrp()) SetForeground(group_);
+    command.SignalGroup(SIGCONT);
   }
 
  private:
@@ -142,7 +162,8 @@ class TerminalHandoff {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return ok;
   }
-  bool active_ = false;
+  const pid_t group_;
+  bool interactive_ = false;  // started from a terminal of this session
 };
 
 // While the command runs: a heartbeat every heartbeat interval (straight to the server: a
@@ -297,8 +318,10 @@ Result<ExitStatus> Supervise(Process& child, int signal_fd, ConsoleRecorder& con
         child.SignalGroup(static_cast<int>(info.ssi_signo));
       }
       if (!exit) {
-        CAIRN_ASSIGN_OR_RETURN(exit, child.TryWait());
+        int stopped_by = 0;
+        CAIRN_ASSIGN_OR_RETURN(exit, child.TryWait(&stopped_by));
         if (exit) exited_at = SystemClock()->NowMillis();
+        if (stopped_by != 0) terminal.CommandStopped(stopped_by, child);
       }
     }
   }
@@ -306,15 +329,15 @@ Result<ExitStatus> Supervise(Process& child, int signal_fd, ConsoleRecorder& con
 }
 
 // The run's journal in the data directory, else (not writable) in the temporary directory.
-Result<std::unique_ptr<RunJournal>> OpenJournal(const std::string& run_id) {
-  Result<std::unique_ptr<RunJournal>> journal = RunJournal::Open(DefaultJournalDir(), run_id);
+Result<std::unique_ptr<RunJournal>> OpenJournal(const std::string& run_id,
+                                                const std::string& tracking_uri) {
+  Result<std::unique_ptr<RunJournal>> journal =
+      RunJournal::Open(DefaultJournalDir(), run_id, tracking_uri);
   if (journal.ok()) return journal;
-  const std::string fallback =
-      (std::filesystem::temp_directory_path() / ("cairn-journal-" + std::to_string(getuid())))
-          .string();
+  const std::string fallback = FallbackJournalDir();
   std::fprintf(stderr, "cairn: warning: %s; keeping the run's journal in %s\n",
                journal.status().message().c_str(), fallback.c_str());
-  return RunJournal::Open(fallback, run_id);
+  return RunJournal::Open(fallback, run_id, tracking_uri);
 }
 
 // Delivers what the journal still holds, trying for a while when the server is away; what is
@@ -388,8 +411,10 @@ Result<int> RunTracked(const RunOptions& options) {
                          TrackingClient::Create(client_options));
 
   // Records earlier runs could not deliver go first, in order.
-  SyncJournals(DefaultJournalDir(), *client,
+  SyncJournals(JournalDirs(), *client,
                [](const std::string& run_id, size_t delivered, size_t left, const Status& s) {
+                 // Nothing delivered: the server is away, which the run says next.
+                 if (delivered == 0) return;
                  std::fprintf(stderr, "cairn: uploaded %zu pending record(s) of run %s%s\n",
                               delivered, run_id.c_str(),
                               left > 0 ? (", " + std::to_string(left) + " still pending: " +
@@ -489,7 +514,7 @@ Result<int> RunTracked(const RunOptions& options) {
   }
   // From here on, what the server must learn goes through the run's journal, so that an
   // unreachable server loses nothing.
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<RunJournal> journal, OpenJournal(run.run_id));
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<RunJournal> journal, OpenJournal(run.run_id, client->tracking_uri()));
   if (offline) {
     CAIRN_RETURN_IF_ERROR(journal->AppendCreate(experiment_name, options.run_name, start_time,
                                                 tags));

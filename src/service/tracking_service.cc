@@ -265,6 +265,12 @@ Result<core::RunInfo> TrackingService::UpdateRun(const std::string& run_id,
   CAIRN_RETURN_IF_ERROR(RequireActiveRun(run_id));
   if (run_name && run_name->empty()) run_name.reset();
   CAIRN_RETURN_IF_ERROR(store_->UpdateRun(run_id, status, end_time, run_name));
+  if (status) {
+    // The reason a sweep gave for failing the run no longer holds once its owner says how it
+    // ended (a wrapper that was suspended, or cut off from the server, for a while).
+    Status cleared = store_->DeleteRunTag(run_id, kFailureReasonTag);
+    if (!cleared.ok() && cleared.code() != StatusCode::kNotFound) return cleared;
+  }
   return store_->GetRunInfo(run_id);
 }
 

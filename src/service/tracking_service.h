@@ -126,8 +126,9 @@ class TrackingService {
   // Runs that `cairn run` started send a heartbeat (tag kHeartbeatTag, epoch ms). A RUNNING
   // run whose heartbeat is older than `timeout_ms` lost its wrapper (killed, or its host
   // died): it is marked FAILED, ending at its last heartbeat, with the reason in the tag
-  // kFailureReasonTag. Runs without a heartbeat (other clients) are left alone. Returns how
-  // many runs were failed.
+  // kFailureReasonTag, which goes again when the run's status is next set (its wrapper was
+  // only suspended or cut off, and ends the run after all). Runs without a heartbeat (other
+  // clients) are left alone. Returns how many runs were failed.
   Result<int> FailStaleRuns(int64_t timeout_ms);
   static constexpr std::string_view kHeartbeatTag = "cairn.heartbeat";
   static constexpr std::string_view kFailureReasonTag = "cairn.failure_reason";

@@ -171,14 +171,19 @@ Result<ExitStatus> Process::Wait() {
   return DecodeWaitStatus(status);
 }
 
-Result<std::optional<ExitStatus>> Process::TryWait() {
+Result<std::optional<ExitStatus>> Process::TryWait(int* stopped_by) {
   if (pid_ <= 0) return FailedPrecondition("no process to wait for");
+  if (stopped_by != nullptr) *stopped_by = 0;
   int status = 0;
-  pid_t r = waitpid(pid_, &status, WNOHANG);
+  pid_t r = waitpid(pid_, &status, WNOHANG | (stopped_by != nullptr ? WUNTRACED : 0));
   if (r == 0) return std::optional<ExitStatus>();
   if (r < 0) {
     if (errno == EINTR) return std::optional<ExitStatus>();
     return Errno("waiting for process " + std::to_string(pid_));
+  }
+  if (WIFSTOPPED(status)) {
+    *stopped_by = WSTOPSIG(status);
+    return std::optional<ExitStatus>();
   }
   pid_ = -1;
   return std::optional<ExitStatus>(DecodeWaitStatus(status));

@@ -53,8 +53,9 @@ class Process {
   void SignalGroup(int sig) const;
   // Waits for the child to end (retrying on EINTR).
   Result<ExitStatus> Wait();
-  // How the child ended, or nullopt while it is still running.
-  Result<std::optional<ExitStatus>> TryWait();
+  // How the child ended, or nullopt while it is still running. With `stopped_by`, a child
+  // that has stopped (Ctrl-Z, SIGTTIN) is reported there by its stop signal (else 0).
+  Result<std::optional<ExitStatus>> TryWait(int* stopped_by = nullptr);
 
  private:
   Process(pid_t pid, int out_fd, int err_fd)

@@ -2,16 +2,20 @@
 """`cairn run` against a real server: run status and the wrapper's exit code for exit 0, exit 3
 and a signal; parameters and tags; the variables that let a child log into the same run (through
 plain REST, as an MLflow client would); the console and process record as artifacts; Ctrl-C
-forwarded to the command.
+forwarded to the command; Ctrl-Z and `fg` in an interactive shell.
 
 Usage: test_cairn_run.py --cairn build/release/cairn
 """
+import fcntl
 import json
 import os
+import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import termios
 import time
 import unittest
 
@@ -328,6 +332,34 @@ for _ in range(100):
         self.assertEqual(proc.returncode, 128 + signal.SIGINT, err)
         self.assertEqual(self.run_of(err)["info"]["status"], "KILLED")
 
+    def test_ctrl_z_stops_the_job_and_fg_resumes_it(self):
+        shell = InteractiveShell(dict(os.environ, CAIRN_TRACKING_URI=self.server.url,
+                                      CAIRN_HOME=self.root), self.root)
+        self.addCleanup(shell.close)
+        shell.type("%s run --system-metrics-interval 0 -- %s -c \"import sys\n"
+                   "for l in sys.stdin: print('got', l.strip(), flush=True)\"\n"
+                   % (tl.CONFIG.cairn, sys.executable))
+        run_id = shell.expect(r"cairn: run ([0-9a-f]{32}) ").group(1)
+        shell.type("first\n")  # the command has the terminal: it reads what is typed
+        shell.expect(r"got first")
+        shell.type("\x1a")  # Ctrl-Z: the shell must get its terminal back
+        shell.expect(r"Stopped")
+        shell.type("echo shell-$((40+2))\n")
+        shell.expect(r"shell-42")
+        self.assertEqual(self.c.get(API + "runs/get", {"run_id": run_id})
+                         .body["run"]["info"]["status"], "RUNNING")
+        shell.type("fg\n")
+        shell.type("second\n")
+        shell.expect(r"got second")
+        shell.type("\x04")  # end of input: the command ends, and the run with it
+        shell.expect(r"cairn: run %s FINISHED" % run_id)
+        shell.type("echo status-$((0+$?))\n")
+        shell.expect(r"status-0")
+        run = self.c.get(API + "runs/get", {"run_id": run_id}).body["run"]
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        log = self.c.get("/api/cairn/v1/runs/%s/log" % run_id).text
+        self.assertEqual(log, "got first\ngot second\n")
+
     def test_child_logs_into_the_same_run_over_rest(self):
         p = self.cairn_run("--experiment", "run-tests", "--", sys.executable, "-c", REST_CHILD)
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -421,6 +453,56 @@ class HeartbeatTest(unittest.TestCase):
         beat = {t["key"]: t["value"] for t in run["data"]["tags"]}["cairn.heartbeat"]
         self.assertEqual(int(run["info"]["end_time"]), int(beat))
         self.assertEqual(self.status(plain["run_id"])["info"]["status"], "RUNNING")
+        # Its owner ends it after all (it was only cut off): the reason no longer holds.
+        ended = self.c.post(API + "runs/update", {"run_id": run_id, "status": "FINISHED",
+                                                  "end_time": tl.now_ms()})
+        self.assertEqual(ended.status, 200, repr(ended))
+        run = self.status(run_id)
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        self.assertNotIn("cairn.failure_reason", {t["key"] for t in run["data"]["tags"]})
+
+
+class InteractiveShell:
+    """bash with job control on a pseudo-terminal of its own, typed into as a person would."""
+
+    def __init__(self, env, cwd):
+        self.master, slave = os.openpty()
+
+        def take_terminal():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        env = dict(env, PS1="$ ", TERM="dumb", HISTFILE="/dev/null")
+        self.proc = subprocess.Popen(["bash", "--norc", "--noprofile", "-i"], stdin=slave,
+                                     stdout=slave, stderr=slave, env=env, cwd=cwd,
+                                     preexec_fn=take_terminal)
+        os.close(slave)
+        self.seen = ""
+
+    def type(self, text):
+        os.write(self.master, text.encode())
+
+    def expect(self, pattern, timeout=30):
+        """Waits for `pattern` in the output after what earlier expects consumed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            m = re.search(pattern, self.seen)
+            if m:
+                self.seen = self.seen[m.end():]
+                return m
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.master], [], [], left)[0]:
+                raise AssertionError("no %r in the terminal within %d s; it shows:\n%s"
+                                     % (pattern, timeout, self.seen))
+            try:
+                self.seen += os.read(self.master, 65536).decode(errors="replace")
+            except OSError:
+                raise AssertionError("the terminal closed; it showed:\n" + self.seen)
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        os.close(self.master)
 
 
 class OutageTest(unittest.TestCase):
@@ -478,15 +560,38 @@ with cairn.start_run() as run:
                 return line.split()[2]
         self.fail("no run id in:\n" + stderr)
 
+    def pending_in_journal(self, run_id):
+        """Records of the run's journal the server has not acknowledged (the header aside)."""
+        base = os.path.join(self.root, "journal", run_id)
+        with open(base + ".journal") as f:
+            records = [line for line in f if not line.startswith('{"cairn_journal":')]
+        try:
+            with open(base + ".sent") as f:
+                sent = int(f.read() or 0)
+        except FileNotFoundError:
+            sent = 0
+        return len(records) - sent
+
     def test_server_stopped_and_restarted_mid_run_loses_nothing(self):
         proc = self.start_wrapper()
+        run_id = None
+        while run_id is None:
+            line = proc.stderr.readline()
+            self.assertTrue(line, "cairn run ended before naming its run")
+            if " in experiment " in line:
+                run_id = line.split()[2]
         self.assertEqual(proc.stdout.readline().strip(), "line 1")
         self.server.stop()
-        time.sleep(2.5)  # the command goes on printing and logging meanwhile
+        # The command goes on printing and logging; what the wrapper cannot deliver waits in
+        # its journal (the cairn client in the command keeps its own queue meanwhile).
+        deadline = time.monotonic() + 20
+        while self.pending_in_journal(run_id) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertGreaterEqual(self.pending_in_journal(run_id), 3)
         self.server.start()
         out, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 0, err)
-        self.check_complete(self.run_id_of(err))
+        self.check_complete(run_id)
         # Delivered and ended: the journal is gone ($CAIRN_HOME/journal).
         self.assertEqual(os.listdir(os.path.join(self.root, "journal")), [])
 
@@ -531,6 +636,13 @@ with cairn.start_run() as run:
         self.assertEqual(proc.returncode, 0, err)
         self.assertIn("cairn sync", err)
         run_id = self.run_id_of(err)
+        # Another server does not get the run's records: they wait for their own.
+        other = subprocess.run([tl.CONFIG.cairn, "sync", "--tracking-uri", "http://127.0.0.1:9"],
+                               env=self.env, cwd=self.root, capture_output=True, text=True,
+                               timeout=60)
+        self.assertEqual(other.returncode, 0, other.stdout + other.stderr)
+        self.assertIn("1 run(s) wait for the tracking server at %s" % self.server.url,
+                      other.stdout)
         self.server.start()
         sync = subprocess.run([tl.CONFIG.cairn, "sync"], env=self.env, cwd=self.root,
                               capture_output=True, text=True, timeout=120)
