@@ -211,8 +211,17 @@ int DiffEnv(const RunsFlags& flags) {
   return diff.empty() ? 0 : 1;
 }
 
-void AddTrackingUri(CLI::App* cmd, RunsFlags* flags) {
+// A subcommand of `cairn runs` whose action is `run` on its own flags; it takes the tracking
+// URI option besides those the caller adds.
+std::pair<CLI::App*, std::shared_ptr<RunsFlags>> AddRunsCommand(CLI::App* group, Action* action,
+                                                                const std::string& name,
+                                                                const std::string& help,
+                                                                int (*run)(const RunsFlags&)) {
+  auto flags = std::make_shared<RunsFlags>();
+  CLI::App* cmd = group->add_subcommand(name, help);
   AddTrackingUriOption(cmd, &flags->tracking_uri);
+  cmd->callback([flags, action, run] { *action = [flags, run] { return run(*flags); }; });
+  return {cmd, flags};
 }
 
 }  // namespace
@@ -225,15 +234,15 @@ void RegisterRuns(CLI::App& app, Action* action) {
       "8 characters `cairn runs ls` shows).");
   group->require_subcommand(1);
 
-  auto ls_flags = std::make_shared<RunsFlags>();
-  CLI::App* ls = group->add_subcommand(
-      "ls",
+  auto [ls, ls_flags] = AddRunsCommand(
+      group, action, "ls",
       "List runs as a table sized to the terminal: run id (8 characters), name, status, start\n"
       "(local time), duration, then the params and metrics that differ most among the listed\n"
       "runs, as many as fit. Runs of every active experiment unless --experiment is given;\n"
       "newest first unless --order-by is given. Filter and order use MLflow's search syntax.\n\n"
       "  cairn runs ls -e mnist --filter \"metrics.acc > 0.9 and params.opt = 'adam'\" \\\n"
-      "      --order-by 'metrics.acc DESC' --columns name,params.lr,metrics.acc");
+      "      --order-by 'metrics.acc DESC' --columns name,params.lr,metrics.acc",
+      ListRuns);
   ls->add_option("-e,--experiment", ls_flags->experiments,
                  "Experiment name (or id); repeatable (default: all active experiments)")
       ->allow_extra_args(false);
@@ -251,50 +260,40 @@ void RegisterRuns(CLI::App& app, Action* action) {
   ls->add_flag("--json", ls_flags->json,
                "Print one JSON object per line, each a run as MLflow's runs/get gives it "
                "(info, data), with full run ids");
-  AddTrackingUri(ls, ls_flags.get());
-  ls->callback([ls_flags, action] { *action = [ls_flags] { return ListRuns(*ls_flags); }; });
 
-  auto show_flags = std::make_shared<RunsFlags>();
-  CLI::App* show = group->add_subcommand(
-      "show",
+  auto [show, show_flags] = AddRunsCommand(
+      group, action, "show",
       "Show one run: its info, params, latest metrics, tags grouped by what they describe\n"
       "(user tags; code state from mlflow.source.git.* and cairn.git.*; environment from\n"
       "cairn.env.* and cairn.python.*; host from cairn.host.* and cairn.gpu.*; other system\n"
-      "tags) and its artifact files.");
+      "tags) and its artifact files.",
+      ShowRun);
   show->add_option("run", show_flags->runs, "Run id or unique prefix")->required()->expected(1);
   show->add_flag("--json", show_flags->json,
                  "Print {\"run\", \"experiment_name\", \"artifacts\"} as one JSON object");
-  AddTrackingUri(show, show_flags.get());
-  show->callback([show_flags, action] { *action = [show_flags] { return ShowRun(*show_flags); }; });
 
-  auto compare_flags = std::make_shared<RunsFlags>();
-  CLI::App* compare = group->add_subcommand(
-      "compare",
+  auto [compare, compare_flags] = AddRunsCommand(
+      group, action, "compare",
       "Compare runs side by side: status, start and duration; params; latest metrics; user\n"
       "tags; code (commit, branch, dirty, command); environment (cairn.env.hash, Python\n"
       "version, package count); host (os, distribution, glibc, GPU, driver, CUDA). Rows where\n"
       "the runs differ start with '*' (and are coloured on a terminal unless NO_COLOR is set);\n"
-      "start, duration and system metrics always differ and are not marked.");
+      "start, duration and system metrics always differ and are not marked.",
+      CompareRuns);
   compare->add_option("runs", compare_flags->runs, "Two run ids (or prefixes) or more")->required();
   compare->add_flag("--only-diff", compare_flags->only_diff, "Show only the rows that differ");
-  AddTrackingUri(compare, compare_flags.get());
-  compare->callback([compare_flags, action] {
-    *action = [compare_flags] { return CompareRuns(*compare_flags); };
-  });
 
-  auto diff_flags = std::make_shared<RunsFlags>();
-  CLI::App* diff = group->add_subcommand(
-      "diff-env",
+  auto [diff, diff_flags] = AddRunsCommand(
+      group, action, "diff-env",
       "Compare the environments two runs recorded with `cairn run`: downloads each run's\n"
       "cairn/environment/pylock.toml and cairn/host.json and prints the packages added (+),\n"
       "removed (-) and changed (~: version, source, or installed files by RECORD hash), the\n"
       "interpreter facts that differ (version, platform and wheel tags, venv) and the host\n"
       "facts that differ (os, distribution, kernel, glibc, CPU, memory, GPUs, driver, CUDA).\n"
       "Paths and the hostname are not compared. Exits 0 when the environments are the same,\n"
-      "1 when they differ, 2 on errors, like diff(1).");
+      "1 when they differ, 2 on errors, like diff(1).",
+      DiffEnv);
   diff->add_option("runs", diff_flags->runs, "RUN_A RUN_B: run ids or unique prefixes");
-  AddTrackingUri(diff, diff_flags.get());
-  diff->callback([diff_flags, action] { *action = [diff_flags] { return DiffEnv(*diff_flags); }; });
 }
 
 }  // namespace cairn::cli

@@ -1,6 +1,7 @@
 #include "env/python_env_cache.h"
 
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -109,14 +110,27 @@ Result<CachedSnapshot> SnapshotPythonEnvironmentCached(const std::string& python
       }
     }
   }
+  timespec scan_start{};
+  clock_gettime(CLOCK_REALTIME, &scan_start);
   CAIRN_ASSIGN_OR_RETURN(EnvSnapshot snapshot, SnapshotPythonEnvironment(python));
+  json stamps = Stamps(snapshot.interpreter);
+  // The stamps are taken after the scan: a directory changed while it ran (or just before,
+  // within the file system's timestamp granularity) may not be in the snapshot, so such an
+  // entry is not kept.
+  const int64_t settled_before =
+      int64_t{scan_start.tv_sec} * 1'000'000'000 + scan_start.tv_nsec - 1'000'000'000;
+  bool settled = true;
+  for (const auto& [path, stamp] : stamps.items()) {
+    settled = settled && std::strtoll(stamp.get<std::string>().c_str(), nullptr, 10) <
+                             settled_before;
+  }
   json e = {{"python", python},
             {"version", snapshot.interpreter.version},
             {"executable", snapshot.interpreter.executable},
             {"real_executable", snapshot.interpreter.real_executable},
-            {"stamps", Stamps(snapshot.interpreter)},
+            {"stamps", std::move(stamps)},
             {"toml", snapshot.toml}};
-  if (MakeDirs(cache_dir).ok()) (void)WriteFileAtomic(entry, e.dump());
+  if (settled && MakeDirs(cache_dir).ok()) (void)WriteFileAtomic(entry, e.dump());
   CachedSnapshot out;
   out.package_count = snapshot.distributions.size();
   out.snapshot = std::move(snapshot);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -22,22 +23,34 @@ TEST(PythonEnvCacheTest, SecondSnapshotComesFromTheCacheUntilAPackageDirectoryCh
   const std::string saved = old != nullptr ? old : "";
   setenv("PYTHONPATH", site.c_str(), 1);
 
-  auto first = SnapshotPythonEnvironmentCached("/usr/bin/python3", (root / "cache").string());
+  const std::string cache = (root / "cache").string();
+  auto first = SnapshotPythonEnvironmentCached("/usr/bin/python3", cache);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_FALSE(first->from_cache);
-  auto second = SnapshotPythonEnvironmentCached("/usr/bin/python3", (root / "cache").string());
+  EXPECT_NE(first->snapshot.toml.find("demo-pkg"), std::string::npos);
+  // A directory that changed within the last second may have changed during the scan: that
+  // snapshot is not kept.
+  auto again = SnapshotPythonEnvironmentCached("/usr/bin/python3", cache);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->from_cache);
+
+  const auto an_hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  fs::last_write_time(site, an_hour_ago);
+  auto settled = SnapshotPythonEnvironmentCached("/usr/bin/python3", cache);
+  ASSERT_TRUE(settled.ok());
+  EXPECT_FALSE(settled->from_cache);
+  auto second = SnapshotPythonEnvironmentCached("/usr/bin/python3", cache);
   ASSERT_TRUE(second.ok());
   EXPECT_TRUE(second->from_cache);
   EXPECT_EQ(second->snapshot.toml, first->snapshot.toml);
   EXPECT_EQ(second->snapshot.hash, first->snapshot.hash);
   EXPECT_EQ(second->package_count, first->package_count);
   EXPECT_EQ(second->snapshot.interpreter.version, first->snapshot.interpreter.version);
-  EXPECT_NE(first->snapshot.toml.find("demo-pkg"), std::string::npos);
 
   // Installing a distribution changes its directory: the cache is not used.
   fs::create_directories(site / "other-2.0.dist-info");
   std::ofstream(site / "other-2.0.dist-info" / "METADATA") << "Name: other\nVersion: 2.0\n";
-  auto third = SnapshotPythonEnvironmentCached("/usr/bin/python3", (root / "cache").string());
+  auto third = SnapshotPythonEnvironmentCached("/usr/bin/python3", cache);
   ASSERT_TRUE(third.ok());
   EXPECT_FALSE(third->from_cache);
   EXPECT_NE(third->snapshot.hash, first->snapshot.hash);
@@ -45,7 +58,7 @@ TEST(PythonEnvCacheTest, SecondSnapshotComesFromTheCacheUntilAPackageDirectoryCh
 
   // Another PYTHONPATH is another entry.
   setenv("PYTHONPATH", (root / "elsewhere").c_str(), 1);
-  auto fourth = SnapshotPythonEnvironmentCached("/usr/bin/python3", (root / "cache").string());
+  auto fourth = SnapshotPythonEnvironmentCached("/usr/bin/python3", cache);
   ASSERT_TRUE(fourth.ok());
   EXPECT_FALSE(fourth->from_cache);
 
