@@ -12,6 +12,12 @@ again in halves, so the good items in it still arrive. A batch that could not be
 (connection failures and 5xx, after the transport's retries) goes back to the front of the
 queue and is tried again on the next tick; flush raises that error if data is still queued.
 Only one request is in flight at a time, so a run's data arrives in the order it was logged.
+
+A batcher made with `run_may_be_missing=True` (a run that `cairn run` created, or will create
+once the server is reachable: see `start_run`) counts the server's RESOURCE_DOES_NOT_EXIST for
+the run as "not delivered yet" rather than as a rejection: the batch stays queued, in order,
+for the next tick. `close()` then keeps trying for up to PENDING_RUN_WAIT_SECONDS, since the
+wrapper creates the run at its next heartbeat (every 10 s by default).
 """
 
 import collections
@@ -19,6 +25,7 @@ import json
 import math
 import os
 import threading
+import time
 
 from ._http import CairnError
 
@@ -30,6 +37,7 @@ MAX_BODY_BYTES = 900 * 1000  # the server takes 1 MB; leave room for the envelop
 MAX_QUEUED = 100 * 1000      # callers wait (or get the delivery error) beyond this
 MAX_BISECT_REQUESTS = 64     # extra requests spent isolating the bad items of a rejected batch
 LOG_BATCH_PATH = "/api/2.0/mlflow/runs/log-batch"
+PENDING_RUN_WAIT_SECONDS = 30.0  # how long close() waits for a missing run to appear
 
 
 def metric_value_json(value):
@@ -42,10 +50,11 @@ def metric_value_json(value):
 
 
 class Batcher:
-    def __init__(self, transport, run_id, interval=1.0):
+    def __init__(self, transport, run_id, interval=1.0, run_may_be_missing=False):
         self._transport = transport
         self._run_id = run_id
         self._interval = interval
+        self._run_may_be_missing = run_may_be_missing
         self._prefix = '{"run_id":%s' % json.dumps(run_id)
         self._key_json = {}
         self._init_state()
@@ -81,8 +90,8 @@ class Batcher:
             for k, v in tags:
                 self._tags.pop(k, None)
                 self._tags[k] = v
-            if self._queued() >= MAX_ITEMS:
-                self._wake.notify()
+            if self._queued() >= MAX_ITEMS and self._undelivered is None:
+                self._wake.notify()  # after a failed delivery, the sender waits for its tick
             start = self._thread is None and not self._closed
             if start:
                 self._thread = threading.Thread(target=self._loop, daemon=True,
@@ -104,7 +113,8 @@ class Batcher:
                 raise self._undelivered
 
     def close(self):
-        """Stop the background thread, then flush (raising as flush does)."""
+        """Stop the background thread, then flush (raising as flush does). A run that may be
+        missing yet is waited for, up to PENDING_RUN_WAIT_SECONDS."""
         self._after_fork_check()
         with self._lock:
             self._closed = True
@@ -113,7 +123,14 @@ class Batcher:
             self._room.notify_all()
         if thread is not None and thread is not threading.current_thread():
             thread.join()
-        self.flush()
+        deadline = time.monotonic() + PENDING_RUN_WAIT_SECONDS
+        while True:
+            try:
+                return self.flush()
+            except CairnError as e:
+                if not (_run_not_there_yet(e) and time.monotonic() < deadline):
+                    raise
+            time.sleep(min(self._interval, 1.0))
 
     def pending(self):
         with self._lock:
@@ -184,6 +201,10 @@ class Batcher:
         except CairnError as e:
             if e.retryable:
                 raise
+            if self._run_may_be_missing and e.error_code == "RESOURCE_DOES_NOT_EXIST":
+                raise CairnError("run %s is not on the tracking server yet: its wrapper creates "
+                                 "it once the server is reachable; what was logged stays queued "
+                                 "(%s)" % (self._run_id, e.message), e.error_code, e.status, True)
             if (len(entries) > 1 and e.error_code == "INVALID_PARAMETER_VALUE"
                     and budget[0] >= 2):
                 budget[0] -= 2
@@ -249,3 +270,8 @@ class Batcher:
         for k, v in newer.items():
             self._tags.pop(k, None)
             self._tags[k] = v
+
+
+def _run_not_there_yet(error):
+    """True for the error a batcher of a run that may be missing keeps its data queued for."""
+    return error.retryable and error.error_code == "RESOURCE_DOES_NOT_EXIST"

@@ -112,11 +112,13 @@ class Transport:
 
     # -- public -------------------------------------------------------------------------------
 
-    def call(self, method, path, body=None, query=None, raw_body=None):
+    def call(self, method, path, body=None, query=None, raw_body=None, retries=None):
         """JSON request to `path` (under the URI's own path); returns the parsed JSON answer.
 
         `body` is a JSON-serialisable value (NaN and infinities are refused: encode them as
         MLflow does, as strings); `raw_body` is already encoded JSON bytes. GET takes `query`.
+        `retries` overrides the number of retries after the first attempt (None: the
+        transport's `max_retries`); 0 tries once.
         """
         if body is not None:
             raw_body = json.dumps(body, allow_nan=False, separators=(",", ":")).encode("utf-8")
@@ -126,7 +128,7 @@ class Transport:
         target = self._prefix + path
         if query:
             target += "?" + urllib.parse.urlencode(query, doseq=True)
-        return self._send(method, target, headers, lambda: raw_body)
+        return self._send(method, target, headers, lambda: raw_body, retries)
 
     def upload(self, path, local_path, content_type="application/octet-stream"):
         """PUT the file at `local_path` as the raw body, streamed from disk in blocks."""
@@ -164,7 +166,9 @@ class Transport:
             conn.close()
         self._local.conn = None
 
-    def _send(self, method, target, headers, make_body):
+    def _send(self, method, target, headers, make_body, max_retries=None):
+        if max_retries is None:
+            max_retries = self.max_retries
         all_headers = dict(self._headers)
         all_headers.update(headers)
         what = "%s %s" % (method, target.split("?", 1)[0])
@@ -200,7 +204,7 @@ class Transport:
                 if not error.retryable:
                     raise error
                 delay_hint = _retry_after(resp.getheader("Retry-After"))
-            if retries >= self.max_retries:
+            if retries >= max_retries:
                 if retries:
                     error.message += " (gave up after %d retries)" % retries
                 raise error

@@ -2,7 +2,10 @@
 
 A `Run` is either *owned* (this process created it and ends it) or *attached* (it was created
 by `cairn run`, which passes its id in CAIRN_RUN_ID / MLFLOW_RUN_ID and ends it from the
-command's exit code; this process only logs into it). The module-level functions in
+command's exit code; this process only logs into it). An attached run need not be on the
+server yet: when the server was unreachable as `cairn run` started, the wrapper chose the id
+itself and creates the run once the server is back, and until then what is logged waits in
+the queue (see `start_run`). The module-level functions in
 `cairn/__init__.py` act on the innermost active run and start one when there is none, as
 MLflow's fluent API does.
 
@@ -135,7 +138,9 @@ class Run:
     propagates. An attached run is only flushed.
 
     Attributes: run_id, experiment_id, artifact_uri, tracking_uri, attached (bool),
-    info (the run_info dict the server returned), status.
+    info (the run_info dict the server returned), status. An attached run that was not on the
+    server at start has only what the environment tells (no artifact_uri) until an artifact
+    upload fetches the rest.
     """
 
     def __init__(self, transport, info, attached, flush_interval=1.0):
@@ -147,7 +152,8 @@ class Run:
         self.tracking_uri = transport.uri
         self.attached = attached
         self.status = info.get("status", "RUNNING")
-        self._batcher = Batcher(transport, self.run_id, flush_interval)
+        self._batcher = Batcher(transport, self.run_id, flush_interval,
+                                run_may_be_missing=attached)
         self._params = {}
         self._lock = threading.Lock()
         self._ended = False
@@ -219,6 +225,8 @@ class Run:
     # -- artifacts ----------------------------------------------------------------------------
 
     def _artifact_root(self):
+        if not self.artifact_uri:
+            self._fetch_info()  # attached to a run that was not on the server yet
         parts = urllib.parse.urlsplit(self.artifact_uri)
         if parts.scheme != "mlflow-artifacts":
             raise CairnError("run %s stores artifacts at %r, which is not served through the "
@@ -227,9 +235,24 @@ class Run:
                              "INVALID_PARAMETER_VALUE")
         return parts.path.strip("/")
 
+    def _fetch_info(self):
+        try:
+            info = self._transport.call("GET", API + "runs/get",
+                                        query={"run_id": self.run_id})["run"]["info"]
+        except CairnError as e:
+            if e.error_code != "RESOURCE_DOES_NOT_EXIST":
+                raise
+            raise CairnError("run %s is not on the tracking server yet: its wrapper creates it "
+                             "once the server is reachable" % self.run_id, e.error_code,
+                             e.status, True)
+        self.info = info
+        self.experiment_id = info.get("experiment_id", self.experiment_id)
+        self.artifact_uri = info.get("artifact_uri", "")
+
     def log_artifact(self, local_path, artifact_path=None):
         """Upload one file to <artifact_path>/<its basename> in the run's artifacts, streamed
-        from disk. A missing file or a directory raises OSError; the server's errors CairnError."""
+        from disk. A missing file or a directory raises OSError; the server's errors CairnError
+        (retryable, RESOURCE_DOES_NOT_EXIST, when an attached run is not on the server yet)."""
         if os.path.isdir(local_path):
             raise IsADirectoryError(errno.EISDIR, "use log_artifacts for a directory", local_path)
         name = os.path.basename(local_path)
@@ -336,6 +359,21 @@ def _experiment_id(transport, name):
     return found
 
 
+def _wrapper_run_info(transport, run_id):
+    """run_info of the run `cairn run` passed on; None when the server cannot be reached or
+    does not have the run yet. One attempt: the command must not wait for the server."""
+    try:
+        return transport.call("GET", API + "runs/get", query={"run_id": run_id},
+                              retries=0)["run"]["info"]
+    except CairnError as e:
+        if e.retryable or e.error_code == "RESOURCE_DOES_NOT_EXIST":
+            print("cairn: run %s cannot be found on the tracking server yet (%s); attaching "
+                  "to it anyway: what is logged waits in the queue until the run is there"
+                  % (run_id, e), file=sys.stderr)
+            return None
+        raise
+
+
 def _user():
     try:
         return getpass.getuser()
@@ -364,7 +402,13 @@ def start_run(experiment=None, name=None, params=None, tags=None, tracking_uri=N
         otherwise an active run is an error.
     With CAIRN_RUN_ID (or MLFLOW_RUN_ID) set and no active run, the run with that id is
     attached: params and tags are logged into it, a name renames it, experiment is ignored,
-    and ending it only flushes (its owner ends it). Returns the Run, a context manager.
+    and ending it only flushes (its owner ends it). The run is looked up once, without
+    retries: when the server cannot be reached or does not have the run yet (`cairn run`
+    creates it once the server is reachable), the run is attached all the same, with what the
+    environment tells (experiment_id from $MLFLOW_EXPERIMENT_ID, no artifact_uri). Its params,
+    tags and name (the mlflow.runName tag) are then queued instead of sent before this
+    returns, metrics wait in the queue until the run exists, and ending it waits up to 30 s
+    for the run to appear. Returns the Run, a context manager.
     """
     # Check what the caller passed before anything is created on the server.
     tags = {_check_key("tag", k): _check_value("Tag", k, v, MAX_TAG_VALUE_LENGTH)
@@ -379,14 +423,22 @@ def start_run(experiment=None, name=None, params=None, tags=None, tracking_uri=N
         transport = _transport(tracking_uri)
         interval = _flush_interval()
         attach_id = os.environ.get("CAIRN_RUN_ID") or os.environ.get("MLFLOW_RUN_ID")
+        pending = False  # attached to a run the server does not have yet
         if attach_id and parent is None:
-            info = transport.call("GET", API + "runs/get",
-                                  query={"run_id": attach_id})["run"]["info"]
-            if name:
+            info = _wrapper_run_info(transport, attach_id)
+            pending = info is None
+            if pending:
+                info = {"run_id": attach_id, "run_uuid": attach_id, "status": "RUNNING"}
+                if os.environ.get("MLFLOW_EXPERIMENT_ID"):
+                    info["experiment_id"] = os.environ["MLFLOW_EXPERIMENT_ID"]
+            elif name:
                 info = transport.call("POST", API + "runs/update", {
                     "run_id": attach_id, "run_uuid": attach_id,
                     "run_name": str(name)}).get("run_info", info)
             run = Run(transport, info, True, interval)
+            if pending and name:
+                # The server sets the run's name from this tag, as runs/update would.
+                run.set_tags({"mlflow.runName": str(name)})
             if tags:
                 run.set_tags(tags)
         else:
@@ -421,7 +473,10 @@ def start_run(experiment=None, name=None, params=None, tags=None, tracking_uri=N
     try:
         if params:
             run.log_params(params)
-        run.flush()  # parameters and tags arrive, or their error surfaces, before work starts
+        if not pending:
+            # Parameters and tags arrive, or their error surfaces, before work starts. For a
+            # run not on the server yet they wait in the queue: work must not wait for it.
+            run.flush()
     except BaseException:
         try:
             run.end_run("FAILED")  # an attached run is only flushed

@@ -19,6 +19,32 @@ std::string Env(const char* name) {
   return v != nullptr ? v : "";
 }
 
+Status RunNotThereYet(const std::string& run_id, const Status& cause) {
+  return NotFound("run " + run_id +
+                  " is not on the tracking server yet: its wrapper creates it once the server "
+                  "is reachable (" +
+                  cause.message() + ")");
+}
+
+// The run `cairn run` passed on, as far as it is known: one lookup, without retries, since the
+// command must not wait for the server. A server that is away, or that does not have the run
+// yet (the wrapper creates it once the server is back), leaves what the environment tells.
+Result<core::RunInfo> WrapperRun(const ClientOptions& client_options, const std::string& run_id) {
+  ClientOptions once = client_options;
+  once.retries = 0;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingClient> client, TrackingClient::Create(once));
+  Result<core::Run> run = client->GetRun(run_id);
+  if (run.ok()) return run->info;
+  if (run.status().code() != StatusCode::kUnavailable &&
+      run.status().code() != StatusCode::kNotFound) {
+    return run.status();
+  }
+  core::RunInfo info;
+  info.run_id = run_id;
+  info.experiment_id = Env("MLFLOW_EXPERIMENT_ID");
+  return info;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ActiveRun>> ActiveRun::Start(const Options& options) {
@@ -31,8 +57,7 @@ Result<std::unique_ptr<ActiveRun>> ActiveRun::Start(const Options& options) {
   core::RunInfo info;
   bool attached = !wrapper_run.empty();
   if (attached) {
-    CAIRN_ASSIGN_OR_RETURN(core::Run run, client->GetRun(wrapper_run));
-    info = run.info;
+    CAIRN_ASSIGN_OR_RETURN(info, WrapperRun(client_options, wrapper_run));
   } else {
     std::string experiment_id = "0";
     if (!options.experiment.empty()) {
@@ -50,7 +75,10 @@ Result<std::unique_ptr<ActiveRun>> ActiveRun::Start(const Options& options) {
 }
 
 ActiveRun::ActiveRun(std::unique_ptr<TrackingClient> client, core::RunInfo info, bool attached)
-    : client_(std::move(client)), info_(std::move(info)), attached_(attached) {
+    : client_(std::move(client)),
+      info_(std::move(info)),
+      attached_(attached),
+      artifact_uri_(info_.artifact_uri) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -103,15 +131,17 @@ bool ActiveRun::SendSome(std::unique_lock<std::mutex>& lock) {
   Status s = client_->LogBatch(info_.run_id, metrics, params, tags);
   lock.lock();
   --sending_;
-  if (s.code() == StatusCode::kUnavailable && !stop_) {
-    // The server is away (the client has retried already): keep the batch, in order, for the
-    // next tick rather than lose it.
+  // The server is away (the client has retried already), or the wrapper has not created its
+  // run there yet: keep the batch, in order, for the next tick rather than lose it.
+  const bool not_there_yet = attached_ && s.code() == StatusCode::kNotFound;
+  if ((s.code() == StatusCode::kUnavailable || not_there_yet) && !stop_) {
     metrics_.insert(metrics_.begin(), metrics.begin(), metrics.end());
     params_.insert(params_.begin(), params.begin(), params.end());
     tags_.insert(tags_.begin(), tags.begin(), tags.end());
-    if (error_.ok()) error_ = s;
+    undelivered_ = not_there_yet ? RunNotThereYet(info_.run_id, s) : s;
     return false;
   }
+  undelivered_ = Status::Ok();
   if (!s.ok() && error_.ok()) error_ = s;
   return true;
 }
@@ -121,7 +151,11 @@ void ActiveRun::Loop() {
   // set twice ends with its last value).
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    cv_.wait_for(lock, kTick, [&] { return stop_ || flush_ || metrics_.size() >= kEager; });
+    // After a failed delivery a full queue does not cut the tick short: a run that is not on
+    // the server yet is refused at once, and retrying at once would spin.
+    cv_.wait_for(lock, kTick, [&] {
+      return stop_ || flush_ || (undelivered_.ok() && metrics_.size() >= kEager);
+    });
     while (SendSome(lock)) {
     }
     flush_ = false;
@@ -138,6 +172,7 @@ Status ActiveRun::Flush() {
   // (the server away) kept for later with the error below.
   const uint64_t pass = passes_;
   drained_.wait(lock, [&] { return passes_ > pass || stop_; });
+  if (error_.ok()) return undelivered_;
   Status s = error_;
   error_ = Status::Ok();
   return s;
@@ -145,7 +180,23 @@ Status ActiveRun::Flush() {
 
 Status ActiveRun::LogArtifact(const std::string& local_path, const std::string& artifact_path) {
   CAIRN_RETURN_IF_ERROR(Flush());
-  return client_->UploadArtifactFile(info_.artifact_uri, artifact_path, local_path);
+  std::string artifact_uri;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    artifact_uri = artifact_uri_;
+  }
+  if (artifact_uri.empty()) {  // attached to a run that was not on the server at Start
+    Result<core::Run> run = client_->GetRun(info_.run_id);
+    if (!run.ok()) {
+      return run.status().code() == StatusCode::kNotFound
+                 ? RunNotThereYet(info_.run_id, run.status())
+                 : run.status();
+    }
+    artifact_uri = run->info.artifact_uri;
+    std::lock_guard<std::mutex> lock(mu_);
+    artifact_uri_ = artifact_uri;
+  }
+  return client_->UploadArtifactFile(artifact_uri, artifact_path, local_path);
 }
 
 Status ActiveRun::End(core::RunStatus status) {

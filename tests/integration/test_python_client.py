@@ -3,8 +3,9 @@
 context manager; params, tags, metrics with steps, NaN and infinities as the REST API returns
 them; batching (counted by a small proxy that also checks every request against MLflow's
 log-batch limits, and injects 5xx answers, dropped connections and a lost experiment lookup);
-deferred server errors; the flush at interpreter exit; attaching to a `cairn run` run; artifact
-upload streamed from disk; and the package installed offline into a fresh venv from the
+deferred server errors; the flush at interpreter exit; attaching to a `cairn run` run, also
+before the server has it (unreachable, or the run not created yet); artifact upload streamed
+from disk; and the package installed offline into a fresh venv from the
 in-tree build backend (wheel, sdist, editable).
 
 Usage: test_python_client.py --cairn build/release/cairn
@@ -19,10 +20,12 @@ import json
 import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import tracemalloc
 import unittest
 import urllib.parse
@@ -201,6 +204,49 @@ with cairn.start_run(experiment="py-never-created", params={"lr": 0.1},
 cairn.log_metric("after_block", 1.0)  # attaches again
 cairn.end_run()
 print("attached", run.run_id, run.status, flush=True)
+"""
+
+# Attached to a run the server does not have yet, as under `cairn run` when the server was
+# unreachable at its start. Logs for a while; the test creates the run meanwhile and then
+# writes the file $READY names. With $EARLY_ARTIFACT set it first tries an artifact upload,
+# which cannot work before the run exists.
+PENDING_CHILD = r"""
+import os, time, cairn
+start = time.monotonic()
+run = cairn.start_run(name="named-by-client", params={"lr": 0.1}, tags={"phase": "train"})
+print("started", run.attached, repr(run.artifact_uri), round(time.monotonic() - start, 3),
+      flush=True)
+weights = os.environ["READY"] + ".weights"
+with open(weights, "w") as f:
+    f.write("w 3")
+if os.environ.get("EARLY_ARTIFACT"):
+    try:
+        run.log_artifact(weights, "model")
+    except cairn.CairnError as e:
+        print("artifact-refused", e.retryable, e.error_code, flush=True)
+        assert "not on the tracking server yet" in e.message, e.message
+step = 0
+while not os.path.exists(os.environ["READY"]) or step < 30:
+    cairn.log_metric("loss", 1.0 / (step + 1), step=step)
+    if step == 5:
+        cairn.log_param("late", "yes")
+        cairn.set_tag("half", "done")
+    step += 1
+    time.sleep(0.1)
+    assert step < 600, "the test never created the run"
+run.log_artifact(weights, "model")
+cairn.end_run()
+print("logged", step, flush=True)
+"""
+
+# Ends an attached run that the server does not have yet: ending waits for it to appear.
+PENDING_END_CHILD = r"""
+import cairn
+cairn.start_run(params={"p": 1})
+cairn.log_metric("m", 1.0)
+print("ending", flush=True)
+cairn.end_run()
+print("ended", flush=True)
 """
 
 WRAPPED_CHILD = r"""
@@ -600,6 +646,102 @@ class PythonClientTest(unittest.TestCase):
         missing = self.c.get(API + "experiments/get-by-name",
                              {"experiment_name": "py-never-created"})
         self.assertEqual(missing.status, 404, "attaching must not create an experiment")
+
+    def pending_child(self, tracking_uri, run_id, ready, **env):
+        """PENDING_CHILD attached to `run_id`, which does not exist yet; returns the process
+        once it printed its first line, and that line."""
+        p = subprocess.Popen([sys.executable, "-c", PENDING_CHILD], cwd=self.root,
+                             env=child_env(CAIRN_RUN_ID=run_id, MLFLOW_RUN_ID=run_id,
+                                           CAIRN_TRACKING_URI=tracking_uri,
+                                           MLFLOW_TRACKING_URI=tracking_uri,
+                                           CAIRN_FLUSH_INTERVAL="0.2", READY=ready, **env),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        return p, p.stdout.readline().split()
+
+    def finish_pending_child(self, p, client, run_id, exp_name, ready):
+        """Creates the run as the wrapper would, lets the child finish, and checks that all it
+        logged arrived."""
+        # The wrapper's idempotent create-with-id, as its journal sends it (docs/api/cairn.md).
+        made = client.post("/api/cairn/v1/runs", {
+            "run_id": run_id, "experiment_name": exp_name, "run_name": "named-by-wrapper",
+            "start_time": tl.now_ms(), "tags": [{"key": "cairn.command", "value": "train"}]})
+        self.assertEqual(made.status, 200, repr(made))
+        with open(ready, "w"):
+            pass
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        steps = int(out.split("logged", 1)[1].split()[0])
+        r = client.get(API + "runs/get", {"run_id": run_id})
+        self.assertEqual(r.status, 200, repr(r))
+        got = r.body["run"]
+        self.assertEqual(got["info"]["status"], "RUNNING")  # the wrapper ends it
+        self.assertEqual(got["info"]["experiment_id"], made.body["experiment_id"])
+        self.assertEqual(got["info"]["run_name"], "named-by-client")  # the client's name wins
+        self.assertEqual(self.params(got), {"lr": "0.1", "late": "yes"})
+        tags = self.tags(got)
+        self.assertEqual((tags["phase"], tags["half"], tags["cairn.command"]),
+                         ("train", "done", "train"))
+        self.assertEqual(tags["mlflow.runName"], "named-by-client")
+        hist = client.get(API + "metrics/get-history",
+                          {"run_id": run_id, "metric_key": "loss", "max_results": 25000})
+        self.assertEqual([(m["step"], m["value"]) for m in hist.body.get("metrics", [])],
+                         [(s, 1.0 / (s + 1)) for s in range(steps)])
+        listing = client.get(API + "artifacts/list", {"run_id": run_id, "path": "model"})
+        self.assertEqual([f["path"] for f in listing.body.get("files", [])],
+                         ["model/" + os.path.basename(ready) + ".weights"])
+        return got
+
+    def test_attaches_to_a_run_the_server_does_not_have_yet(self):
+        run_id = os.urandom(16).hex()
+        ready = os.path.join(self.root, "ready-" + run_id)
+        not_found_before = self.proxy.count("/runs/log-batch", 404)
+        p, first = self.pending_child(self.proxy.url, run_id, ready, EARLY_ARTIFACT="1")
+        self.assertEqual(first[:3], ["started", "True", "''"], p.stderr.read() if not first else "")
+        self.assertLess(float(first[3]), 5.0, "start_run waited for the server")
+        self.assertEqual(p.stdout.readline().split(),
+                         ["artifact-refused", "True", "RESOURCE_DOES_NOT_EXIST"])
+        time.sleep(2)  # the child logs into the missing run meanwhile
+        self.assertGreater(self.proxy.count("/runs/log-batch", 404) - not_found_before, 0,
+                           "the child should have tried to send into the missing run")
+        self.finish_pending_child(p, self.c, run_id, "py-pending", ready)
+
+    def test_attaches_while_the_server_is_unreachable(self):
+        with socket.socket() as s:  # a port nothing listens on, for the server started later
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        url = "http://127.0.0.1:%d" % port
+        run_id = os.urandom(16).hex()
+        ready = os.path.join(self.root, "ready-" + run_id)
+        p, first = self.pending_child(url, run_id, ready, CAIRN_HTTP_BACKOFF="0.05")
+        self.assertEqual(first[:3], ["started", "True", "''"], p.stderr.read() if not first else "")
+        self.assertLess(float(first[3]), 5.0, "start_run waited for the server")
+        time.sleep(1.5)  # the child logs while nothing answers
+        data_dir = tempfile.mkdtemp(dir=self.root)
+        late = tl.CairnServer(tl.CONFIG.cairn, data_dir, port=port, name="cairn (late)")
+        tl.add_diagnostic(late.log_tail)
+        late.start()
+        try:
+            self.finish_pending_child(p, late.client(), run_id, "py-unreachable", ready)
+        finally:
+            late.stop()
+
+    def test_ending_waits_for_the_run_to_appear(self):
+        run_id = os.urandom(16).hex()
+        p = subprocess.Popen([sys.executable, "-c", PENDING_END_CHILD], cwd=self.root,
+                             env=child_env(CAIRN_RUN_ID=run_id, CAIRN_TRACKING_URI=self.url,
+                                           CAIRN_FLUSH_INTERVAL="0.2"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        self.assertEqual(p.stdout.readline().strip(), "ending")
+        time.sleep(1)
+        self.assertIsNone(p.poll(), "end_run gave up on the run before it appeared")
+        made = self.c.post("/api/cairn/v1/runs", {"run_id": run_id, "start_time": tl.now_ms()})
+        self.assertEqual(made.status, 200, repr(made))
+        out, err = p.communicate(timeout=60)
+        self.assertEqual((p.returncode, out.strip()), (0, "ended"), err)
+        self.assertEqual(self.params(self.get_run(run_id)), {"p": "1"})
+        self.assertEqual([m["value"] for m in self.history(run_id, "m")], [1.0])
 
     def test_under_cairn_run_the_wrapper_ends_the_run(self):
         script = os.path.join(self.root, "train.py")
