@@ -9,8 +9,9 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   # libraries (DESIGN.md, "Dependencies")
   libcpp-httplib-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev libgit2-dev
+  libarchive-dev libcurl4-openssl-dev libtomlplusplus-dev libyaml-cpp-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv git curl wrk
+  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv python3-pip-whl git curl wrk
 )
 
 missing=()
