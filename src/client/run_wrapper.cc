@@ -194,6 +194,9 @@ class RunMonitor {
 
  private:
   void Loop() {
+    // What was recorded before the command started (parameters, the records of the code,
+    // host and environment) goes to the server while the command runs, not after it.
+    Report(journal_->Deliver(*client_));
     Clock* clock = SystemClock();
     int64_t next_beat = clock->NowMillis() + beat_every_;
     // The first sample after one interval, as MLflow's sampler does: a command that ends
@@ -410,6 +413,21 @@ Result<int> RunTracked(const RunOptions& options) {
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingClient> client,
                          TrackingClient::Create(client_options));
 
+  // What the run depends on is read in parallel with the requests below: the code state
+  // (libgit2 loads the system's CA certificates on start, some milliseconds), the host and the
+  // Python environment.
+  std::error_code ec;
+  const std::string cwd = std::filesystem::current_path(ec).string();
+  std::future<Result<env::CodeState>> code_future =
+      std::async(std::launch::async, [&cwd] { return env::ReadCodeState(cwd); });
+  std::future<Result<env::CachedSnapshot>> python_future =
+      std::async(std::launch::async, [&options] {
+        return env::SnapshotPythonEnvironmentCached(PythonOf(options),
+                                                    env::DefaultPythonEnvCacheDir());
+      });
+  std::future<env::HostFacts> host_future = std::async(
+      std::launch::async, [] { return env::CollectHostFacts(*env::RealHostProbe()); });
+
   // Records earlier runs could not deliver go first, in order.
   SyncJournals(JournalDirs(), *client,
                [](const std::string& run_id, size_t delivered, size_t left, const Status& s) {
@@ -442,8 +460,6 @@ Result<int> RunTracked(const RunOptions& options) {
     }
   }
 
-  std::error_code ec;
-  const std::string cwd = std::filesystem::current_path(ec).string();
   std::vector<core::Tag> tags = {
       {"mlflow.user", CurrentUser()},
       {"mlflow.source.name", SourceName(options.command)},
@@ -451,16 +467,7 @@ Result<int> RunTracked(const RunOptions& options) {
       {"cairn.command", ShellJoin(options.command)},
       {"cairn.cwd", cwd},
   };
-  // What the run depends on is read in parallel: the code state (libgit2 loads the system's CA
-  // certificates on start, some milliseconds), the host and the Python environment.
-  std::future<Result<env::CodeState>> code_future =
-      std::async(std::launch::async, [&cwd] { return env::ReadCodeState(cwd); });
-  std::future<Result<env::CachedSnapshot>> python_future =
-      std::async(std::launch::async, [&options] {
-        return env::SnapshotPythonEnvironmentCached(PythonOf(options),
-                                                    env::DefaultPythonEnvCacheDir());
-      });
-  const env::HostFacts host = env::CollectHostFacts(*env::RealHostProbe());
+  const env::HostFacts host = host_future.get();
   // The code the command runs: MLflow's git tags, so other MLflow tools read them too.
   Result<env::CodeState> code = code_future.get();
   if (!code.ok()) {

@@ -14,6 +14,7 @@
 #include <system_error>
 #include <utility>
 
+#include "env/core_metadata.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/process.h"
@@ -249,50 +250,8 @@ Status GetStringArray(const json& j, const char* key, bool required,
 // ---------------------------------------------------------------------------------------------
 // Reading installed distributions.
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
-
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-struct CoreMetadata {
-  std::string name;
-  std::string version;
-};
-
-// METADATA / PKG-INFO: RFC 822 style headers up to the first blank line; what follows is the
-// long description, which may well contain lines that look like headers.
-CoreMetadata ParseCoreMetadata(std::string_view text) {
-  CoreMetadata m;
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    std::string_view line =
-        text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
-    pos = eol == std::string_view::npos ? text.size() : eol + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) break;
-    if (line[0] == ' ' || line[0] == '\t') continue;  // a folded header's continuation
-    size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string key = Trimmed(line.substr(0, colon));
-    if (EqualsIgnoreCase(key, "Name") && m.name.empty()) {
-      m.name = Trimmed(line.substr(colon + 1));
-    } else if (EqualsIgnoreCase(key, "Version") && m.version.empty()) {
-      m.version = Trimmed(line.substr(colon + 1));
-    }
-  }
-  return m;
 }
 
 // "{name}-{version}.dist-info" or "{name}-{version}[-pyX.Y].egg-info" without the suffix.

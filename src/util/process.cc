@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -29,6 +30,24 @@ struct Pipes {
     }
   }
 };
+
+// The file `program` names: itself when it has a '/', else the first executable of that name
+// in a PATH directory (an empty entry is the working directory), as execvp looks. Empty when
+// there is none: the caller says "not found" without starting a process that could only fail.
+std::string FindProgram(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = getenv("PATH");
+  const std::string dirs = path != nullptr ? path : "/bin:/usr/bin";
+  size_t start = 0;
+  for (;;) {
+    const size_t colon = dirs.find(':', start);
+    const std::string dir = dirs.substr(start, colon == std::string::npos ? colon : colon - start);
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string::npos) return "";
+    start = colon + 1;
+  }
+}
 
 }  // namespace
 
@@ -92,8 +111,10 @@ Result<Process> Process::Spawn(const SpawnOptions& options) {
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
                                       POSIX_SPAWN_SETSIGMASK);
 
+  const std::string program = FindProgram(options.argv[0]);
+  if (program.empty()) return NotFound("command not found: " + options.argv[0]);
   pid_t pid = -1;
-  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
   if (rc != 0) {
     std::string reason = strerror(rc);
     if (rc == ENOENT) return NotFound("command not found: " + options.argv[0]);
