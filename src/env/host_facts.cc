@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -593,6 +594,66 @@ std::string HostFactsJson(const HostFacts& facts) {
   w.EndArray();
   w.EndObject();
   return w.Take();
+}
+
+Result<HostFacts> ParseHostFactsJson(std::string_view text) {
+  using nlohmann::json;
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return InvalidArgument("host facts are not a JSON object");
+  std::string bad;
+  auto str = [&bad](const json& o, const char* key, std::string* out) {
+    auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return;
+    if (it->is_string()) {
+      *out = it->get<std::string>();
+    } else if (bad.empty()) {
+      bad = key;
+    }
+  };
+  auto num = [&bad](const json& o, const char* key, auto* out) {
+    auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return;
+    if (it->is_number_integer()) {
+      *out = it->get<std::remove_pointer_t<decltype(out)>>();
+    } else if (bad.empty()) {
+      bad = key;
+    }
+  };
+  HostFacts f;
+  str(j, "os", &f.os);
+  str(j, "distribution", &f.distribution);
+  str(j, "distribution_id", &f.distribution_id);
+  str(j, "distribution_version", &f.distribution_version);
+  str(j, "kernel", &f.kernel);
+  str(j, "machine", &f.machine);
+  str(j, "glibc", &f.glibc);
+  str(j, "hostname", &f.hostname);
+  str(j, "cpu_model", &f.cpu_model);
+  num(j, "cpu_cores", &f.cpu_cores);
+  num(j, "memory_total_mib", &f.memory_total_mib);
+  str(j, "gpu_note", &f.gpu_note);
+  str(j, "driver_version", &f.driver_version);
+  str(j, "cuda_driver_version", &f.cuda_driver_version);
+  if (auto flags = j.find("cpu_flags"); flags != j.end() && flags->is_array()) {
+    for (const json& flag : *flags) {
+      if (flag.is_string()) f.cpu_flags.push_back(flag.get<std::string>());
+    }
+  }
+  if (auto gpus = j.find("gpus"); gpus != j.end() && gpus->is_array()) {
+    for (const json& g : *gpus) {
+      if (!g.is_object()) return InvalidArgument("host facts: gpus must hold objects");
+      GpuInfo gpu;
+      num(g, "index", &gpu.index);
+      str(g, "name", &gpu.name);
+      str(g, "uuid", &gpu.uuid);
+      num(g, "memory_total_mib", &gpu.memory_total_mib);
+      str(g, "compute_capability", &gpu.compute_capability);
+      str(g, "driver_version", &gpu.driver_version);
+      f.gpus.push_back(std::move(gpu));
+    }
+  }
+  if (!bad.empty()) return InvalidArgument("host facts: \"" + bad + "\" has the wrong type");
+  return f;
 }
 
 std::vector<core::Tag> HostFactTags(const HostFacts& facts) {

@@ -167,6 +167,11 @@ std::string GpuSummary(const HostFacts& facts);
 // is an array (empty without GPUs) and "gpu" is GpuSummary, so "no GPU" is explicit.
 std::string HostFactsJson(const HostFacts& facts);
 
+// Reads what HostFactsJson wrote (a run's host.json, or facts recorded on another machine).
+// Missing fields stay empty; InvalidArgument when the text is not a JSON object or a field has
+// the wrong type.
+Result<HostFacts> ParseHostFactsJson(std::string_view json);
+
 // MLflow rejects longer tag values; cairn keeps tag values below it.
 inline constexpr size_t kMaxTagValueLength = 5000;
 

@@ -323,6 +323,20 @@ TEST(HostFactsTest, CollectsEveryFactFromAHostWith535Driver) {
   for (auto timeout : probe.timeouts) EXPECT_EQ(timeout, kNvidiaSmiTimeout);
 }
 
+TEST(HostFactsTest, JsonReadsBackWhatItWrote) {
+  FakeHostProbe probe = HostWithDriver("nvidia-535");
+  probe.commands[kQueryWithCc] = {0, "nvidia-535/query-gpu.csv", Status()};
+  const HostFacts facts = CollectHostFacts(probe);
+  Result<HostFacts> back = ParseHostFactsJson(HostFactsJson(facts));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(HostFactsJson(*back), HostFactsJson(facts));
+  ASSERT_EQ(back->gpus.size(), 2u);
+  EXPECT_EQ(back->gpus[0].compute_capability, "8.0");
+  EXPECT_EQ(back->driver_version, "535.104.05");
+  EXPECT_EQ(ParseHostFactsJson("[1]").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseHostFactsJson(R"({"glibc": 2})").status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(HostFactsTest, CollectFallsBackWithoutComputeCapOn470Driver) {
   FakeHostProbe probe = HostWithDriver("nvidia-470");
   probe.commands[kQueryWithCc] = {2, "nvidia-470/query-gpu-compute-cap.txt", Status()};
