@@ -23,6 +23,7 @@
 #include "client/tracking_client.h"
 #include "env/code_state.h"
 #include "env/host_facts.h"
+#include "env/project_env.h"
 #include "env/python_env_cache.h"
 #include "env/system_metrics.h"
 #include "util/clock.h"
@@ -254,12 +255,19 @@ class RunMonitor {
 };
 
 // The interpreter the command will use: --python, else the command itself when it is a
-// Python interpreter, else python3 on PATH.
-std::string PythonOf(const RunOptions& options) {
+// Python interpreter (the active environment's when it has one of that name), else the active
+// environment's python, else python3 on PATH.
+std::string PythonOf(const RunOptions& options, const std::optional<std::string>& active_env) {
   if (!options.python.empty()) return options.python;
   const std::string& program = options.command[0];
   const std::string base = std::filesystem::path(program).filename().string();
-  if (base.starts_with("python")) return program;
+  const bool python = base.starts_with("python");
+  if (active_env && program.find('/') == std::string::npos) {
+    // The command runs with the environment's bin first on PATH.
+    const std::string in_env = *active_env + "/bin/" + (python ? base : "python");
+    if (access(in_env.c_str(), X_OK) == 0) return in_env;
+  }
+  if (python) return program;
   return "python3";
 }
 
@@ -418,11 +426,14 @@ Result<int> RunTracked(const RunOptions& options) {
   // Python environment.
   std::error_code ec;
   const std::string cwd = std::filesystem::current_path(ec).string();
+  // The project's active environment (cairn env build): the command runs in it.
+  const std::optional<std::string> active_env =
+      env::ProjectEnv(env::FindProjectDir(cwd)).ActivePath();
   std::future<Result<env::CodeState>> code_future =
       std::async(std::launch::async, [&cwd] { return env::ReadCodeState(cwd); });
   std::future<Result<env::CachedSnapshot>> python_future =
-      std::async(std::launch::async, [&options] {
-        return env::SnapshotPythonEnvironmentCached(PythonOf(options),
+      std::async(std::launch::async, [&options, &active_env] {
+        return env::SnapshotPythonEnvironmentCached(PythonOf(options, active_env),
                                                     env::DefaultPythonEnvCacheDir());
       });
   std::future<env::HostFacts> host_future = std::async(
@@ -500,6 +511,18 @@ Result<int> RunTracked(const RunOptions& options) {
                  python.status().message().c_str());
     tags.push_back({"cairn.env.error", python.status().message().substr(0, 4000)});
   }
+  std::optional<env::StoredEnvironment> environment;
+  if (active_env) {
+    Result<env::StoredEnvironment> stored = env::LoadStoredEnvironment(*active_env);
+    if (stored.ok()) {
+      environment = *stored;
+      tags.push_back({"cairn.env.lock", stored->lock_hash});
+      tags.push_back({"cairn.env.id", stored->id});
+    } else {
+      std::fprintf(stderr, "cairn: warning: the active environment %s: %s\n",
+                   active_env->c_str(), stored.status().message().c_str());
+    }
+  }
   for (const core::Tag& t : options.tags) tags.push_back(t);
   const int64_t start_time = SystemClock()->NowMillis();
   core::RunInfo run;
@@ -568,6 +591,13 @@ Result<int> RunTracked(const RunOptions& options) {
                {"CAIRN_TRACKING_URI", client->tracking_uri()},
                {"CAIRN_RUN_ID", run.run_id}};
   if (!experiment_id.empty()) spawn.env.push_back({"MLFLOW_EXPERIMENT_ID", experiment_id});
+  if (active_env) {
+    const char* path = std::getenv("PATH");
+    spawn.env.push_back(
+        {"PATH", *active_env + "/bin" + (path != nullptr ? ":" + std::string(path) : "")});
+    spawn.env.push_back({"VIRTUAL_ENV", *active_env});
+    if (environment) (void)env::RecordEnvironmentRun(*active_env, run.run_id);
+  }
   // Output goes through a pipe, where Python would buffer it in blocks; keep it live.
   if (std::getenv("PYTHONUNBUFFERED") == nullptr) spawn.env.push_back({"PYTHONUNBUFFERED", "1"});
 

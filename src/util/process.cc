@@ -32,11 +32,10 @@ struct Pipes {
 };
 
 // The file `program` names: itself when it has a '/', else the first executable of that name
-// in a PATH directory (an empty entry is the working directory), as execvp looks. Empty when
+// in a directory of `path` (an empty entry is the working directory), as execvp looks. Empty when
 // there is none: the caller says "not found" without starting a process that could only fail.
-std::string FindProgram(const std::string& program) {
+std::string FindProgram(const std::string& program, const char* path) {
   if (program.find('/') != std::string::npos) return program;
-  const char* path = getenv("PATH");
   const std::string dirs = path != nullptr ? path : "/bin:/usr/bin";
   size_t start = 0;
   for (;;) {
@@ -111,7 +110,10 @@ Result<Process> Process::Spawn(const SpawnOptions& options) {
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
                                       POSIX_SPAWN_SETSIGMASK);
 
-  const std::string program = FindProgram(options.argv[0]);
+  // Looked up on the PATH the command gets.
+  auto path = env.find("PATH");
+  const std::string program =
+      FindProgram(options.argv[0], path != env.end() ? path->second.c_str() : nullptr);
   if (program.empty()) return NotFound("command not found: " + options.argv[0]);
   pid_t pid = -1;
   int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());

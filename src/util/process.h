@@ -24,7 +24,7 @@ struct ExitStatus {
 };
 
 struct SpawnOptions {
-  std::vector<std::string> argv;  // argv[0] is looked up on PATH when it has no '/'
+  std::vector<std::string> argv;  // argv[0] is looked up on the child's PATH when it has no '/'
   // Variables set (or replaced) in the child's environment, on top of this process's.
   std::vector<std::pair<std::string, std::string>> env;
   std::string cwd;              // empty: this process's working directory
