@@ -34,10 +34,14 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   Action action;
   RegisterServer(app, &action);
-  // `cairn run [OPTIONS] -- COMMAND`: the command after "--" is kept away from option parsing.
+  // `cairn run [OPTIONS] -- COMMAND` and `cairn env exec -- COMMAND`: the command after "--" is
+  // kept away from option parsing.
   int parsed = argc;
   std::vector<std::string> after_dashes;
-  if (argc > 1 && std::string_view(argv[1]) == "run") {
+  const bool wraps = argc > 1 && (std::string_view(argv[1]) == "run" ||
+                                   (argc > 2 && std::string_view(argv[1]) == "env" &&
+                                    std::string_view(argv[2]) == "exec"));
+  if (wraps) {
     for (int i = 2; i < argc; ++i) {
       if (std::string_view(argv[i]) == "--") {
         after_dashes.assign(argv + i + 1, argv + argc);
@@ -46,7 +50,9 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  RegisterRun(app, &action, std::move(after_dashes));
+  const bool env_exec = argc > 1 && std::string_view(argv[1]) == "env";
+  RegisterRun(app, &action, env_exec ? std::vector<std::string>() : after_dashes);
+  RegisterEnv(app, &action, env_exec ? std::move(after_dashes) : std::vector<std::string>());
   RegisterLogs(app, &action);
   RegisterExperiments(app, &action);
   RegisterRuns(app, &action);

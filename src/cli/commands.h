@@ -31,5 +31,7 @@ void RegisterLogs(CLI::App& app, Action* action);
 void RegisterExperiments(CLI::App& app, Action* action);
 void RegisterRuns(CLI::App& app, Action* action);
 void RegisterSync(CLI::App& app, Action* action);
+// `cairn env ...`; `after_dashes` as for run (`cairn env exec -- COMMAND`).
+void RegisterEnv(CLI::App& app, Action* action, std::vector<std::string> after_dashes);
 
 }  // namespace cairn::cli

@@ -106,6 +106,7 @@ Result<std::string> ProjectEnv::Rollback() {
 std::string FindProjectDir(const std::string& start) {
   std::error_code ec;
   fs::path dir = fs::absolute(start, ec).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "/a/b/" from "."
   for (fs::path d = dir; !d.empty(); d = d.parent_path()) {
     if (fs::exists(d / "cairn.yaml", ec) || fs::is_directory(d / ".cairn" / "env", ec)) {
       return d.string();

@@ -7,6 +7,8 @@
 #include <optional>
 #include <set>
 
+#include "env/wheel_tags.h"
+
 namespace cairn::env {
 namespace {
 
@@ -108,7 +110,11 @@ class Solver {
         }
       }
       auto [it, inserted] = best.emplace(c.version, c);
-      if (!inserted && c.rank < it->second.rank) it->second = std::move(c);
+      if (!inserted && (c.rank < it->second.rank ||
+                        (c.rank == it->second.rank &&
+                         CompareBuildTags(c.build_tag, it->second.build_tag) > 0))) {
+        it->second = std::move(c);
+      }
     }
     std::set<Version> noted;
     for (const Candidate& c : all) {

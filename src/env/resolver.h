@@ -29,7 +29,8 @@ namespace cairn::env {
 struct Candidate {
   std::string project;  // normalised name
   Version version;
-  std::string filename;  // the wheel's file name
+  std::string filename;   // the wheel's file name
+  std::string build_tag;  // the file name's build tag; of two wheels alike, the higher wins
   std::string url;       // where to download it, or
   std::string path;      // a local file
   std::string sha256;    // when the source says (indexes do); lowercase hex

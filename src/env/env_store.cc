@@ -1,0 +1,421 @@
+#include "env/env_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "env/pep440.h"
+#include "env/pep508.h"
+#include "env/venv_layout.h"
+#include "env/wheel_archive.h"
+#include "env/wheel_cache.h"
+#include "env/wheel_tags.h"
+#include "util/file.h"
+#include "util/hash.h"
+
+namespace cairn::env {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr size_t kIdLength = 16;
+constexpr std::string_view kBuildPrefix = ".build-";
+
+std::string NowIso() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string Megabytes(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+// Runs `work(i)` for i in [0, n) on `threads` threads; the first error stops the rest and is
+// returned.
+Status ParallelFor(size_t n, int threads, const std::function<Status(size_t)>& work) {
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Status first;
+  std::atomic<bool> failed{false};
+  auto run = [&] {
+    for (;;) {
+      if (failed.load()) return;
+      const size_t i = next.fetch_add(1);
+      if (i >= n) return;
+      Status s = work(i);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first.ok()) first = s;
+        failed = true;
+        return;
+      }
+    }
+  };
+  const size_t count = std::max<size_t>(1, std::min<size_t>(n, static_cast<size_t>(threads)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < count; ++t) pool.emplace_back(run);
+  run();
+  for (std::thread& t : pool) t.join();
+  return first;
+}
+
+int Cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
+std::string MachineName() {
+  utsname u{};
+  if (uname(&u) != 0) return "x86_64";
+  return u.machine;
+}
+
+// "3.11.4" → {3, 11}; {0, 0} when it does not start with two numbers.
+std::pair<int, int> MajorMinor(const std::string& version) {
+  int major = 0, minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return {0, 0};
+  return {major, minor};
+}
+
+// Removes builds that were killed halfway (older than an hour: a live build keeps writing).
+void SweepStaleBuilds(const std::string& root) {
+  std::error_code ec;
+  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(kBuildPrefix)) continue;
+    std::error_code time_ec;
+    if (fs::last_write_time(entry.path(), time_ec) < cutoff && !time_ec) {
+      fs::remove_all(entry.path(), time_ec);
+    }
+  }
+}
+
+struct Job {
+  const LockedPackage* package = nullptr;
+  const LockedWheel* wheel = nullptr;
+  std::string cached;    // the wheel file in the cache
+  std::string unpacked;  // its unpacked tree
+};
+
+}  // namespace
+
+EnvStore::EnvStore(std::string root) : root_(std::move(root)) {}
+
+std::string EnvStore::DefaultRoot() {
+  if (const char* s = std::getenv("CAIRN_ENV_STORE"); s != nullptr && *s != '\0') return s;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x == '/') {
+    return std::string(x) + "/cairn/envs";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : "/tmp") + "/.local/share/cairn/envs";
+}
+
+std::string EnvStore::PathOf(const std::string& id) const {
+  return (fs::path(root_) / id).string();
+}
+
+Result<BuiltEnvironment> EnvStore::Build(const std::string& lock_path,
+                                         const BuildOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  auto say = [&options](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(lock_path));
+  CAIRN_ASSIGN_OR_RETURN(Lock lock, ParseLock(text, lock_path));
+  BuiltEnvironment built;
+  built.lock_hash = LockHash(text);
+  built.id = built.lock_hash.substr(0, kIdLength);
+  built.path = PathOf(built.id);
+  std::error_code ec;
+  if (fs::is_directory(fs::path(built.path) / ".cairn", ec)) {
+    built.already_built = true;
+    Result<StoredEnvironment> stored = Load(built.id);
+    if (stored.ok()) built.packages = stored->packages;
+    return built;
+  }
+  CAIRN_RETURN_IF_ERROR(MakeDirs(root_));
+  SweepStaleBuilds(root_);
+  const fs::path lock_dir = fs::absolute(lock_path, ec).parent_path();
+
+  // The interpreter: the lock's X.Y.
+  const auto [lock_major, lock_minor] = MajorMinor(lock.python);
+  std::string python = options.python;
+  if (python.empty()) {
+    python = lock_major > 0 ? "python" + std::to_string(lock_major) + "." +
+                                  std::to_string(lock_minor)
+                            : "python3";
+  }
+  Result<VenvLayout> layout_or = VenvLayoutFor(built.path, python);
+  if (!layout_or.ok()) {
+    return Status(layout_or.status().code(),
+                  "the environment needs Python " +
+                      (lock.python.empty() ? std::string("3") : lock.python) + ": " +
+                      layout_or.status().message() + " (choose one with --python)");
+  }
+  VenvLayout layout = std::move(layout_or).value();
+  if (lock_major > 0 && (layout.python_major != lock_major || layout.python_minor != lock_minor)) {
+    return FailedPrecondition("the lock is for Python " + lock.python + ", but " + python +
+                              " is Python " + layout.python_version +
+                              " (choose the interpreter with --python)");
+  }
+
+  // What this host installs: markers evaluated here, the best wheel of each package.
+  CAIRN_ASSIGN_OR_RETURN(TargetPlatform target, TargetPlatform::Host(layout.python_version));
+  const TagRanker ranker(target);
+  const MarkerEnvironment markers =
+      MarkerEnvironment::LinuxCPython(layout.python_version, MachineName());
+
+  // The base environment first; its packages at the same version are not installed again.
+  std::map<std::string, std::string> base_versions;
+  std::string base_site;
+  if (!lock.base.empty()) {
+    fs::path base_lock = lock.base;
+    if (base_lock.is_relative()) base_lock = lock_dir / base_lock;
+    say("building the base environment " + base_lock.string());
+    CAIRN_ASSIGN_OR_RETURN(BuiltEnvironment base, Build(base_lock.string(), options));
+    CAIRN_ASSIGN_OR_RETURN(Lock base_parsed, ReadLockFile(base_lock.string()));
+    for (const LockedPackage& p : base_parsed.packages) base_versions[p.name] = p.version;
+    VenvLayout base_layout = layout;
+    base_layout.prefix = base.path;
+    base_site = base_layout.purelib();
+  }
+
+  std::vector<Job> jobs;
+  std::vector<std::string> no_wheel;
+  for (const LockedPackage& p : lock.packages) {
+    if (!p.marker.empty()) {
+      CAIRN_ASSIGN_OR_RETURN(Marker marker, Marker::Parse(p.marker));
+      if (!marker.Evaluate(markers)) continue;
+    }
+    if (auto b = base_versions.find(p.name); b != base_versions.end() && b->second == p.version) {
+      continue;
+    }
+    Job job;
+    job.package = &p;
+    std::optional<int> best;
+    for (const LockedWheel& w : p.wheels) {
+      Result<WheelFileName> name = WheelFileName::Parse(w.name);
+      if (!name.ok()) continue;
+      std::optional<int> rank = ranker.Rank(*name);
+      if (rank && (!best || *rank < *best)) {
+        best = rank;
+        job.wheel = &w;
+      }
+    }
+    if (job.wheel == nullptr) {
+      no_wheel.push_back(p.name + " " + p.version);
+      continue;
+    }
+    jobs.push_back(job);
+  }
+  if (!no_wheel.empty()) {
+    std::string list;
+    for (const std::string& n : no_wheel) list += (list.empty() ? "" : ", ") + n;
+    return FailedPrecondition("the lock has no wheel for this host (" + target.ToString() +
+                              ") for: " + list + "; lock it for this platform");
+  }
+
+  // Fetch every wheel into the cache, verifying size and hash.
+  WheelCache cache(options.cache_root.empty() ? DefaultCacheRoot() : options.cache_root);
+  uint64_t total_bytes = 0;
+  for (const Job& j : jobs) total_bytes += static_cast<uint64_t>(std::max<int64_t>(0, j.wheel->size));
+  std::atomic<size_t> fetched{0};
+  std::atomic<uint64_t> fetched_bytes{0};
+  std::atomic<size_t> downloaded{0};
+  std::mutex say_mu;
+  CAIRN_RETURN_IF_ERROR(ParallelFor(jobs.size(), options.jobs, [&](size_t i) -> Status {
+    Job& j = jobs[i];
+    const LockedWheel& w = *j.wheel;
+    const bool cached = cache.Find(w.sha256, w.size).has_value();
+    std::string path = w.path;
+    if (!path.empty() && fs::path(path).is_relative()) path = (lock_dir / path).string();
+    Result<std::string> got =
+        cache.Fetch(w.sha256, w.size, path.empty() ? w.url : "", path,
+                    j.package->name + " " + j.package->version + " (" + w.name + ")");
+    if (!got.ok()) return got.status();
+    j.cached = *got;
+    if (!cached) ++downloaded;
+    const size_t n = ++fetched;
+    fetched_bytes += static_cast<uint64_t>(std::max<int64_t>(0, w.size));
+    std::lock_guard<std::mutex> lock(say_mu);
+    say("fetching wheels " + std::to_string(n) + "/" + std::to_string(jobs.size()) + " (" +
+        Megabytes(fetched_bytes) + " of " + Megabytes(total_bytes) + " MB)");
+    return Status::Ok();
+  }));
+
+  // Unpack each wheel once into the unpacked cache.
+  std::atomic<size_t> unpacked{0};
+  CAIRN_RETURN_IF_ERROR(ParallelFor(jobs.size(), Cores(), [&](size_t i) -> Status {
+    Job& j = jobs[i];
+    j.unpacked = cache.UnpackedDir(j.wheel->sha256);
+    std::error_code exists_ec;
+    if (!fs::is_directory(j.unpacked, exists_ec)) {
+      CAIRN_RETURN_IF_ERROR(MakeDirs(fs::path(j.unpacked).parent_path()));
+      Result<UnpackedWheel> u = UnpackWheel(j.cached, j.unpacked);
+      if (!u.ok()) {
+        return u.status().WithContext(j.package->name + " " + j.package->version);
+      }
+    }
+    const size_t n = ++unpacked;
+    std::lock_guard<std::mutex> lock(say_mu);
+    say("unpacking wheels " + std::to_string(n) + "/" + std::to_string(jobs.size()));
+    return Status::Ok();
+  }));
+
+  // Build in a directory of its own, then rename it into place.
+  const std::string building =
+      (fs::path(root_) / (std::string(kBuildPrefix) + built.id + "-" + RandomHex(6))).string();
+  struct Cleanup {
+    std::string dir;
+    bool keep = false;
+    ~Cleanup() {
+      std::error_code e;
+      if (!keep) fs::remove_all(dir, e);
+    }
+  } cleanup{building};
+  layout.location = built.path;
+  layout.prefix = building;
+  layout.prompt = "cairn-" + built.id.substr(0, 8);
+  CAIRN_RETURN_IF_ERROR(CreateVenvLayout(layout));
+  std::atomic<size_t> installed{0};
+  std::atomic<size_t> files{0};
+  CAIRN_RETURN_IF_ERROR(ParallelFor(jobs.size(), Cores(), [&](size_t i) -> Status {
+    const Job& j = jobs[i];
+    InstallOptions install;
+    install.link = options.link;
+    install.requested = j.package->requested;
+    Result<InstallReport> report = InstallWheel(j.unpacked, layout, install);
+    if (!report.ok()) return report.status();
+    files += report->files_linked + report->files_copied + report->files_written;
+    const size_t n = ++installed;
+    std::lock_guard<std::mutex> lock(say_mu);
+    say("installing " + std::to_string(n) + "/" + std::to_string(jobs.size()) + " packages");
+    return Status::Ok();
+  }));
+  if (!base_site.empty()) {
+    // Python reads .pth files in site-packages: the base's packages come after this
+    // environment's own, which shadow them.
+    CAIRN_RETURN_IF_ERROR(
+        WriteFileAtomic(fs::path(layout.purelib()) / "_cairn_base.pth", base_site + "\n"));
+  }
+  const fs::path meta = fs::path(building) / ".cairn";
+  CAIRN_RETURN_IF_ERROR(MakeDirs(meta.string()));
+  CAIRN_RETURN_IF_ERROR(WriteFileAtomic(meta / "lock.toml", text));
+  json info = {{"lock_hash", built.lock_hash},
+               {"created", NowIso()},
+               {"python", layout.python_version},
+               {"interpreter", layout.python},
+               {"target", target.ToString()},
+               {"packages", jobs.size()},
+               {"files", files.load()},
+               {"base", lock.base}};
+  CAIRN_RETURN_IF_ERROR(WriteFileAtomic(meta / "info.json", info.dump(2) + "\n"));
+  // Durable before it is published: one syncfs for the whole tree.
+  if (int fd = open(building.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+    syncfs(fd);
+    close(fd);
+  }
+  if (rename(building.c_str(), built.path.c_str()) != 0) {
+    if (errno == EEXIST || errno == ENOTEMPTY) {  // another build of the same lock won
+      built.already_built = true;
+      return built;
+    }
+    return ErrnoStatus("rename", building);
+  }
+  cleanup.keep = true;
+  built.packages = jobs.size();
+  built.files = files;
+  built.downloaded = downloaded;
+  built.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return built;
+}
+
+Result<StoredEnvironment> EnvStore::Load(const std::string& id) const {
+  return LoadStoredEnvironment(PathOf(id));
+}
+
+Result<StoredEnvironment> EnvStore::Find(const std::string& id_or_prefix) const {
+  if (id_or_prefix.empty()) return InvalidArgument("no environment id given");
+  CAIRN_ASSIGN_OR_RETURN(std::vector<StoredEnvironment> all, List());
+  std::vector<const StoredEnvironment*> matches;
+  for (const StoredEnvironment& e : all) {
+    if (e.id == id_or_prefix) return e;
+    if (e.id.starts_with(id_or_prefix)) matches.push_back(&e);
+  }
+  if (matches.size() == 1) return *matches[0];
+  if (matches.empty()) return NotFound("no environment " + id_or_prefix + " in " + root_);
+  return InvalidArgument("environment id " + id_or_prefix + " is ambiguous: " +
+                         std::to_string(matches.size()) + " environments start with it");
+}
+
+Result<std::vector<StoredEnvironment>> EnvStore::List() const {
+  std::vector<StoredEnvironment> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() != kIdLength || !entry.is_directory()) continue;
+    Result<StoredEnvironment> e = Load(name);
+    if (e.ok()) out.push_back(std::move(e).value());
+  }
+  std::sort(out.begin(), out.end(), [](const StoredEnvironment& a, const StoredEnvironment& b) {
+    return a.created != b.created ? a.created > b.created : a.id < b.id;
+  });
+  return out;
+}
+
+Status EnvStore::Remove(const std::string& id) {
+  // Moved aside first, so that the store never shows a half-removed environment.
+  const std::string path = PathOf(id);
+  const std::string doomed =
+      (fs::path(root_) / (std::string(kBuildPrefix) + "removed-" + id + "-" + RandomHex(6))).string();
+  if (rename(path.c_str(), doomed.c_str()) != 0) return ErrnoStatus("rename", path);
+  std::error_code ec;
+  fs::remove_all(doomed, ec);
+  if (ec) return Internal("removing " + doomed + ": " + ec.message());
+  return Status::Ok();
+}
+
+Status EnvStore::RecordRun(const std::string& id, const std::string& run_id) {
+  return RecordEnvironmentRun(PathOf(id), run_id);
+}
+
+Status EnvStore::RegisterProject(const std::string& project_dir) {
+  for (const std::string& p : Projects()) {
+    if (p == project_dir) return Status::Ok();
+  }
+  CAIRN_RETURN_IF_ERROR(MakeDirs(root_));
+  std::ofstream out(fs::path(root_) / "projects", std::ios::app);
+  out << project_dir << "\n";
+  if (!out) return Internal("cannot append to " + (fs::path(root_) / "projects").string());
+  return Status::Ok();
+}
+
+std::vector<std::string> EnvStore::Projects() const {
+  std::vector<std::string> out;
+  std::ifstream in(fs::path(root_) / "projects");
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace cairn::env
