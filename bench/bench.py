@@ -275,12 +275,68 @@ def bench_python_client(cairn, points):
         s.stop()
 
 
+def bench_env_build(cairn, repeats):
+    """`cairn env build` of the 40-wheel bench set (tests/fixtures/wheels.py) from a lock, with
+    the wheel cache warm (wheels fetched and unpacked before) and cold (empty), against
+    `python3 -m venv` + `pip install --no-index --find-links` of the same set, pip's default
+    (which byte-compiles) and with --no-compile. Medians, in seconds."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "fixtures"))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import pip_baseline
+    import wheels
+    cairn = os.path.abspath(cairn)
+    scratch = tempfile.mkdtemp(prefix="cairn-bench-env-")
+    try:
+        wheel_dir = os.path.join(scratch, "wheels")
+        paths, requirements = wheels.bench_set(wheel_dir)
+        project = os.path.join(scratch, "project")
+        os.makedirs(project)
+        with open(os.path.join(project, "cairn.yaml"), "w") as f:
+            f.write("environment:\n  python: \"3.11\"\n  requirements: %s\n  sources:\n"
+                    "    - find-links: %s\n" % (json.dumps(requirements), wheel_dir))
+        env = dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin",
+                   CAIRN_CACHE_DIR=os.path.join(scratch, "lock-cache"),
+                   CAIRN_ENV_STORE=os.path.join(scratch, "store"))
+        subprocess.run([cairn, "env", "lock"], cwd=project, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+
+        def build(cache):
+            shutil.rmtree(env["CAIRN_ENV_STORE"], ignore_errors=True)
+            env["CAIRN_CACHE_DIR"] = cache
+            subprocess.run(["sync"], check=True)
+            t = time.perf_counter()
+            subprocess.run([cairn, "env", "build", "--no-use"], cwd=project, env=env, check=True,
+                           stdout=subprocess.DEVNULL)
+            return time.perf_counter() - t
+
+        cold = []
+        for i in range(repeats):
+            cache = os.path.join(scratch, "cold-%d" % i)
+            cold.append(build(cache))
+            shutil.rmtree(cache, ignore_errors=True)
+        build(os.path.join(scratch, "warm"))  # fills the cache
+        warm = [build(os.path.join(scratch, "warm")) for _ in range(max(repeats, 5))]
+        python = "/usr/bin/python3"
+        pip_default = [sum(pip_baseline.one_run(python, wheel_dir, requirements, True, scratch)[:2])
+                       for _ in range(repeats)]
+        pip_plain = [sum(pip_baseline.one_run(python, wheel_dir, requirements, False, scratch)[:2])
+                     for _ in range(repeats)]
+        files = sum(1 for _ in os.walk(wheel_dir))
+        return {"warm": statistics.median(warm), "cold": statistics.median(cold),
+                "pip": statistics.median(pip_default), "pip_no_compile": statistics.median(pip_plain),
+                "wheels": len(paths),
+                "mb": sum(os.path.getsize(p) for p in paths) / 1e6}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cairn", required=True)
     ap.add_argument("--only", action="append", default=[],
                     help="ingest1000, ingest10, latency, search, history, runoverhead, pyclient, "
-                         "coldstart")
+                         "envbuild, coldstart")
     ap.add_argument("--seconds", type=int, default=10, help="wrk duration per load figure")
     ap.add_argument("--quick", action="store_true", help="smaller data sets (smoke test)")
     args = ap.parse_args()
@@ -324,6 +380,19 @@ def main():
         rate = bench_python_client(args.cairn, 50000 if args.quick else 300000)
         row("Python client log_metric, one process", "%.0f" % rate, "points/s", ">= 50000",
             rate >= 50000)
+    if want("envbuild"):
+        r = bench_env_build(args.cairn, 1 if args.quick else 3)
+        print("  %d wheels, %.1f MB; cairn warm %.2f s, cold %.2f s; pip %.1f s (default), "
+              "%.1f s (--no-compile)" % (r["wheels"], r["mb"], r["warm"], r["cold"], r["pip"],
+                                         r["pip_no_compile"]), flush=True)
+        row("env build, warm cache, vs pip (x faster)", "%.1f" % (r["pip"] / r["warm"]), "x",
+            ">= 20", r["pip"] / r["warm"] >= 20)
+        row("env build, cold cache, vs pip (x faster)", "%.1f" % (r["pip"] / r["cold"]), "x",
+            ">= 3", r["pip"] / r["cold"] >= 3)
+        row("  the same against pip --no-compile, warm", "%.1f" % (r["pip_no_compile"] / r["warm"]),
+            "x", "(info)", True)
+        row("  the same against pip --no-compile, cold", "%.1f" % (r["pip_no_compile"] / r["cold"]),
+            "x", "(info)", True)
     if want("coldstart"):
         ms = bench_cold_start(args.cairn, 20)
         row("cold start to first answered request", "%.1f" % ms, "ms", "<= 50", ms <= 50)

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/env_common.h"
 #include "env/env_store.h"
 #include "env/locker.h"
 #include "env/manifest.h"
@@ -22,32 +23,34 @@
 extern char** environ;
 
 namespace cairn::cli {
-namespace {
 
 namespace fs = std::filesystem;
-
-struct EnvFlags {
-  std::string project = ".";
-  std::string lock;  // a lock file; default <project>/pylock.toml
-  std::string output;
-  std::string python;
-  std::string link = "auto";
-  std::string host;  // a host.json to check against instead of this host
-  int jobs = 8;
-  int keep = 3;
-  bool check = false;
-  bool no_use = false;
-  bool json = false;
-  bool all = false;
-  bool dry_run = false;
-  bool no_files = false;
-  std::vector<std::string> args;
-};
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "error: %s\n", s.message().c_str());
   return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
 }
+
+std::string ProjectDir(const EnvFlags& flags) { return env::FindProjectDir(flags.project); }
+
+std::string LockPathOf(const EnvFlags& flags) {
+  if (!flags.lock.empty()) return flags.lock;
+  return (fs::path(ProjectDir(flags)) / "pylock.toml").string();
+}
+
+// The active environment's prefix, or an error saying how to get one.
+Result<std::string> ActiveOrExplain(const EnvFlags& flags) {
+  const std::string project = ProjectDir(flags);
+  std::optional<std::string> active = env::ProjectEnv(project).ActivePath();
+  if (!active) {
+    return FailedPrecondition("the project at " + project +
+                              " has no active environment: `cairn env build` makes one");
+  }
+  return *active;
+}
+
+namespace {
+
 
 // A progress line that rewrites itself on a terminal and is quiet elsewhere except for the
 // last line of each kind.
@@ -69,13 +72,6 @@ class Progress {
   bool tty_;
   bool shown_ = false;
 };
-
-std::string ProjectDir(const EnvFlags& flags) { return env::FindProjectDir(flags.project); }
-
-std::string LockPathOf(const EnvFlags& flags) {
-  if (!flags.lock.empty()) return flags.lock;
-  return (fs::path(ProjectDir(flags)) / "pylock.toml").string();
-}
 
 Result<env::LinkMode> ParseLinkMode(const std::string& text) {
   if (text == "auto") return env::LinkMode::kAuto;
@@ -278,17 +274,6 @@ int Gc(const EnvFlags& flags) {
   return 0;
 }
 
-// The active environment's prefix, or an error saying how to get one.
-Result<std::string> ActiveOrExplain(const EnvFlags& flags) {
-  const std::string project = ProjectDir(flags);
-  std::optional<std::string> active = env::ProjectEnv(project).ActivePath();
-  if (!active) {
-    return FailedPrecondition("the project at " + project +
-                              " has no active environment: `cairn env build` makes one");
-  }
-  return *active;
-}
-
 // Runs `argv` in the environment: its bin first on PATH, VIRTUAL_ENV set. Replaces this
 // process.
 int ExecIn(const std::string& prefix, std::vector<std::string> argv) {
@@ -400,6 +385,8 @@ void RegisterEnv(CLI::App& app, Action* action, std::vector<std::string> after_d
 
   add("shell", "Start $SHELL with the active environment first on PATH (VIRTUAL_ENV set).",
       Shell);
+
+  RegisterEnvInspect(group, action);
 
   auto [exec, exec_flags] = add("exec", "Run a command in the active environment: cairn env exec -- CMD [ARGS]", nullptr);
   exec->prefix_command();

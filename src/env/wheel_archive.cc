@@ -2,6 +2,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include "util/file.h"
@@ -116,13 +118,64 @@ Result<ParsedHash> SplitHash(std::string_view hash) {
 // ---------------------------------------------------------------------------------------------
 // libarchive.
 
+// libarchive is loaded when a wheel is first read, not when cairn starts: it brings a dozen
+// libraries with it (libxml2, ICU, compressors) that `cairn run` and the server never use.
+struct ArchiveApi {
+  decltype(&::archive_read_free) read_free = nullptr;
+  decltype(&::archive_error_string) error_string = nullptr;
+  decltype(&::archive_read_new) read_new = nullptr;
+  decltype(&::archive_read_support_format_zip_seekable) read_support_format_zip_seekable = nullptr;
+  decltype(&::archive_read_set_options) read_set_options = nullptr;
+  decltype(&::archive_read_open_filename) read_open_filename = nullptr;
+  decltype(&::archive_read_next_header) read_next_header = nullptr;
+  decltype(&::archive_entry_pathname_utf8) entry_pathname_utf8 = nullptr;
+  decltype(&::archive_entry_pathname) entry_pathname = nullptr;
+  decltype(&::archive_entry_hardlink) entry_hardlink = nullptr;
+  decltype(&::archive_entry_filetype) entry_filetype = nullptr;
+  decltype(&::archive_read_data) read_data = nullptr;
+  decltype(&::archive_entry_perm) entry_perm = nullptr;
+  std::string error;  // why it could not be loaded; empty when it was
+};
+
+const ArchiveApi& Api() {
+  static const ArchiveApi api = [] {
+    ArchiveApi a;
+    void* lib = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) lib = dlopen("libarchive.so", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = dlerror();
+      a.error = std::string("libarchive cannot be loaded: ") + (why != nullptr ? why : "?");
+      return a;
+    }
+    auto load = [&](auto* field, const char* name) {
+      *field = reinterpret_cast<std::remove_pointer_t<decltype(field)>>(dlsym(lib, name));
+      if (*field == nullptr && a.error.empty()) a.error = std::string("libarchive lacks ") + name;
+    };
+    load(&a.read_free, "archive_read_free");
+    load(&a.error_string, "archive_error_string");
+    load(&a.read_new, "archive_read_new");
+    load(&a.read_support_format_zip_seekable, "archive_read_support_format_zip_seekable");
+    load(&a.read_set_options, "archive_read_set_options");
+    load(&a.read_open_filename, "archive_read_open_filename");
+    load(&a.read_next_header, "archive_read_next_header");
+    load(&a.entry_pathname_utf8, "archive_entry_pathname_utf8");
+    load(&a.entry_pathname, "archive_entry_pathname");
+    load(&a.entry_hardlink, "archive_entry_hardlink");
+    load(&a.entry_filetype, "archive_entry_filetype");
+    load(&a.read_data, "archive_read_data");
+    load(&a.entry_perm, "archive_entry_perm");
+    return a;
+  }();
+  return api;
+}
+
 struct ArchiveFree {
-  void operator()(archive* a) const { archive_read_free(a); }
+  void operator()(archive* a) const { Api().read_free(a); }
 };
 using ArchivePtr = std::unique_ptr<archive, ArchiveFree>;
 
 std::string ArchiveError(archive* a) {
-  const char* e = archive_error_string(a);
+  const char* e = Api().error_string(a);
   return e != nullptr ? e : "unknown libarchive error";
 }
 
@@ -130,13 +183,14 @@ Result<ArchivePtr> OpenWheel(const std::string& wheel_path) {
   struct stat st;
   if (::stat(wheel_path.c_str(), &st) != 0) return ErrnoStatus("open wheel", wheel_path);
   if (!S_ISREG(st.st_mode)) return InvalidArgument("wheel " + wheel_path + " is not a file");
-  ArchivePtr a(archive_read_new());
+  if (!Api().error.empty()) return Unavailable(Api().error);
+  ArchivePtr a(Api().read_new());
   if (a == nullptr) return Internal("archive_read_new failed");
   // The seekable reader starts from the central directory, the archive's authoritative index.
-  archive_read_support_format_zip_seekable(a.get());
+  Api().read_support_format_zip_seekable(a.get());
   // Wheel member names are UTF-8 whether or not the entry carries the UTF-8 flag.
-  archive_read_set_options(a.get(), "zip:hdrcharset=UTF-8");
-  if (archive_read_open_filename(a.get(), wheel_path.c_str(), 1 << 16) != ARCHIVE_OK) {
+  Api().read_set_options(a.get(), "zip:hdrcharset=UTF-8");
+  if (Api().read_open_filename(a.get(), wheel_path.c_str(), 1 << 16) != ARCHIVE_OK) {
     return InvalidArgument("wheel " + wheel_path +
                            " is not a readable ZIP archive: " + ArchiveError(a.get()));
   }
@@ -145,7 +199,7 @@ Result<ArchivePtr> OpenWheel(const std::string& wheel_path) {
 
 // Advances to the next member. Returns false at the end of the archive.
 Result<bool> NextEntry(archive* a, archive_entry** entry, const std::string& wheel_path) {
-  int rc = archive_read_next_header(a, entry);
+  int rc = Api().read_next_header(a, entry);
   if (rc == ARCHIVE_EOF) return false;
   if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
     return InvalidArgument("wheel " + wheel_path +
@@ -155,8 +209,8 @@ Result<bool> NextEntry(archive* a, archive_entry** entry, const std::string& whe
 }
 
 Result<std::string> EntryName(archive_entry* entry, const std::string& wheel_path) {
-  const char* name = archive_entry_pathname_utf8(entry);
-  if (name == nullptr) name = archive_entry_pathname(entry);
+  const char* name = Api().entry_pathname_utf8(entry);
+  if (name == nullptr) name = Api().entry_pathname(entry);
   if (name == nullptr) return InvalidArgument("wheel " + wheel_path + ": a member has no name");
   return std::string(name);
 }
@@ -171,8 +225,8 @@ Result<EntryKind> KindOf(archive_entry* entry, const std::string& wheel_path,
     return InvalidArgument("wheel " + wheel_path + ": member " + name + " is " + std::string(what) +
                            "; only files and directories are allowed");
   };
-  if (archive_entry_hardlink(entry) != nullptr) return refuse("a hard link");
-  switch (archive_entry_filetype(entry)) {
+  if (Api().entry_hardlink(entry) != nullptr) return refuse("a hard link");
+  switch (Api().entry_filetype(entry)) {
     case AE_IFREG:
       return name.ends_with('/') ? EntryKind::kDirectory : EntryKind::kFile;
     case AE_IFDIR:
@@ -196,7 +250,7 @@ Result<std::string> ReadEntryData(archive* a, const std::string& wheel_path,
   std::string out;
   char buf[1 << 16];
   for (;;) {
-    la_ssize_t n = archive_read_data(a, buf, sizeof buf);
+    la_ssize_t n = Api().read_data(a, buf, sizeof buf);
     if (n < 0) {
       return InvalidArgument("wheel " + wheel_path + ": member " + name +
                              " cannot be read: " + ArchiveError(a));
@@ -393,7 +447,7 @@ Status ExtractFile(archive* a, archive_entry* entry, const std::string& wheel_pa
     return InvalidArgument("wheel " + wheel_path + ": cannot create the directory of " + name +
                            ": " + ec.message());
   }
-  mode_t mode = (archive_entry_perm(entry) & 0111) != 0 ? 0755 : 0644;
+  mode_t mode = (Api().entry_perm(entry) & 0111) != 0 ? 0755 : 0644;
   int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return ErrnoStatus("create", target);
   std::unique_ptr<Digester> digester;
@@ -402,7 +456,7 @@ Status ExtractFile(archive* a, archive_entry* entry, const std::string& wheel_pa
   char buf[1 << 16];
   Status status;
   for (;;) {
-    la_ssize_t n = archive_read_data(a, buf, sizeof buf);
+    la_ssize_t n = Api().read_data(a, buf, sizeof buf);
     if (n < 0) {
       status = InvalidArgument("wheel " + wheel_path + ": member " + name +
                                " cannot be read: " + ArchiveError(a));

@@ -1,9 +1,11 @@
 #include "env/wheel_cache.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 
@@ -15,11 +17,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Copies `from` to `to` (a new file), hashing what it copies.
+std::string LowerHex(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
+// Copies `from` to the new file `to`, hashing what it copies; `to` is fsynced, or removed on
+// error.
 Result<Downloaded> CopyHashing(const std::string& from, const std::string& to) {
-  int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return ErrnoStatus("open", from);
-  int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return ErrnoStatus("open", from);  // kNotFound for a missing file
+  const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (out < 0) {
     Status s = ErrnoStatus("create", to);
     close(in);
@@ -29,10 +39,10 @@ Result<Downloaded> CopyHashing(const std::string& from, const std::string& to) {
   Downloaded d;
   std::string buf(1 << 20, '\0');
   Status status;
-  for (;;) {
-    ssize_t n = read(in, buf.data(), buf.size());
+  while (status.ok()) {
+    const ssize_t n = read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      if (errno == EINTR) continue;
       status = ErrnoStatus("read", from);
       break;
     }
@@ -40,7 +50,7 @@ Result<Downloaded> CopyHashing(const std::string& from, const std::string& to) {
     hasher.Update(std::string_view(buf.data(), static_cast<size_t>(n)));
     d.size += n;
     for (ssize_t off = 0; off < n;) {
-      ssize_t w = write(out, buf.data() + off, static_cast<size_t>(n - off));
+      const ssize_t w = write(out, buf.data() + off, static_cast<size_t>(n - off));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0) {
         status = ErrnoStatus("write", to);
@@ -48,9 +58,9 @@ Result<Downloaded> CopyHashing(const std::string& from, const std::string& to) {
       }
       off += w;
     }
-    if (!status.ok()) break;
   }
   close(in);
+  if (status.ok() && fsync(out) != 0) status = ErrnoStatus("fsync", to);
   if (close(out) != 0 && status.ok()) status = ErrnoStatus("close", to);
   if (!status.ok()) {
     unlink(to.c_str());
@@ -60,15 +70,27 @@ Result<Downloaded> CopyHashing(const std::string& from, const std::string& to) {
   return d;
 }
 
+std::string Describe(const std::string& sha256, int64_t size) {
+  return "sha256 " + sha256 + (size >= 0 ? " (" + std::to_string(size) + " bytes)" : "");
+}
+
 }  // namespace
 
 std::string DefaultCacheRoot() {
   if (const char* c = std::getenv("CAIRN_CACHE_DIR"); c != nullptr && *c != '\0') return c;
+  // The XDG spec says to ignore a relative XDG_CACHE_HOME.
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x == '/') {
-    return std::string(x) + "/cairn";
+    return (fs::path(x) / "cairn").string();
   }
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "/tmp") + "/.cache/cairn";
+  std::string home;
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    home = h;
+  } else if (const passwd* pw = getpwuid(getuid()); pw != nullptr && pw->pw_dir != nullptr) {
+    home = pw->pw_dir;
+  } else {
+    home = fs::temp_directory_path().string();
+  }
+  return (fs::path(home) / ".cache" / "cairn").string();
 }
 
 WheelCache::WheelCache(std::string root) : root_(std::move(root)) {}
@@ -78,14 +100,16 @@ std::string WheelCache::PathOf(const std::string& sha256) const {
 }
 
 std::string WheelCache::UnpackedDir(const std::string& sha256) const {
-  return (fs::path(root_) / "unpacked" / sha256.substr(0, 2) / sha256).string();
+  const std::string hex = LowerHex(sha256);
+  return (fs::path(root_) / "unpacked" / hex.substr(0, 2) / hex).string();
 }
 
 std::optional<std::string> WheelCache::Find(const std::string& sha256, int64_t size) const {
-  if (!IsSha256Hex(sha256)) return std::nullopt;
-  const std::string path = PathOf(sha256);
-  struct stat st{};
-  if (stat(path.c_str(), &st) != 0) return std::nullopt;
+  const std::string hex = LowerHex(sha256);
+  if (!IsSha256Hex(hex)) return std::nullopt;
+  const std::string path = PathOf(hex);
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   if (size >= 0 && st.st_size != size) {
     unlink(path.c_str());
     return std::nullopt;
@@ -97,26 +121,26 @@ Result<std::string> WheelCache::Fetch(const std::string& sha256, int64_t size,
                                       const std::string& url, const std::string& path,
                                       const std::string& what, const FetchOptions& options,
                                       std::function<void(int64_t, int64_t)> progress) {
-  if (!IsSha256Hex(sha256)) return InvalidArgument(what + ": no valid sha256 to check it by");
-  if (std::optional<std::string> hit = Find(sha256, size)) return *hit;
-  const std::string dest = PathOf(sha256);
-  CAIRN_RETURN_IF_ERROR(MakeDirs(fs::path(dest).parent_path()));
-  const std::string tmp = dest + ".tmp-" + RandomHex(6);
-  Result<Downloaded> got = !path.empty() ? CopyHashing(path, tmp)
-                                         : HttpDownload(url, tmp, options, std::move(progress));
-  const std::string source = !path.empty() ? path : RedactUrl(url);
-  if (!got.ok()) return got.status().WithContext(what);
-  auto reject = [&](const std::string& why) {
-    unlink(tmp.c_str());
-    return FailedPrecondition(what + " from " + source + ": " + why +
-                              "; the file is not what the lock pinned");
-  };
-  if (size >= 0 && got->size != size) {
-    return reject("size " + std::to_string(got->size) + " bytes, the lock says " +
-                  std::to_string(size));
+  const std::string expected = LowerHex(sha256);
+  if (!IsSha256Hex(expected)) {
+    return InvalidArgument(what + ": \"" + sha256 + "\" is not a SHA-256 to check it by");
   }
-  if (got->sha256 != sha256) {
-    return reject("sha256 " + got->sha256 + ", the lock says " + sha256);
+  if (std::optional<std::string> hit = Find(expected, size)) return *hit;
+  if (path.empty() && url.empty()) {
+    return InvalidArgument(what + ": neither a URL nor a file to fetch it from");
+  }
+  const std::string dest = PathOf(expected);
+  CAIRN_RETURN_IF_ERROR(MakeDirs(fs::path(dest).parent_path()));
+  const std::string tmp = dest + ".tmp-" + RandomHex(8);
+  const std::string source = !path.empty() ? path : RedactUrl(url);
+  Result<Downloaded> got =
+      !path.empty() ? CopyHashing(path, tmp) : HttpDownload(url, tmp, options, std::move(progress));
+  if (!got.ok()) return got.status().WithContext(what);
+  if ((size >= 0 && got->size != size) || got->sha256 != expected) {
+    unlink(tmp.c_str());
+    return FailedPrecondition(what + " from " + source + ": expected " + Describe(expected, size) +
+                              ", got " + Describe(got->sha256, got->size) +
+                              "; the file was discarded");
   }
   if (std::rename(tmp.c_str(), dest.c_str()) != 0) {
     Status s = ErrnoStatus("rename", tmp);
@@ -128,14 +152,20 @@ Result<std::string> WheelCache::Fetch(const std::string& sha256, int64_t size,
 
 Result<std::tuple<std::string, int64_t, std::string>> WheelCache::AddLocal(
     const std::string& path) {
-  CAIRN_RETURN_IF_ERROR(MakeDirs(fs::path(root_) / "wheels"));
-  const std::string tmp = (fs::path(root_) / "wheels" / ("add-" + RandomHex(8))).string();
+  // The hash is known only once the bytes are read, so they go to a neutral name first.
+  const fs::path staging = fs::path(root_) / "wheels";
+  CAIRN_RETURN_IF_ERROR(MakeDirs(staging));
+  const std::string tmp = (staging / ("add-" + RandomHex(8) + ".tmp")).string();
   CAIRN_ASSIGN_OR_RETURN(Downloaded d, CopyHashing(path, tmp));
   const std::string dest = PathOf(d.sha256);
-  Status made = MakeDirs(fs::path(dest).parent_path());
-  if (!made.ok() || std::rename(tmp.c_str(), dest.c_str()) != 0) {
+  if (Status made = MakeDirs(fs::path(dest).parent_path()); !made.ok()) {
     unlink(tmp.c_str());
-    return made.ok() ? ErrnoStatus("rename", tmp) : made;
+    return made;
+  }
+  if (std::rename(tmp.c_str(), dest.c_str()) != 0) {
+    Status s = ErrnoStatus("rename", tmp);
+    unlink(tmp.c_str());
+    return s;
   }
   return std::make_tuple(d.sha256, d.size, dest);
 }

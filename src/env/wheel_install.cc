@@ -393,7 +393,7 @@ class Installer {
     if (options_.requested) generated.insert("REQUESTED");
     if (!options_.direct_url_json.empty()) generated.insert("direct_url.json");
 
-    std::vector<std::string> files;
+    std::vector<std::pair<std::string, bool>> files;  // (path, executable)
     std::error_code ec;
     fs::path base(wheel_.dir);
     for (fs::recursive_directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
@@ -404,14 +404,15 @@ class Installer {
       if (!fs::is_regular_file(st)) {
         return InvalidArgument(rel + " in the cache is not a regular file");
       }
-      files.push_back(std::move(rel));
+      const bool executable = (st.permissions() & fs::perms::owner_exec) != fs::perms::none;
+      files.emplace_back(std::move(rel), executable);
     }
     if (ec) return Unavailable("listing the cache: " + ec.message());
     std::sort(files.begin(), files.end());
 
     std::string data_prefix = wheel_.data_dir + "/";
     std::string dist_info_prefix = wheel_.dist_info + "/";
-    for (const std::string& rel : files) {
+    for (const auto& [rel, executable] : files) {
       if (rel.starts_with(dist_info_prefix) &&
           generated.count(rel.substr(dist_info_prefix.size())) != 0) {
         continue;
@@ -432,9 +433,7 @@ class Installer {
       }
       CAIRN_ASSIGN_OR_RETURN(fs::path dir, SchemeDir(scheme, rel));
       op.dst = dir / inner;
-      struct stat st;
-      if (::stat(op.src.c_str(), &st) != 0) return ErrnoStatus("stat", op.src);
-      op.mode = (st.st_mode & 0111) != 0 ? 0755 : 0644;
+      op.mode = executable ? 0755 : 0644;
       auto rec = record_.find(rel);
       if (rec != record_.end()) {
         op.record_hash = rec->second.first;
@@ -452,7 +451,7 @@ class Installer {
           op.action = Action::kRewriteScript;
           op.content = std::move(rewritten).value();
           op.is_script = true;
-        } else if ((st.st_mode & 0111) != 0111) {
+        } else if (!executable) {
           op.action = Action::kExecCopy;  // +x must not be set on the shared cache file
         }
       }
@@ -499,12 +498,8 @@ class Installer {
         return InvalidArgument("two of its files would be installed as " + op.dst.string());
       }
     }
-    // Conflicts known now are reported before anything is written; the exclusive creates
-    // below catch the ones that appear meanwhile.
-    for (const Op& op : ops_) {
-      struct stat st;
-      if (::lstat(op.dst.c_str(), &st) == 0) return Conflict(op.dst);
-    }
+    // A file that exists already is found by the exclusive create of Execute, which then
+    // removes what this install wrote.
     return Status::Ok();
   }
 
@@ -563,9 +558,11 @@ class Installer {
     }
     claimed_dist_info_ = true;
 
+    std::set<std::string> made;  // directories known to exist: one check each
     for (const Op& op : ops_) {
-      Status s = MakeSharedDirs(op.dst.parent_path());
-      if (!s.ok()) return s;
+      if (made.insert(op.dst.parent_path().string()).second) {
+        CAIRN_RETURN_IF_ERROR(MakeSharedDirs(op.dst.parent_path()));
+      }
       CAIRN_RETURN_IF_ERROR(Apply(op));
     }
 
