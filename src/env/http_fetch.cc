@@ -1,6 +1,8 @@
 #include "env/http_fetch.h"
 
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 
 #include "util/file.h"
 #include "util/hash.h"
@@ -26,10 +29,59 @@ namespace fs = std::filesystem;
 constexpr long kMaxRedirects = 10;
 constexpr auto kProgressInterval = std::chrono::milliseconds(100);
 
-void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+// libcurl is loaded when the first download starts, not when cairn starts: it brings a dozen
+// libraries with it (TLS, LDAP, IDN, HTTP/2) that `cairn run` and the server never use.
+struct CurlApi {
+  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
+  decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
+  decltype(&::curl_easy_init) easy_init = nullptr;
+  decltype(&::curl_easy_perform) easy_perform = nullptr;
+  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
+  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
+  decltype(&::curl_free) free = nullptr;
+  decltype(&::curl_global_init) global_init = nullptr;
+  decltype(&::curl_slist_append) slist_append = nullptr;
+  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
+  decltype(&::curl_url_cleanup) url_cleanup = nullptr;
+  decltype(&::curl_url_get) url_get = nullptr;
+  decltype(&::curl_url_set) url_set = nullptr;
+  decltype(&::curl_url) url = nullptr;
+  std::string error;  // why it could not be loaded; empty when it was
+};
+
+const CurlApi& Curl() {
+  static const CurlApi api = [] {
+    CurlApi a;
+    void* lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = dlerror();
+      a.error = std::string("libcurl cannot be loaded: ") + (why != nullptr ? why : "?");
+      return a;
+    }
+    auto load = [&](auto* field, const char* name) {
+      *field = reinterpret_cast<std::remove_pointer_t<decltype(field)>>(dlsym(lib, name));
+      if (*field == nullptr && a.error.empty()) a.error = std::string("libcurl lacks ") + name;
+    };
+    load(&a.easy_cleanup, "curl_easy_cleanup");
+    load(&a.easy_getinfo, "curl_easy_getinfo");
+    load(&a.easy_init, "curl_easy_init");
+    load(&a.easy_perform, "curl_easy_perform");
+    load(&a.easy_setopt, "curl_easy_setopt");
+    load(&a.easy_strerror, "curl_easy_strerror");
+    load(&a.free, "curl_free");
+    load(&a.global_init, "curl_global_init");
+    load(&a.slist_append, "curl_slist_append");
+    load(&a.slist_free_all, "curl_slist_free_all");
+    load(&a.url_cleanup, "curl_url_cleanup");
+    load(&a.url_get, "curl_url_get");
+    load(&a.url_set, "curl_url_set");
+    load(&a.url, "curl_url");
+    if (a.error.empty()) a.global_init(CURL_GLOBAL_DEFAULT);
+    return a;
+  }();
+  return api;
 }
+
 
 char LowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -47,29 +99,29 @@ bool IsFileUrl(std::string_view url) { return StartsWithNoCase(url, "file:"); }
 class Handle {
  public:
   Handle(const std::string& url, const FetchOptions& options) {
-    GlobalInit();
-    h_ = curl_easy_init();
+    if (!Curl().error.empty()) return;  // h_ stays null: the caller reports Curl().error
+    h_ = Curl().easy_init();
     if (h_ == nullptr) return;
-    curl_easy_setopt(h_, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h_, CURLOPT_ERRORBUFFER, error_);
-    curl_easy_setopt(h_, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h_, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h_, CURLOPT_MAXREDIRS, kMaxRedirects);
-    curl_easy_setopt(h_, CURLOPT_PROTOCOLS_STR, "http,https,file");
+    Curl().easy_setopt(h_, CURLOPT_URL, url.c_str());
+    Curl().easy_setopt(h_, CURLOPT_ERRORBUFFER, error_);
+    Curl().easy_setopt(h_, CURLOPT_NOSIGNAL, 1L);
+    Curl().easy_setopt(h_, CURLOPT_FOLLOWLOCATION, 1L);
+    Curl().easy_setopt(h_, CURLOPT_MAXREDIRS, kMaxRedirects);
+    Curl().easy_setopt(h_, CURLOPT_PROTOCOLS_STR, "http,https,file");
     // A redirect may not leave TLS, nor reach the local disk.
-    curl_easy_setopt(h_, CURLOPT_REDIR_PROTOCOLS_STR,
+    Curl().easy_setopt(h_, CURLOPT_REDIR_PROTOCOLS_STR,
                      StartsWithNoCase(url, "https:") ? "https" : "http,https");
-    curl_easy_setopt(h_, CURLOPT_CONNECTTIMEOUT, options.connect_timeout_seconds);
-    curl_easy_setopt(h_, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
-    curl_easy_setopt(h_, CURLOPT_USERAGENT, "cairn");
+    Curl().easy_setopt(h_, CURLOPT_CONNECTTIMEOUT, options.connect_timeout_seconds);
+    Curl().easy_setopt(h_, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
+    Curl().easy_setopt(h_, CURLOPT_USERAGENT, "cairn");
     for (const std::string& header : options.headers) {
-      headers_ = curl_slist_append(headers_, header.c_str());
+      headers_ = Curl().slist_append(headers_, header.c_str());
     }
-    if (headers_ != nullptr) curl_easy_setopt(h_, CURLOPT_HTTPHEADER, headers_);
+    if (headers_ != nullptr) Curl().easy_setopt(h_, CURLOPT_HTTPHEADER, headers_);
   }
   ~Handle() {
-    if (headers_ != nullptr) curl_slist_free_all(headers_);
-    if (h_ != nullptr) curl_easy_cleanup(h_);
+    if (headers_ != nullptr) Curl().slist_free_all(headers_);
+    if (h_ != nullptr) Curl().easy_cleanup(h_);
   }
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
@@ -78,16 +130,16 @@ class Handle {
 
   CURLcode Perform() {
     error_[0] = '\0';
-    return curl_easy_perform(h_);
+    return Curl().easy_perform(h_);
   }
 
   std::string Message(CURLcode rc) const {
-    return error_[0] != '\0' ? std::string(error_) : std::string(curl_easy_strerror(rc));
+    return error_[0] != '\0' ? std::string(error_) : std::string(Curl().easy_strerror(rc));
   }
 
   long ResponseCode() const {
     long status = 0;
-    curl_easy_getinfo(h_, CURLINFO_RESPONSE_CODE, &status);
+    Curl().easy_getinfo(h_, CURLINFO_RESPONSE_CODE, &status);
     return status;
   }
 
@@ -158,15 +210,15 @@ struct LocalTarget {
 
 LocalTarget InspectFileUrl(const std::string& url) {
   LocalTarget target;
-  GlobalInit();
-  CURLU* u = curl_url();
+  if (!Curl().error.empty()) return target;
+  CURLU* u = Curl().url();
   char* path = nullptr;
-  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_PATH, &path, CURLU_URLDECODE) == CURLUE_OK) {
+  if (Curl().url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      Curl().url_get(u, CURLUPART_PATH, &path, CURLU_URLDECODE) == CURLUE_OK) {
     target.path = path;
-    curl_free(path);
+    Curl().free(path);
   }
-  curl_url_cleanup(u);
+  Curl().url_cleanup(u);
   if (target.path.empty()) return target;  // curl will name what is wrong with the URL
   struct stat st {};
   if (stat(target.path.c_str(), &st) != 0) {
@@ -210,12 +262,12 @@ Attempt<HttpResponse> GetOnce(const std::string& url, const FetchOptions& option
     }
   }
   Handle handle(target, options);
-  if (handle.get() == nullptr) return {Internal("curl_easy_init failed"), false};
-  curl_easy_setopt(handle.get(), CURLOPT_TIMEOUT, options.timeout_seconds);
-  curl_easy_setopt(handle.get(), CURLOPT_ACCEPT_ENCODING, "");  // whatever curl can decode
+  if (handle.get() == nullptr) return {Unavailable(Curl().error.empty() ? "curl_easy_init failed" : Curl().error), false};
+  Curl().easy_setopt(handle.get(), CURLOPT_TIMEOUT, options.timeout_seconds);
+  Curl().easy_setopt(handle.get(), CURLOPT_ACCEPT_ENCODING, "");  // whatever curl can decode
   HttpResponse r;
-  curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, AppendToString);
-  curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &r.body);
+  Curl().easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, AppendToString);
+  Curl().easy_setopt(handle.get(), CURLOPT_WRITEDATA, &r.body);
   const CURLcode rc = handle.Perform();
   if (rc != CURLE_OK) {
     if (rc == CURLE_FILE_COULDNT_READ_FILE && IsFileUrl(target)) {
@@ -228,14 +280,14 @@ Attempt<HttpResponse> GetOnce(const std::string& url, const FetchOptions& option
   }
   r.status = handle.ResponseCode();
   char* final_url = nullptr;
-  curl_easy_getinfo(handle.get(), CURLINFO_EFFECTIVE_URL, &final_url);
+  Curl().easy_getinfo(handle.get(), CURLINFO_EFFECTIVE_URL, &final_url);
   r.url = final_url != nullptr ? final_url : target;
   if (IsFileUrl(r.url)) {
     if (r.status == 0) r.status = 200;
     r.content_type = LocalContentType(r.url);
   } else {
     char* type = nullptr;
-    curl_easy_getinfo(handle.get(), CURLINFO_CONTENT_TYPE, &type);
+    Curl().easy_getinfo(handle.get(), CURLINFO_CONTENT_TYPE, &type);
     if (type != nullptr) r.content_type = type;
   }
   const bool transient = IsTransientStatus(r.status);
@@ -260,7 +312,7 @@ size_t WriteToSink(char* data, size_t size, size_t n, void* out) {
   const size_t bytes = size * n;
   if (!sink->local) {
     long status = 0;
-    curl_easy_getinfo(sink->handle, CURLINFO_RESPONSE_CODE, &status);
+    Curl().easy_getinfo(sink->handle, CURLINFO_RESPONSE_CODE, &status);
     if (status < 200 || status >= 300) return bytes;  // an error page: not worth keeping
   }
   for (size_t off = 0; off < bytes;) {
@@ -279,7 +331,7 @@ size_t WriteToSink(char* data, size_t size, size_t n, void* out) {
     if (now - sink->last_progress >= kProgressInterval) {
       sink->last_progress = now;
       curl_off_t total = -1;
-      curl_easy_getinfo(sink->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &total);
+      Curl().easy_getinfo(sink->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &total);
       (*sink->progress)(sink->size, total >= 0 ? static_cast<int64_t>(total) : -1);
     }
   }
@@ -301,10 +353,10 @@ Attempt<Downloaded> DownloadOnce(const std::string& url, const std::string& dest
     }
   }
   Handle handle(url, options);
-  if (handle.get() == nullptr) return {Internal("curl_easy_init failed"), false};
+  if (handle.get() == nullptr) return {Unavailable(Curl().error.empty() ? "curl_easy_init failed" : Curl().error), false};
   // A stall limit rather than a total one: big wheels on slow links take what they take.
-  curl_easy_setopt(handle.get(), CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(handle.get(), CURLOPT_LOW_SPEED_TIME, options.timeout_seconds);
+  Curl().easy_setopt(handle.get(), CURLOPT_LOW_SPEED_LIMIT, 1L);
+  Curl().easy_setopt(handle.get(), CURLOPT_LOW_SPEED_TIME, options.timeout_seconds);
 
   if (const fs::path dir = fs::path(dest_path).parent_path(); !dir.empty()) {
     if (Status made = MakeDirs(dir); !made.ok()) return {made, false};
@@ -316,8 +368,8 @@ Attempt<Downloaded> DownloadOnce(const std::string& url, const std::string& dest
   sink.progress = &progress;
   sink.fd = open(sink.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (sink.fd < 0) return {ErrnoStatus("create", sink.path), false};
-  curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, WriteToSink);
-  curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &sink);
+  Curl().easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, WriteToSink);
+  Curl().easy_setopt(handle.get(), CURLOPT_WRITEDATA, &sink);
   const CURLcode rc = handle.Perform();
 
   auto discard = [&](Status status, bool transient) -> Attempt<Downloaded> {
