@@ -2,6 +2,7 @@
 // is in the env layer (env/env_check.h, env/env_diff.h, env/conda.h); this file is wiring.
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,9 +54,8 @@ int Check(const EnvFlags& flags) {
   Result<env::StoredEnvironment> stored = env::LoadStoredEnvironment(*prefix);
   env::MarkerEnvironment markers;
   if (stored.ok() && !stored->python.empty()) {
-    markers = env::MarkerEnvironment::LinuxCPython(stored->python, host.machine.empty()
-                                                                       ? "x86_64"
-                                                                       : host.machine);
+    markers = env::MarkerEnvironment::LinuxCPython(stored->python,
+                                                   host.machine.empty() ? "x86_64" : host.machine);
     options.markers = &markers;
   }
   // A layered environment names its base's site-packages in a .pth file (env_store.h).
@@ -72,10 +72,9 @@ int Check(const EnvFlags& flags) {
   }
   Result<env::EnvCheckReport> report = env::CheckEnvironment(*lock, site, host, options);
   if (!report.ok()) return Fail(report.status());
-  std::fputs((flags.json ? env::CheckReportJson(*report) + "\n"
-                         : env::FormatCheckReport(*report))
-                 .c_str(),
-             stdout);
+  std::fputs(
+      (flags.json ? env::CheckReportJson(*report) + "\n" : env::FormatCheckReport(*report)).c_str(),
+      stdout);
   return report->ok() ? 0 : 1;
 }
 
@@ -99,10 +98,20 @@ Result<env::EnvDescription> Describe(const std::string& what, const std::string&
   auto client = ConnectOrExplain(tracking_uri);
   if (client == nullptr) return InvalidArgument("bad tracking URI");
   CAIRN_ASSIGN_OR_RETURN(core::Run run, client::ResolveRun(*client, what));
-  CAIRN_ASSIGN_OR_RETURN(std::string text,
-                         client->DownloadArtifact(run.info.artifact_uri,
-                                                  std::string(client::kPylockArtifact)));
-  return env::DescribeLockText(text, "run " + run.info.run_id.substr(0, 8));
+  CAIRN_ASSIGN_OR_RETURN(
+      std::string text,
+      client->DownloadArtifact(run.info.artifact_uri, std::string(client::kPylockArtifact)));
+  CAIRN_ASSIGN_OR_RETURN(env::EnvDescription described,
+                         env::DescribeLockText(text, "run " + run.info.run_id.substr(0, 8)));
+  // The host it ran on, which `cairn run` records beside the snapshot.
+  if (Result<std::string> host =
+          client->DownloadArtifact(run.info.artifact_uri, std::string(client::kHostArtifact));
+      host.ok()) {
+    if (Result<env::HostFacts> facts = env::ParseHostFactsJson(*host); facts.ok()) {
+      described.host_facts = env::ComparedHostFacts(*facts);
+    }
+  }
+  return described;
 }
 
 std::string tracking_uri_flag;
@@ -120,19 +129,23 @@ int Diff(const EnvFlags& flags) {
   if (flags.json) {
     std::printf("%s\n", env::EnvDiffJson(diff).c_str());
   } else {
-    std::fputs(env::FormatEnvDiff(diff, flags.args[0], flags.args[1],
-                                  client::DetectOutputStyle().color)
-                   .c_str(),
-               stdout);
+    std::fputs(
+        env::FormatEnvDiff(diff, flags.args[0], flags.args[1], client::DetectOutputStyle().color)
+            .c_str(),
+        stdout);
   }
   return diff.empty() ? 0 : 1;
 }
 
 int Snapshot(const EnvFlags& flags) {
+  // nvidia-smi and the interpreter each take a moment: ask both at once.
+  std::future<env::HostFacts> host =
+      std::async(std::launch::async, [] { return env::CollectHostFacts(*env::RealHostProbe()); });
   Result<env::EnvSnapshot> snapshot =
       env::SnapshotPythonEnvironment(flags.python.empty() ? "python3" : flags.python);
   if (!snapshot.ok()) return Fail(snapshot.status());
-  std::string text = snapshot->toml;
+  std::string text =
+      snapshot->toml + "\n" + env::HostFactsToml(host.get(), "tool.cairn.host-facts");
   // A conda environment: its conda-meta records too.
   if (Result<std::vector<env::CondaPackage>> conda =
           env::ReadCondaMeta(snapshot->interpreter.prefix);
@@ -186,35 +199,37 @@ void RegisterEnvInspect(CLI::App* group, Action* action) {
     cmd->callback([flags, action, run] { *action = [flags, run] { return run(*flags); }; });
     return std::make_pair(cmd, flags);
   };
-  auto [check, check_flags] = add(
-      "check",
-      "Compare the active environment with its lock (missing, extra and other versions of\n"
-      "packages; installed files changed since install, by their RECORD hashes) and the host\n"
-      "with the lock's host requirements (driver for the CUDA major, driver range, compute\n"
-      "capability, glibc). Exits 1 on a violation.",
-      Check);
+  auto [check, check_flags] =
+      add("check",
+          "Compare the active environment with its lock (missing, extra and other versions of\n"
+          "packages; installed files changed since install, by their RECORD hashes) and the host\n"
+          "with the lock's host requirements (driver for the CUDA major, driver range, compute\n"
+          "capability, glibc). Exits 1 on a violation.",
+          Check);
   check->add_flag("--json", check_flags->json, "The report as one JSON object");
   check->add_option("--host", check_flags->host,
                     "Check against the host facts in this host.json (a run's, or another "
                     "machine's) instead of this host");
   check->add_flag("--no-files", check_flags->no_files, "Do not verify installed files");
 
-  auto [diff, diff_flags] = add(
-      "diff",
-      "Compare two environments: each a lock file, an environment (id or path) or a run (its\n"
-      "recorded snapshot). Lists packages added, removed and changed, interpreter and host\n"
-      "requirement changes. Exits 0 when they are the same, 1 when they differ.",
-      Diff);
+  auto [diff, diff_flags] =
+      add("diff",
+          "Compare two environments: each a lock file, an environment (id or path) or a run (its\n"
+          "recorded snapshot). Lists packages added, removed and changed, interpreter and host\n"
+          "requirement changes and, between snapshots or runs, the hosts' differences (OS, glibc,\n"
+          "CPU, GPUs, driver, CUDA). Exits 0 when they are the same, 1 when they differ.",
+          Diff);
   diff->add_option("environments", diff_flags->args, "A B")->expected(2)->required();
   diff->add_flag("--json", diff_flags->json, "The differences as one JSON object");
   AddTrackingUriOption(diff, &tracking_uri_flag);
 
-  auto [snapshot, snapshot_flags] = add(
-      "snapshot",
-      "Freeze an existing environment as it is, without rebuilding anything: its installed\n"
-      "distributions (.dist-info), interpreter and, for conda environments, conda-meta, in\n"
-      "lock shape (not installable: installed wheels keep no hash of their file).",
-      Snapshot);
+  auto [snapshot, snapshot_flags] =
+      add("snapshot",
+          "Freeze an existing environment as it is, without rebuilding anything: its installed\n"
+          "distributions (.dist-info), interpreter, the host's facts (OS, glibc, CPU, GPUs,\n"
+          "driver, CUDA) and, for conda environments, conda-meta, in lock shape (not\n"
+          "installable: installed wheels keep no hash of their file).",
+          Snapshot);
   snapshot->add_option("--python", snapshot_flags->python, "Interpreter (default: python3)");
   snapshot->add_option("-o,--output", snapshot_flags->output, "Write to a file instead of stdout");
 

@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/mlflow_json.h"
+#include "env/host_facts.h"
 #include "util/json_writer.h"
 
 namespace cairn::client {
@@ -1360,13 +1360,6 @@ constexpr std::string_view kInterpreterKeys[] = {
     "abi-tag",        "platform-tags",  "soabi",        "venv",
 };
 
-std::string JsonText(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::string();
-  if (it->is_string()) return it->get<std::string>();
-  return it->dump();
-}
-
 std::vector<FieldChange> DiffFields(const std::vector<std::pair<std::string, std::string>>& a,
                                     const std::vector<std::pair<std::string, std::string>>& b) {
   auto lookup = [](const auto& fields, const std::string& key) -> const std::string* {
@@ -1432,25 +1425,8 @@ Status ReadPylock(std::string_view toml, EnvRecord* record) {
 }
 
 Status ReadHostJson(std::string_view text, EnvRecord* record) {
-  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return InvalidArgument("host facts are not a JSON object");
-  record->host.clear();
-  for (const char* key : {"os", "distribution", "kernel", "glibc", "cpu_model", "cpu_cores",
-                          "memory_total_mib", "driver_version", "cuda_driver_version"}) {
-    record->host.push_back({key, JsonText(j, key)});
-  }
-  auto gpus = j.find("gpus");
-  size_t count = gpus != j.end() && gpus->is_array() ? gpus->size() : 0;
-  record->host.push_back({"gpu_count", std::to_string(count)});
-  for (size_t i = 0; i < count; ++i) {
-    const nlohmann::json& gpu = (*gpus)[i];
-    if (!gpu.is_object()) continue;
-    const std::string prefix = "gpus[" + std::to_string(i) + "].";
-    for (const char* key : {"name", "memory_total_mib", "compute_capability"}) {
-      record->host.push_back({prefix + key, JsonText(gpu, key)});
-    }
-  }
+  CAIRN_ASSIGN_OR_RETURN(env::HostFacts facts, env::ParseHostFactsJson(text));
+  record->host = env::ComparedHostFacts(facts);
   return Status::Ok();
 }
 

@@ -2,6 +2,9 @@
 
 #include <toml++/toml.h>
 
+#include <sstream>
+
+#include "env/host_facts.h"
 #include "util/json_writer.h"
 
 namespace cairn::env {
@@ -39,8 +42,8 @@ Result<EnvDescription> DescribeLockText(std::string_view text, std::string_view 
   try {
     root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    return InvalidArgument(std::string(source) + ": not valid TOML: " +
-                           std::string(e.description()));
+    return InvalidArgument(std::string(source) +
+                           ": not valid TOML: " + std::string(e.description()));
   }
   if (!root.contains("lock-version")) {
     return InvalidArgument(std::string(source) + " is not a lock file (no lock-version)");
@@ -77,12 +80,20 @@ Result<EnvDescription> DescribeLockText(std::string_view text, std::string_view 
   d.host.driver = Str(host, "driver");
   d.host.compute_capability = Str(host, "compute-capability");
   d.host.glibc = Str(host, "glibc");
+  if (const toml::table* facts = tool != nullptr ? (*tool)["host-facts"].as_table() : nullptr;
+      facts != nullptr) {
+    // The table holds host.json's fields: read it as that JSON.
+    std::ostringstream json;
+    json << toml::json_formatter(*facts);
+    CAIRN_ASSIGN_OR_RETURN(HostFacts parsed, ParseHostFactsJson(json.str()));
+    d.host_facts = ComparedHostFacts(parsed);
+  }
   if (tool != nullptr) {
     if (const toml::array* conda = (*tool)["conda"].as_array(); conda != nullptr) {
       for (const toml::node& node : *conda) {
         const toml::table* c = node.as_table();
         CondaPackage pkg{Str(c, "name"), Str(c, "version"), Str(c, "build"), Str(c, "channel"),
-                         Str(c, "url"), Str(c, "md5"), Str(c, "sha256")};
+                         Str(c, "url"),  Str(c, "md5"),     Str(c, "sha256")};
         if (!pkg.name.empty()) d.conda[pkg.name] = pkg;
       }
     }
@@ -92,7 +103,8 @@ Result<EnvDescription> DescribeLockText(std::string_view text, std::string_view 
 
 bool EnvDiff::empty() const {
   return added.empty() && removed.empty() && changed.empty() && interpreter.empty() &&
-         host.empty() && conda_added.empty() && conda_removed.empty() && conda_changed.empty();
+         host.empty() && host_facts.empty() && conda_added.empty() && conda_removed.empty() &&
+         conda_changed.empty();
 }
 
 EnvDiff DiffEnvironments(const EnvDescription& a, const EnvDescription& b) {
@@ -105,8 +117,7 @@ EnvDiff DiffEnvironments(const EnvDescription& a, const EnvDescription& b) {
       d.changed.push_back({name, it->second.version, p.version, "version"});
     } else if (!it->second.wheel.empty() && !p.wheel.empty() && it->second.wheel != p.wheel) {
       d.changed.push_back({name, it->second.wheel, p.wheel, "wheel"});
-    } else if (!it->second.digest.empty() && !p.digest.empty() &&
-               it->second.digest != p.digest) {
+    } else if (!it->second.digest.empty() && !p.digest.empty() && it->second.digest != p.digest) {
       d.changed.push_back({name, p.version, p.version, "files"});
     }
   }
@@ -119,6 +130,17 @@ EnvDiff DiffEnvironments(const EnvDescription& a, const EnvDescription& b) {
   Compare(&d.host, "driver", a.host.driver, b.host.driver);
   Compare(&d.host, "compute-capability", a.host.compute_capability, b.host.compute_capability);
   Compare(&d.host, "glibc", a.host.glibc, b.host.glibc);
+  if (!a.host_facts.empty() && !b.host_facts.empty()) {
+    std::map<std::string, std::string> before(a.host_facts.begin(), a.host_facts.end());
+    for (const auto& [key, value] : b.host_facts) {
+      auto it = before.find(key);
+      Compare(&d.host_facts, key, it == before.end() ? "" : it->second, value);
+      if (it != before.end()) before.erase(it);
+    }
+    for (const auto& [key, value] : a.host_facts) {
+      if (before.count(key) != 0) Compare(&d.host_facts, key, value, "");
+    }
+  }
   for (const auto& [name, c] : b.conda) {
     auto it = a.conda.find(name);
     if (it == a.conda.end()) {
@@ -155,16 +177,21 @@ std::string FormatEnvDiff(const EnvDiff& d, const std::string& label_a, const st
   for (const EnvDiff::Change& c : d.interpreter) {
     out += paint("33", "~ " + c.name + " " + c.from + " -> " + c.to);
   }
-  if (!d.host.empty()) out += "host requirements:\n";
-  for (const EnvDiff::Change& c : d.host) {
-    out += paint("33", "~ " + c.name + " " + (c.from.empty() ? "(none)" : c.from) + " -> " +
-                           (c.to.empty() ? "(none)" : c.to));
-  }
+  auto fields = [&](const char* heading, const std::vector<EnvDiff::Change>& changes) {
+    if (!changes.empty()) out += heading;
+    for (const EnvDiff::Change& c : changes) {
+      out += paint("33", "~ " + c.name + " " + (c.from.empty() ? "(none)" : c.from) + " -> " +
+                             (c.to.empty() ? "(none)" : c.to));
+    }
+  };
+  fields("host requirements:\n", d.host);
+  fields("host:\n", d.host_facts);
   if (!d.conda_added.empty() || !d.conda_removed.empty() || !d.conda_changed.empty()) {
     out += "conda packages:\n";
   }
   for (const auto& [name, version] : d.conda_added) out += paint("32", "+ " + name + " " + version);
-  for (const auto& [name, version] : d.conda_removed) out += paint("31", "- " + name + " " + version);
+  for (const auto& [name, version] : d.conda_removed)
+    out += paint("31", "- " + name + " " + version);
   for (const EnvDiff::Change& c : d.conda_changed) {
     out += paint("33", "~ " + c.name + " " + c.from + " -> " + c.to);
   }
@@ -196,6 +223,7 @@ std::string EnvDiffJson(const EnvDiff& d) {
   changes("changed", d.changed);
   changes("interpreter", d.interpreter);
   changes("host", d.host);
+  changes("host_facts", d.host_facts);
   pairs("conda_added", d.conda_added);
   pairs("conda_removed", d.conda_removed);
   changes("conda_changed", d.conda_changed);

@@ -24,10 +24,13 @@ struct EnvDescription {
   std::string python;
   std::string target;  // a lock's target, or a snapshot's platform and tags
   HostRequirements host;
+  // ComparedHostFacts of the host a snapshot was taken on (or a run ran on); empty for locks.
+  std::vector<std::pair<std::string, std::string>> host_facts;
   std::map<std::string, CondaPackage> conda;
 };
 
-// Reads a lock or a snapshot. InvalidArgument naming `source` when the text is neither.
+// Reads a lock or a snapshot (with its [tool.cairn.host-facts]). InvalidArgument naming `source`
+// when the text is neither.
 Result<EnvDescription> DescribeLockText(std::string_view toml, std::string_view source);
 
 struct EnvDiff {
@@ -40,6 +43,7 @@ struct EnvDiff {
   std::vector<Change> changed;
   std::vector<Change> interpreter;  // "python", "target"
   std::vector<Change> host;         // "cuda", "driver", "compute-capability", "glibc"
+  std::vector<Change> host_facts;   // ComparedHostFacts names; only when both sides have facts
   std::vector<std::pair<std::string, std::string>> conda_added, conda_removed;
   std::vector<Change> conda_changed;
   bool empty() const;

@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -24,6 +24,7 @@
 #include "util/file.h"
 #include "util/json_writer.h"
 #include "util/process.h"
+#include "util/toml_writer.h"
 
 namespace cairn::env {
 namespace {
@@ -654,6 +655,61 @@ Result<HostFacts> ParseHostFactsJson(std::string_view text) {
   }
   if (!bad.empty()) return InvalidArgument("host facts: \"" + bad + "\" has the wrong type");
   return f;
+}
+
+std::vector<std::pair<std::string, std::string>> ComparedHostFacts(const HostFacts& facts) {
+  auto number = [](int64_t n) { return n > 0 ? std::to_string(n) : std::string(); };
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"os", facts.os},
+      {"distribution", facts.distribution},
+      {"kernel", facts.kernel},
+      {"glibc", facts.glibc},
+      {"cpu_model", facts.cpu_model},
+      {"cpu_cores", number(facts.cpu_cores)},
+      {"memory_total_mib", number(facts.memory_total_mib)},
+      {"driver_version", facts.driver_version},
+      {"cuda_driver_version", facts.cuda_driver_version},
+      {"gpu_count", std::to_string(facts.gpus.size())},
+  };
+  for (size_t i = 0; i < facts.gpus.size(); ++i) {
+    const GpuInfo& gpu = facts.gpus[i];
+    const std::string prefix = "gpus[" + std::to_string(i) + "].";
+    out.push_back({prefix + "name", gpu.name});
+    out.push_back({prefix + "memory_total_mib", number(gpu.memory_total_mib)});
+    out.push_back({prefix + "compute_capability", gpu.compute_capability});
+  }
+  return out;
+}
+
+std::string HostFactsToml(const HostFacts& facts, std::string_view table) {
+  namespace tw = toml_writer;
+  std::string out = "[" + std::string(table) + "]\n";
+  tw::Str(&out, "os", facts.os);
+  tw::Str(&out, "distribution", facts.distribution);
+  tw::Str(&out, "distribution_id", facts.distribution_id);
+  tw::Str(&out, "distribution_version", facts.distribution_version);
+  tw::Str(&out, "kernel", facts.kernel);
+  tw::Str(&out, "machine", facts.machine);
+  tw::Str(&out, "glibc", facts.glibc);
+  tw::Str(&out, "hostname", facts.hostname);
+  tw::Str(&out, "cpu_model", facts.cpu_model);
+  tw::Int(&out, "cpu_cores", facts.cpu_cores);
+  tw::StrArray(&out, "cpu_flags", facts.cpu_flags);
+  tw::Int(&out, "memory_total_mib", facts.memory_total_mib);
+  tw::Str(&out, "gpu", GpuSummary(facts));
+  tw::Str(&out, "gpu_note", facts.gpu_note);
+  tw::Str(&out, "driver_version", facts.driver_version);
+  tw::Str(&out, "cuda_driver_version", facts.cuda_driver_version);
+  for (const GpuInfo& gpu : facts.gpus) {
+    out += "\n[[" + std::string(table) + ".gpus]]\n";
+    tw::Int(&out, "index", gpu.index);
+    tw::Str(&out, "name", gpu.name);
+    tw::Str(&out, "uuid", gpu.uuid);
+    tw::Int(&out, "memory_total_mib", gpu.memory_total_mib);
+    tw::Str(&out, "compute_capability", gpu.compute_capability);
+    tw::Str(&out, "driver_version", gpu.driver_version);
+  }
+  return out;
 }
 
 std::vector<core::Tag> HostFactTags(const HostFacts& facts) {

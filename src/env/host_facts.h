@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/model.h"
@@ -171,6 +172,18 @@ std::string HostFactsJson(const HostFacts& facts);
 // Missing fields stay empty; InvalidArgument when the text is not a JSON object or a field has
 // the wrong type.
 Result<HostFacts> ParseHostFactsJson(std::string_view json);
+
+// The facts two hosts are compared by (`cairn runs diff-env`, `cairn env diff`), under their
+// host.json names: os, distribution, kernel, glibc, cpu_model, cpu_cores, memory_total_mib,
+// driver_version, cuda_driver_version, gpu_count and, per GPU, gpus[N].name,
+// gpus[N].memory_total_mib and gpus[N].compute_capability. Not the hostname, GPU UUIDs or CPU
+// flags: the same environment on another machine of the same kind is the same environment.
+// Numbers that are unknown (0) are "".
+std::vector<std::pair<std::string, std::string>> ComparedHostFacts(const HostFacts& facts);
+
+// The facts as the TOML table `table` (`cairn env snapshot` writes "tool.cairn.host-facts"):
+// host.json's fields under the same names, the GPUs as an array of tables `table`.gpus.
+std::string HostFactsToml(const HostFacts& facts, std::string_view table);
 
 // MLflow rejects longer tag values; cairn keeps tag values below it.
 inline constexpr size_t kMaxTagValueLength = 5000;

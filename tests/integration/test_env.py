@@ -11,6 +11,7 @@ Usage: test_env.py --cairn build/release/cairn
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -154,6 +155,34 @@ class EnvTest(unittest.TestCase):
         stale = self.cairn("env", "lock", "--check", cwd=project)
         self.assertEqual(stale.returncode, 1)
         self.assertIn("stale", stale.stdout)
+
+    def test_a_lock_for_other_platforms_picks_their_wheels(self):
+        # kappa 1.1 has a cp311 manylinux x86_64 wheel: on aarch64 only its pure wheel fits.
+        aarch64 = self.project(["kappa", "zeta", "iota"],
+                               extra="  platforms: [cp311-manylinux_2_17_aarch64]\n")
+        lock = self.lock(aarch64)
+        self.assertEqual(lock["tool"]["cairn"]["target"], "cp311-manylinux_2_17_aarch64")
+        self.assertEqual(self.versions(lock), {"kappa": "1.1", "zeta": "1.0",
+                                               "linux-helper": "1.0", "iota": "1.0"})
+        kappa = [p for p in lock["packages"] if p["name"] == "kappa"][0]
+        self.assertEqual([w["name"] for w in kappa["wheels"]], ["kappa-1.1-py3-none-any.whl"])
+        self.assertIn('platform_machine == "aarch64"', lock["environments"][0])
+        # Two platforms: one entry per package, listing each platform's wheel.
+        both = self.project(["kappa"], extra="  platforms: [cp311-manylinux_2_17_x86_64, "
+                                             "cp311-manylinux_2_17_aarch64]\n")
+        lock = self.lock(both)
+        (kappa,) = lock["packages"]
+        self.assertEqual(sorted(w["name"] for w in kappa["wheels"]),
+                         sorted([wheels.KAPPA_LINUX_WHEEL, "kappa-1.1-py3-none-any.whl"]))
+        self.assertEqual(len(lock["environments"]), 2)
+        self.ok("env", "build", cwd=both)
+        p = self.python_in(self.active(both), "import kappa; print(kappa.__variant__)")
+        self.assertEqual(p.stdout.strip(), "manylinux-cp311", p.stderr)
+        # Python 3.12 is not the spec's 3.11: the lock says so instead of guessing.
+        other_python = self.project(["kappa"], extra="  platforms: [cp312-manylinux_2_17_x86_64]\n")
+        p = self.cairn("env", "lock", cwd=other_python)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("not for Python 3.11", p.stderr)
 
     def test_a_simple_index_gives_the_same_versions_and_builds_without_it(self):
         case = wheels.RESOLVER_CASES[-1]  # everything installable at once
@@ -358,6 +387,28 @@ class EnvTest(unittest.TestCase):
         parsed = tomllib.loads(snap)
         self.assertEqual({p["name"]: p.get("version") for p in parsed["packages"]},
                          {"alpha": "2.0", "beta": "1.5"})
+        facts = parsed["tool"]["cairn"]["host-facts"]
+        self.assertEqual(facts["os"], "linux")
+        self.assertEqual(facts["machine"], os.uname().machine)
+        self.assertEqual(facts["glibc"], os.confstr("CS_GNU_LIBC_VERSION").split()[1])
+        self.assertEqual(facts["cpu_cores"], os.cpu_count())
+        if not shutil.which("nvidia-smi"):
+            self.assertEqual(facts["gpu"], "no GPU")
+        # The same packages on a host with another driver: only the host differs.
+        here = os.path.join(project, "here.toml")
+        there = os.path.join(project, "there.toml")
+        with open(here, "w") as f:
+            f.write(snap)
+        with open(there, "w") as f:
+            f.write(re.sub(r'(?m)^hostname = .*$', 'hostname = "elsewhere"',
+                           re.sub(r'(?m)^cuda_driver_version = .*$',
+                                  'cuda_driver_version = "99.9"', snap)))
+        p = self.cairn("env", "diff", here, there, cwd=project)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("host:\n~ cuda_driver_version %s -> 99.9\n"
+                      % (facts["cuda_driver_version"] or "(none)"), p.stdout)
+        self.assertNotIn("packages:", p.stdout)
+        self.assertNotIn("hostname", p.stdout)
         explicit = os.path.join(project, "conda.txt")
         with open(explicit, "w") as f:
             f.write("# platform: linux-64\n@EXPLICIT\n"
