@@ -2,9 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,9 +16,7 @@ extern char** environ;
 namespace cairn {
 namespace {
 
-Status Errno(const std::string& what) {
-  return Internal(what + ": " + strerror(errno));
-}
+Status Errno(const std::string& what) { return Internal(what + ": " + strerror(errno)); }
 
 // Closes both ends of the pipes made so far when Spawn fails part way.
 struct Pipes {
@@ -53,7 +51,8 @@ std::string FindProgram(const std::string& program, const char* path) {
 std::string ExitStatus::ToString() const {
   if (!signaled) return "exit code " + std::to_string(code);
   const char* name = sigdescr_np(signal);
-  return "signal " + std::to_string(signal) + (name != nullptr ? std::string(" (") + name + ")" : "");
+  return "signal " + std::to_string(signal) +
+         (name != nullptr ? std::string(" (") + name + ")" : "");
 }
 
 Result<Process> Process::Spawn(const SpawnOptions& options) {
@@ -97,6 +96,11 @@ Result<Process> Process::Spawn(const SpawnOptions& options) {
     }
     posix_spawn_file_actions_adddup2(&actions, pipes.out[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, pipes.err[1], STDERR_FILENO);
+  } else if (!options.output_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, options.output_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   }
   if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
   // Its own process group, so that signals reach the command and everything it started; and
@@ -107,8 +111,8 @@ Result<Process> Process::Spawn(const SpawnOptions& options) {
   sigemptyset(&none);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 
   // Looked up on the PATH the command gets.
   auto path = env.find("PATH");

@@ -29,6 +29,9 @@ struct SpawnOptions {
   std::vector<std::pair<std::string, std::string>> env;
   std::string cwd;              // empty: this process's working directory
   bool capture_output = false;  // stdout and stderr on pipes instead of inherited
+  // When set (and not capture_output): stdout and stderr appended to this file, created when
+  // missing, and stdin from /dev/null.
+  std::string output_path;
 };
 
 class Process {

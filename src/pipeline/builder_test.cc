@@ -1,0 +1,307 @@
+#include "pipeline/builder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+namespace cairn::pipeline {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// Jobs that take scripted time on a fake clock: nothing sleeps.
+class FakeExecutor : public Executor {
+ public:
+  struct Attempt {
+    int64_t duration_ms = 1000;
+    int exit_code = 0;
+  };
+  struct Start {
+    int64_t at;
+    std::string id;
+    int attempt;
+  };
+
+  FakeClock clock_{0};
+  std::map<std::string, std::vector<Attempt>> script;  // per step id, per attempt
+  std::vector<Start> starts;
+  size_t max_parallel = 0;
+  std::function<void(int64_t now)> on_wait;  // e.g. raise an interrupt at some time
+
+  std::string name() const override { return "fake"; }
+  Clock& clock() override { return clock_; }
+
+  Status Start(const StepJob& job) override {
+    Attempt a;
+    auto it = script.find(job.id);
+    if (it != script.end() && !it->second.empty()) {
+      a = it->second[std::min<size_t>(job.attempt - 1, it->second.size() - 1)];
+    }
+    if (a.exit_code == -1) return Unavailable("the fake refuses " + job.id);
+    running_[job.step] = {clock_.NowMillis() + a.duration_ms, a.exit_code, false};
+    starts.push_back({clock_.NowMillis(), job.id, job.attempt});
+    max_parallel = std::max(max_parallel, running_.size());
+    return Status::Ok();
+  }
+
+  Result<std::optional<JobResult>> Wait(int64_t deadline_ms) override {
+    if (on_wait) on_wait(clock_.NowMillis());
+    auto first = running_.end();
+    for (auto it = running_.begin(); it != running_.end(); ++it) {
+      if (first == running_.end() || it->second.end < first->second.end) first = it;
+    }
+    if (first == running_.end() || first->second.end > deadline_ms) {
+      if (deadline_ms > clock_.NowMillis()) clock_.Advance(deadline_ms - clock_.NowMillis());
+      return std::optional<JobResult>();
+    }
+    if (first->second.end > clock_.NowMillis()) {
+      clock_.Advance(first->second.end - clock_.NowMillis());
+    }
+    JobResult r;
+    r.step = first->first;
+    r.exit_code = first->second.killed ? 137 : first->second.exit_code;
+    r.signaled = first->second.killed;
+    running_.erase(first);
+    return std::optional<JobResult>(r);
+  }
+
+  void Kill(size_t step) override {
+    auto it = running_.find(step);
+    if (it == running_.end()) return;
+    it->second.end = clock_.NowMillis();
+    it->second.killed = true;
+  }
+
+ private:
+  struct Running {
+    int64_t end;
+    int exit_code;
+    bool killed;
+  };
+  std::map<size_t, Running> running_;
+};
+
+// Records what the builder tells its hooks.
+class RecordingHooks : public StepHooks {
+ public:
+  std::set<std::string> reusable;
+  std::set<std::string> missing_outputs;
+  std::vector<std::string> events;
+  const Pipeline* pipeline = nullptr;
+
+  Result<bool> Reuse(size_t step) override { return reusable.count(pipeline->steps[step].id) != 0; }
+  Status Succeeded(const StepJob& job) override {
+    if (missing_outputs.count(job.id) != 0) return FailedPrecondition("output out.txt is missing");
+    return Status::Ok();
+  }
+  void AttemptEnded(const StepJob& job, const JobResult&, const std::string& reason,
+                    int64_t retry_in_ms) override {
+    if (!reason.empty()) {
+      events.push_back(job.id + "#" + std::to_string(job.attempt) + ": " + reason +
+                       (retry_in_ms >= 0 ? ", retry in " + std::to_string(retry_in_ms) : ""));
+    }
+  }
+  void StepEnded(size_t step, StepState state, const std::string& reason) override {
+    events.push_back(pipeline->steps[step].id + " " + StepStateName(state) +
+                     (reason.empty() ? "" : " (" + reason + ")"));
+  }
+};
+
+Pipeline Parse(const std::string& yaml) {
+  std::vector<std::string> problems;
+  Result<PipelineSpec> spec = ParsePipelineSpec(yaml, "p.yaml", &problems);
+  EXPECT_TRUE(spec.ok());
+  Pipeline p = ExpandPipeline(
+      *spec, {}, "/p", [](const std::string&, const std::string&) { return true; }, &problems);
+  EXPECT_THAT(problems, IsEmpty());
+  return p;
+}
+
+struct Outcome {
+  BuildResult result;
+  std::vector<std::string> events;
+};
+
+Outcome Drive(const Pipeline& p, FakeExecutor& executor, Budget budget = {4, 4, 0, 0},
+              RecordingHooks* hooks_in = nullptr, const std::atomic<bool>* interrupted = nullptr) {
+  RecordingHooks local;
+  RecordingHooks& hooks = hooks_in != nullptr ? *hooks_in : local;
+  hooks.pipeline = &p;
+  BuildOptions options;
+  options.budget = budget;
+  options.cwd = "/p";
+  options.log_dir = "/p/logs";
+  options.interrupted = interrupted;
+  Result<BuildResult> r = RunPipeline(p, executor, hooks, options);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return {r.ok() ? *r : BuildResult{}, hooks.events};
+}
+
+std::vector<std::string> StartTimes(const FakeExecutor& e) {
+  std::vector<std::string> out;
+  for (const auto& s : e.starts) out.push_back(s.id + "@" + std::to_string(s.at));
+  return out;
+}
+
+constexpr const char* kChain = R"(
+name: chain
+steps:
+  a: {run: a, outputs: [a.out]}
+  b: {run: b, inputs: [a.out], outputs: [b.out]}
+  c: {run: c, inputs: [b.out]}
+)";
+
+TEST(BuilderTest, AChainRunsInOrder) {
+  Pipeline p = Parse(kChain);
+  FakeExecutor e;
+  Outcome o = Drive(p, e);
+  EXPECT_TRUE(o.result.ok());
+  EXPECT_THAT(StartTimes(e), ElementsAre("a@0", "b@1000", "c@2000"));
+  EXPECT_THAT(o.events, ElementsAre("a done", "b done", "c done"));
+}
+
+TEST(BuilderTest, ReadyStepsRunInParallelUpToJobsAndCpus) {
+  Pipeline p = Parse(R"(
+name: fan
+steps:
+  w: {foreach: [1, 2, 3, 4, 5], run: work}
+  big: {run: big, resources: {cpus: 2}}
+)");
+  FakeExecutor jobs;
+  Outcome o = Drive(p, jobs, {2, 8, 0, 0});
+  EXPECT_TRUE(o.result.ok());
+  EXPECT_EQ(jobs.max_parallel, 2u);
+  EXPECT_EQ(jobs.clock_.NowMillis(), 3000) << "six one-second steps, two at a time";
+
+  // Two cpus: the 2-cpu step runs alone.
+  FakeExecutor cpus;
+  Drive(p, cpus, {8, 2, 0, 0});
+  EXPECT_THAT(StartTimes(cpus),
+              ElementsAre("w[1]@0", "w[2]@0", "w[3]@1000", "w[4]@1000", "w[5]@2000", "big@3000"));
+
+  // A step asking for more cpus than the budget gets the whole budget, not a deadlock.
+  FakeExecutor one;
+  EXPECT_TRUE(Drive(p, one, {8, 1, 0, 0}).result.ok());
+  EXPECT_EQ(one.max_parallel, 1u);
+}
+
+TEST(BuilderTest, FailedAttemptsAreRetriedWithDoublingBackoff) {
+  Pipeline p = Parse(R"(
+name: r
+steps:
+  flaky: {run: x, retries: {limit: 3, backoff: 10s}}
+  after: {run: y, needs: [flaky]}
+)");
+  FakeExecutor e;
+  e.script["flaky"] = {{1000, 1}, {1000, 2}, {1000, 0}};
+  Outcome o = Drive(p, e);
+  EXPECT_TRUE(o.result.ok());
+  // Fails at 1 s, retried at 11 s; fails at 12 s, retried at 32 s; done at 33 s.
+  EXPECT_THAT(StartTimes(e), ElementsAre("flaky@0", "flaky@11000", "flaky@32000", "after@33000"));
+  EXPECT_THAT(o.events,
+              ElementsAre("flaky#1: exit code 1, retry in 10000",
+                          "flaky#2: exit code 2, retry in 20000", "flaky done", "after done"));
+}
+
+TEST(BuilderTest, AStepOutOfAttemptsFailsAndSkipsWhatNeedsIt) {
+  Pipeline p = Parse(R"(
+name: f
+steps:
+  bad: {run: x, retries: 1}
+  child: {run: y, needs: [bad]}
+  grandchild: {run: z, needs: [child]}
+  other: {run: w}
+)");
+  FakeExecutor e;
+  e.script["bad"] = {{1000, 3}};
+  e.script["other"] = {{5000, 0}};
+  Outcome o = Drive(p, e);
+  EXPECT_FALSE(o.result.ok());
+  EXPECT_EQ(o.result.states[p.Find("bad")], StepState::kFailed);
+  EXPECT_EQ(o.result.states[p.Find("child")], StepState::kSkipped);
+  EXPECT_EQ(o.result.states[p.Find("grandchild")], StepState::kSkipped);
+  EXPECT_EQ(o.result.states[p.Find("other")], StepState::kDone) << "independent work goes on";
+  EXPECT_THAT(o.events,
+              ElementsAre("bad#1: exit code 3, retry in 0", "bad#2: exit code 3",
+                          "bad failed (exit code 3)", "child skipped (needs bad, which failed)",
+                          "grandchild skipped (needs bad, which failed)", "other done"));
+}
+
+TEST(BuilderTest, ATimeoutKillsTheStep) {
+  Pipeline p = Parse(R"(
+name: t
+steps:
+  slow: {run: sleep 100, timeout: 5s, retries: {limit: 1, backoff: 1s}}
+)");
+  FakeExecutor e;
+  e.script["slow"] = {{100'000, 0}, {2'000, 0}};
+  Outcome o = Drive(p, e);
+  EXPECT_TRUE(o.result.ok());
+  EXPECT_THAT(StartTimes(e), ElementsAre("slow@0", "slow@6000"));
+  EXPECT_THAT(o.events, ElementsAre("slow#1: timed out after 5 s, retry in 1000", "slow done"));
+
+  FakeExecutor never;
+  never.script["slow"] = {{100'000, 0}};
+  Outcome o2 = Drive(p, never);
+  EXPECT_EQ(o2.result.states[0], StepState::kFailed);
+  EXPECT_EQ(never.clock_.NowMillis(), 11'000);
+}
+
+TEST(BuilderTest, ReusedStepsDoNotRunAndUnblockTheirUsers) {
+  Pipeline p = Parse(kChain);
+  FakeExecutor e;
+  RecordingHooks hooks;
+  hooks.reusable = {"a", "b"};
+  Outcome o = Drive(p, e, {4, 4, 0, 0}, &hooks);
+  EXPECT_TRUE(o.result.ok());
+  EXPECT_THAT(StartTimes(e), ElementsAre("c@0"));
+  EXPECT_EQ(o.result.states[0], StepState::kCached);
+}
+
+TEST(BuilderTest, AMissingOutputFailsTheStepAndAStartErrorIsAFailedAttempt) {
+  Pipeline p = Parse(kChain);
+  FakeExecutor e;
+  RecordingHooks hooks;
+  hooks.missing_outputs = {"a"};
+  Outcome o = Drive(p, e, {4, 4, 0, 0}, &hooks);
+  EXPECT_EQ(o.result.states[0], StepState::kFailed);
+  EXPECT_EQ(o.events.front(), "a#1: output out.txt is missing");
+
+  FakeExecutor refusing;
+  refusing.script["a"] = {{0, -1}};
+  Outcome o2 = Drive(p, refusing);
+  EXPECT_EQ(o2.result.states[0], StepState::kFailed);
+  EXPECT_EQ(o2.events.front(), "a#1: the fake refuses a");
+}
+
+TEST(BuilderTest, AnInterruptKillsWhatRunsAndCancelsTheRest) {
+  Pipeline p = Parse(R"(
+name: i
+steps:
+  a: {run: a}
+  b: {run: b}
+  c: {run: c, needs: [a]}
+  d: {run: d, retries: {limit: 5, backoff: 1m}}
+)");
+  FakeExecutor e;
+  e.script["a"] = {{10'000, 0}};
+  e.script["b"] = {{1'000, 0}};
+  e.script["d"] = {{500, 1}};
+  std::atomic<bool> interrupted = false;
+  e.on_wait = [&](int64_t now) {
+    if (now >= 3'000) interrupted = true;
+  };
+  Outcome o = Drive(p, e, {4, 4, 0, 0}, nullptr, &interrupted);
+  EXPECT_TRUE(o.result.interrupted);
+  EXPECT_EQ(o.result.states[p.Find("a")], StepState::kCancelled);
+  EXPECT_EQ(o.result.states[p.Find("b")], StepState::kDone);
+  EXPECT_EQ(o.result.states[p.Find("c")], StepState::kCancelled);
+  EXPECT_EQ(o.result.states[p.Find("d")], StepState::kCancelled);
+  EXPECT_LT(e.clock_.NowMillis(), 4'000) << "nothing waits for the retry or for a";
+}
+
+}  // namespace
+}  // namespace cairn::pipeline

@@ -1,0 +1,126 @@
+// The local executor: each job is `/bin/sh -c COMMAND` in its own process group, with its
+// output appended to the job's log file. Waiting polls a pidfd per running job, so that the
+// builder sleeps until a job ends or its next deadline, whichever comes first.
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "pipeline/executor.h"
+#include "util/process.h"
+
+namespace cairn::pipeline {
+namespace {
+
+int PidFdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+class LocalExecutor : public Executor {
+ public:
+  ~LocalExecutor() override {
+    for (auto& [step, job] : jobs_) {
+      job.process.SignalGroup(SIGKILL);
+      if (job.pidfd >= 0) close(job.pidfd);
+    }
+  }
+
+  std::string name() const override { return "local"; }
+  Clock& clock() override { return *SystemClock(); }
+
+  Status Start(const StepJob& job) override {
+    SpawnOptions options;
+    options.argv = {"/bin/sh", "-c", job.command};
+    options.cwd = job.cwd;
+    options.output_path = job.log_path;
+    for (const auto& [name, value] : job.env) options.env.push_back({name, value});
+    CAIRN_ASSIGN_OR_RETURN(Process process, Process::Spawn(options));
+    int pidfd = PidFdOpen(process.pid());
+    jobs_.emplace(job.step, Running{std::move(process), pidfd});
+    return Status::Ok();
+  }
+
+  Result<std::optional<JobResult>> Wait(int64_t deadline_ms) override {
+    for (;;) {
+      // A job that has ended already (or cannot be polled) is reported first.
+      std::vector<pollfd> fds;
+      std::vector<size_t> steps;
+      for (auto& [step, job] : jobs_) {
+        if (job.pidfd < 0) {
+          Result<std::optional<ExitStatus>> ended = job.process.TryWait();
+          if (!ended.ok()) return ended.status();
+          if (ended->has_value()) return Reap(step, **ended);
+          continue;
+        }
+        fds.push_back({job.pidfd, POLLIN, 0});
+        steps.push_back(step);
+      }
+      const int64_t now = SystemClock()->NowMillis();
+      if (now >= deadline_ms && !fds.empty()) {
+        // Past the deadline: report only what has already ended.
+        if (poll(fds.data(), fds.size(), 0) <= 0) return std::optional<JobResult>();
+      } else {
+        int64_t wait = deadline_ms - now;
+        if (wait < 0) wait = 0;
+        // Jobs without a pidfd are looked at every 10 ms.
+        if (fds.size() != jobs_.size() && wait > 10) wait = 10;
+        if (jobs_.empty()) {
+          if (wait > 0) usleep(static_cast<useconds_t>(std::min<int64_t>(wait, 1000) * 1000));
+          if (SystemClock()->NowMillis() >= deadline_ms) return std::optional<JobResult>();
+          continue;
+        }
+        int n = poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(wait, 1 << 30)));
+        if (n < 0 && errno != EINTR) return Internal("poll: " + std::string(strerror(errno)));
+        if (n <= 0) {
+          if (SystemClock()->NowMillis() >= deadline_ms && fds.size() == jobs_.size()) {
+            return std::optional<JobResult>();
+          }
+          continue;
+        }
+      }
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        Running& job = jobs_.at(steps[i]);
+        Result<ExitStatus> status = job.process.Wait();
+        if (!status.ok()) return status.status();
+        return Reap(steps[i], *status);
+      }
+    }
+  }
+
+  void Kill(size_t step) override {
+    auto it = jobs_.find(step);
+    if (it != jobs_.end()) it->second.process.SignalGroup(SIGKILL);
+  }
+
+ private:
+  struct Running {
+    Process process;
+    int pidfd = -1;
+  };
+
+  std::optional<JobResult> Reap(size_t step, const ExitStatus& status) {
+    auto it = jobs_.find(step);
+    if (it->second.pidfd >= 0) close(it->second.pidfd);
+    // Whatever the command left running in its group goes with it.
+    it->second.process.SignalGroup(SIGKILL);
+    jobs_.erase(it);
+    JobResult r;
+    r.step = step;
+    r.signaled = status.signaled;
+    r.exit_code = status.ShellCode();
+    return r;
+  }
+
+  std::map<size_t, Running> jobs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> NewLocalExecutor() { return std::make_unique<LocalExecutor>(); }
+
+}  // namespace cairn::pipeline

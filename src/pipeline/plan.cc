@@ -1,0 +1,121 @@
+#include "pipeline/plan.h"
+
+#include <algorithm>
+
+namespace cairn::pipeline {
+
+const char* StepStateName(StepState state) {
+  switch (state) {
+    case StepState::kWaiting:
+      return "waiting";
+    case StepState::kRunning:
+      return "running";
+    case StepState::kDone:
+      return "done";
+    case StepState::kCached:
+      return "cached";
+    case StepState::kFailed:
+      return "failed";
+    case StepState::kSkipped:
+      return "skipped";
+    case StepState::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+Plan::Plan(const Pipeline& pipeline, const Budget& budget)
+    : pipeline_(pipeline),
+      budget_(budget),
+      states_(pipeline.steps.size(), StepState::kWaiting),
+      unmet_(pipeline.steps.size()),
+      users_(pipeline.steps.size()) {
+  for (size_t i = 0; i < pipeline.steps.size(); ++i) {
+    unmet_[i] = pipeline.steps[i].deps.size();
+    for (size_t d : pipeline.steps[i].deps) users_[d].push_back(i);
+  }
+}
+
+std::vector<std::string> Plan::CheckBudget(const Pipeline& pipeline, const Budget& budget) {
+  std::vector<std::string> problems;
+  for (const Step& s : pipeline.steps) {
+    if (s.resources.gpus > budget.gpus) {
+      problems.push_back(s.id + " needs " + std::to_string(s.resources.gpus) + " GPU" +
+                         (s.resources.gpus == 1 ? "" : "s") + "; the budget has " +
+                         std::to_string(budget.gpus));
+    }
+    if (budget.memory_mib > 0 && s.resources.memory_mib > budget.memory_mib) {
+      problems.push_back(s.id + " needs " + std::to_string(s.resources.memory_mib) +
+                         " MiB of memory; the budget has " + std::to_string(budget.memory_mib));
+    }
+  }
+  return problems;
+}
+
+double Plan::cpus(size_t step) const {
+  return std::min(pipeline_.steps[step].resources.cpus, budget_.cpus);
+}
+
+bool Plan::Fits(size_t step) const {
+  const Resources& r = pipeline_.steps[step].resources;
+  if (running_ >= static_cast<size_t>(std::max(1, budget_.jobs))) return false;
+  // A step always fits an idle machine, so that nothing waits forever.
+  if (running_ == 0) return true;
+  if (cpus_used_ + cpus(step) > budget_.cpus + 1e-9) return false;
+  if (budget_.memory_mib > 0 && memory_used_ + r.memory_mib > budget_.memory_mib) return false;
+  if (gpus_used_ + r.gpus > budget_.gpus) return false;
+  return true;
+}
+
+std::vector<size_t> Plan::TakeReady() {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < states_.size(); ++i) {
+    if (states_[i] != StepState::kWaiting || unmet_[i] != 0 || !Fits(i)) continue;
+    states_[i] = StepState::kRunning;
+    ++running_;
+    cpus_used_ += cpus(i);
+    memory_used_ += pipeline_.steps[i].resources.memory_mib;
+    gpus_used_ += pipeline_.steps[i].resources.gpus;
+    out.push_back(i);
+  }
+  return out;
+}
+
+void Plan::Finish(size_t step, StepState outcome) {
+  if (states_[step] == StepState::kRunning) {
+    --running_;
+    cpus_used_ -= cpus(step);
+    memory_used_ -= pipeline_.steps[step].resources.memory_mib;
+    gpus_used_ -= pipeline_.steps[step].resources.gpus;
+  }
+  states_[step] = outcome;
+  if (Completed(outcome)) {
+    for (size_t u : users_[step]) --unmet_[u];
+    return;
+  }
+  // Nothing that needs this step can run.
+  std::vector<size_t> todo = users_[step];
+  while (!todo.empty()) {
+    size_t u = todo.back();
+    todo.pop_back();
+    if (states_[u] != StepState::kWaiting) continue;
+    states_[u] = StepState::kSkipped;
+    todo.insert(todo.end(), users_[u].begin(), users_[u].end());
+  }
+}
+
+bool Plan::Over() const {
+  if (running_ > 0) return false;
+  for (size_t i = 0; i < states_.size(); ++i) {
+    if (states_[i] == StepState::kWaiting && unmet_[i] == 0) return false;
+  }
+  return true;
+}
+
+void Plan::CancelWaiting() {
+  for (StepState& s : states_) {
+    if (s == StepState::kWaiting) s = StepState::kCancelled;
+  }
+}
+
+}  // namespace cairn::pipeline

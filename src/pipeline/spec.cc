@@ -1,0 +1,681 @@
+#include "pipeline/spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <set>
+
+namespace cairn::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : std::string(sep)) + s;
+  return out;
+}
+
+bool ValidStepName(std::string_view name) {
+  if (name.empty()) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+}
+
+std::optional<double> ParseNumber(std::string_view text) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// Reads one YAML document's fields, noting each problem and going on.
+class Reader {
+ public:
+  explicit Reader(std::vector<std::string>* problems) : problems_(problems) {}
+
+  void Problem(const std::string& field, const std::string& what) {
+    problems_->push_back(field + ": " + what);
+  }
+
+  bool Scalar(const YAML::Node& node, const std::string& field, std::string* out) {
+    if (!node.IsScalar()) {
+      Problem(field, "must be a single value");
+      return false;
+    }
+    *out = node.Scalar();
+    return true;
+  }
+
+  // A list of scalars; a single scalar is a list of one.
+  std::vector<std::string> Scalars(const YAML::Node& node, const std::string& field) {
+    std::vector<std::string> out;
+    if (node.IsScalar()) return {node.Scalar()};
+    if (!node.IsSequence()) {
+      Problem(field, "must be a list");
+      return out;
+    }
+    for (size_t i = 0; i < node.size(); ++i) {
+      std::string v;
+      if (Scalar(node[i], field + "[" + std::to_string(i) + "]", &v)) out.push_back(v);
+    }
+    return out;
+  }
+
+  std::map<std::string, ParamValue> Params(const YAML::Node& node, const std::string& field) {
+    std::map<std::string, ParamValue> out;
+    if (!node.IsMap()) {
+      Problem(field, "must be a mapping of names to values");
+      return out;
+    }
+    for (const auto& kv : node) {
+      const std::string name = kv.first.Scalar();
+      ParamValue value;
+      if (kv.second.IsSequence()) {
+        value.is_list = true;
+        value.list = Scalars(kv.second, field + "." + name);
+      } else if (kv.second.IsScalar()) {
+        value.scalar = kv.second.Scalar();
+      } else if (kv.second.IsNull()) {
+        value.scalar = "";
+      } else {
+        Problem(field + "." + name, "must be a value or a list of values");
+        continue;
+      }
+      out[name] = std::move(value);
+    }
+    return out;
+  }
+
+  // Keys of a mapping must be among `known`.
+  bool CheckKeys(const YAML::Node& node, const std::string& field,
+                 std::initializer_list<std::string_view> known) {
+    if (!node.IsMap()) {
+      Problem(field, "must be a mapping");
+      return false;
+    }
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        std::vector<std::string> names(known.begin(), known.end());
+        Problem(field.empty() ? key : field + "." + key,
+                "is not a known key (known: " + Join(names, ", ") + ")");
+      }
+    }
+    return true;
+  }
+
+  StepSpec Step(const std::string& name, const YAML::Node& node) {
+    StepSpec s;
+    s.name = name;
+    s.line = node.Mark().line + 1;
+    const std::string at = "steps." + name;
+    if (!ValidStepName(name)) {
+      Problem(at, "a step name may hold letters, digits, '_', '-' and '.' only");
+    }
+    if (!CheckKeys(node, at,
+                   {"run", "needs", "inputs", "outputs", "code", "params", "variables", "env",
+                    "resources", "retries", "timeout", "cache", "foreach"})) {
+      return s;
+    }
+    if (const YAML::Node n = node["run"]; n) {
+      Scalar(n, at + ".run", &s.run);
+    }
+    if (s.run.empty()) Problem(at + ".run", "is missing: the command the step runs");
+    if (const YAML::Node n = node["needs"]; n) s.needs = Scalars(n, at + ".needs");
+    if (const YAML::Node n = node["inputs"]; n) s.inputs = Scalars(n, at + ".inputs");
+    if (const YAML::Node n = node["outputs"]; n) s.outputs = Scalars(n, at + ".outputs");
+    if (const YAML::Node n = node["code"]; n) s.code = Scalars(n, at + ".code");
+    if (const YAML::Node n = node["params"]; n) s.params = Params(n, at + ".params");
+    if (const YAML::Node n = node["variables"]; n) {
+      if (!n.IsMap()) {
+        Problem(at + ".variables", "must be a mapping of names to values");
+      } else {
+        for (const auto& kv : n) {
+          std::string value;
+          if (Scalar(kv.second, at + ".variables." + kv.first.Scalar(), &value)) {
+            s.variables[kv.first.Scalar()] = value;
+          }
+        }
+      }
+    }
+    if (const YAML::Node n = node["env"]; n) Scalar(n, at + ".env", &s.env);
+    if (const YAML::Node n = node["resources"]; n) {
+      if (CheckKeys(n, at + ".resources", {"cpus", "memory", "gpus"})) {
+        std::string text;
+        if (n["cpus"] && Scalar(n["cpus"], at + ".resources.cpus", &text)) {
+          std::optional<double> v = ParseNumber(text);
+          if (!v || *v <= 0) {
+            Problem(at + ".resources.cpus", "must be a number above 0, got '" + text + "'");
+          } else {
+            s.resources.cpus = *v;
+          }
+        }
+        if (n["memory"] && Scalar(n["memory"], at + ".resources.memory", &text)) {
+          Result<int64_t> v = ParseMemory(text);
+          if (!v.ok()) {
+            Problem(at + ".resources.memory", v.status().message());
+          } else {
+            s.resources.memory_mib = *v;
+          }
+        }
+        if (n["gpus"] && Scalar(n["gpus"], at + ".resources.gpus", &text)) {
+          std::optional<double> v = ParseNumber(text);
+          if (!v || *v < 0 || *v != std::floor(*v)) {
+            Problem(at + ".resources.gpus", "must be a whole number ≥ 0, got '" + text + "'");
+          } else {
+            s.resources.gpus = static_cast<int>(*v);
+          }
+        }
+      }
+    }
+    if (const YAML::Node n = node["retries"]; n) {
+      std::string limit, backoff;
+      if (n.IsScalar()) {
+        limit = n.Scalar();
+      } else if (CheckKeys(n, at + ".retries", {"limit", "backoff"})) {
+        if (n["limit"]) Scalar(n["limit"], at + ".retries.limit", &limit);
+        if (n["backoff"]) Scalar(n["backoff"], at + ".retries.backoff", &backoff);
+      }
+      if (!limit.empty()) {
+        std::optional<double> v = ParseNumber(limit);
+        if (!v || *v < 0 || *v != std::floor(*v) || *v > 100) {
+          Problem(at + ".retries.limit",
+                  "must be a whole number from 0 to 100, got '" + limit + "'");
+        } else {
+          s.retries.limit = static_cast<int>(*v);
+        }
+      }
+      if (!backoff.empty()) {
+        Result<int64_t> v = ParseDuration(backoff);
+        if (!v.ok()) {
+          Problem(at + ".retries.backoff", v.status().message());
+        } else {
+          s.retries.backoff_ms = *v;
+        }
+      }
+    }
+    if (const YAML::Node n = node["timeout"]; n) {
+      std::string text;
+      if (Scalar(n, at + ".timeout", &text)) {
+        Result<int64_t> v = ParseDuration(text);
+        if (!v.ok() || *v <= 0) {
+          Problem(at + ".timeout", v.ok() ? "must be above 0" : v.status().message());
+        } else {
+          s.timeout_ms = *v;
+        }
+      }
+    }
+    if (const YAML::Node n = node["cache"]; n) {
+      std::string text;
+      if (Scalar(n, at + ".cache", &text)) {
+        if (text == "true" || text == "on" || text == "yes") {
+          s.cache = true;
+        } else if (text == "false" || text == "off" || text == "no") {
+          s.cache = false;
+        } else {
+          Problem(at + ".cache", "must be true or false, got '" + text + "'");
+        }
+      }
+    }
+    if (const YAML::Node n = node["foreach"]; n) {
+      s.has_foreach = true;
+      s.foreach = Scalars(n, at + ".foreach");
+      if (s.foreach.empty() && n.IsSequence()) Problem(at + ".foreach", "is an empty list");
+    }
+    return s;
+  }
+
+ private:
+  std::vector<std::string>* problems_;
+};
+
+// ${params.NAME} and ${item} substituted into `text`; other ${...} kept for the shell.
+class Substituter {
+ public:
+  Substituter(const std::map<std::string, std::string>& params, const std::string* item,
+              std::vector<std::string>* problems)
+      : params_(params), item_(item), problems_(problems) {}
+
+  std::string Apply(std::string_view text, const std::string& field) {
+    std::string out;
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t open = text.find("${", pos);
+      if (open == std::string_view::npos) break;
+      size_t close = text.find('}', open);
+      if (close == std::string_view::npos) break;
+      out.append(text.substr(pos, open - pos));
+      std::string_view ref = text.substr(open + 2, close - open - 2);
+      if (ref.starts_with("params.")) {
+        std::string name(ref.substr(7));
+        auto it = params_.find(name);
+        if (it == params_.end()) {
+          std::vector<std::string> names;
+          for (const auto& [k, v] : params_) names.push_back(k);
+          problems_->push_back(field + ": ${params." + name + "} names no parameter" +
+                               (names.empty() ? " (the pipeline has none)"
+                                              : " (parameters: " + Join(names, ", ") + ")"));
+        } else {
+          out += it->second;
+          used_[name] = it->second;
+        }
+      } else if (ref == "item") {
+        if (item_ == nullptr) {
+          problems_->push_back(field + ": ${item} is only known in a step with foreach");
+        } else {
+          out += *item_;
+        }
+      } else {
+        out.append(text.substr(open, close - open + 1));  // the shell's
+      }
+      pos = close + 1;
+    }
+    out.append(text.substr(pos));
+    return out;
+  }
+
+  const std::map<std::string, std::string>& used() const { return used_; }
+
+ private:
+  const std::map<std::string, std::string>& params_;
+  const std::string* item_;
+  std::vector<std::string>* problems_;
+  std::map<std::string, std::string> used_;
+};
+
+// Whether `inner` is `outer` or lies inside it ("data" holds "data/x.csv").
+bool Within(const std::string& inner, const std::string& outer) {
+  return inner == outer ||
+         (inner.size() > outer.size() && inner.starts_with(outer) && inner[outer.size()] == '/');
+}
+
+}  // namespace
+
+std::string ParamValue::ToString() const { return is_list ? Join(list, ",") : scalar; }
+
+Result<int64_t> ParseDuration(std::string_view text) {
+  const std::string original(text);
+  auto bad = [&] {
+    return InvalidArgument("'" + original +
+                           "' is not a duration (like 30s, 5m, 1h30m, 500ms or seconds)");
+  };
+  if (text.empty()) return bad();
+  if (std::optional<double> seconds = ParseNumber(text); seconds) {
+    if (*seconds < 0) return bad();
+    return static_cast<int64_t>(std::llround(*seconds * 1000));
+  }
+  double total = 0;
+  while (!text.empty()) {
+    size_t n = 0;
+    while (n < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[n])) || text[n] == '.')) {
+      ++n;
+    }
+    std::optional<double> value = ParseNumber(text.substr(0, n));
+    if (!value) return bad();
+    text.remove_prefix(n);
+    size_t u = 0;
+    while (u < text.size() && std::isalpha(static_cast<unsigned char>(text[u]))) ++u;
+    std::string_view unit = text.substr(0, u);
+    text.remove_prefix(u);
+    double scale = 0;
+    if (unit == "ms") {
+      scale = 1;
+    } else if (unit == "s") {
+      scale = 1000;
+    } else if (unit == "m" || unit == "min") {
+      scale = 60'000;
+    } else if (unit == "h") {
+      scale = 3'600'000;
+    } else if (unit == "d") {
+      scale = 86'400'000;
+    } else {
+      return bad();
+    }
+    total += *value * scale;
+  }
+  return static_cast<int64_t>(std::llround(total));
+}
+
+Result<int64_t> ParseMemory(std::string_view text) {
+  const std::string original(text);
+  size_t n = 0;
+  while (n < text.size() && (std::isdigit(static_cast<unsigned char>(text[n])) || text[n] == '.')) {
+    ++n;
+  }
+  std::optional<double> value = ParseNumber(text.substr(0, n));
+  std::string unit(text.substr(n));
+  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.ends_with("IB")) {
+    unit.resize(unit.size() - 2);
+  } else if (unit.size() == 2 && unit.back() == 'B') {
+    unit.pop_back();
+  }
+  double mib = 0;
+  if (!value) {
+    mib = -1;
+  } else if (unit.empty() || unit == "M") {
+    mib = *value;
+  } else if (unit == "K") {
+    mib = *value / 1024;
+  } else if (unit == "G") {
+    mib = *value * 1024;
+  } else if (unit == "T") {
+    mib = *value * 1024 * 1024;
+  } else {
+    mib = -1;
+  }
+  if (mib <= 0) {
+    return InvalidArgument("'" + original + "' is not an amount of memory (like 512M or 4G)");
+  }
+  return static_cast<int64_t>(std::ceil(mib));
+}
+
+Result<PipelineSpec> ParsePipelineSpec(std::string_view yaml, std::string_view source,
+                                       std::vector<std::string>* problems) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(std::string(source) + ": not valid YAML at line " +
+                           std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root.IsMap()) {
+    return InvalidArgument(std::string(source) +
+                           ": a pipeline is a mapping with name, params "
+                           "and steps");
+  }
+  PipelineSpec spec;
+  spec.source = std::string(source);
+  Reader r(problems);
+  try {
+    r.CheckKeys(root, "", {"name", "params", "env", "steps"});
+    if (const YAML::Node n = root["name"]; n) r.Scalar(n, "name", &spec.name);
+    if (spec.name.empty()) r.Problem("name", "is missing: every pipeline has a name");
+    if (const YAML::Node n = root["params"]; n) spec.params = r.Params(n, "params");
+    if (const YAML::Node n = root["env"]; n) r.Scalar(n, "env", &spec.env);
+    const YAML::Node steps = root["steps"];
+    if (!steps || !steps.IsMap() || steps.size() == 0) {
+      r.Problem("steps", "must map step names to steps, and name at least one");
+    } else {
+      for (const auto& kv : steps) spec.steps.push_back(r.Step(kv.first.Scalar(), kv.second));
+    }
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(std::string(source) + ": " + e.msg);
+  }
+  return spec;
+}
+
+std::string NormalisePath(std::string_view path) {
+  if (path.empty()) return "";
+  const bool absolute = path.front() == '/';
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string_view::npos) slash = path.size();
+    std::string_view part = path.substr(pos, slash - pos);
+    pos = slash + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (parts.empty()) return "";
+      parts.pop_back();
+      continue;
+    }
+    parts.emplace_back(part);
+  }
+  std::string out = absolute ? "/" : "";
+  out += Join(parts, "/");
+  return out == "" ? "." : out;
+}
+
+bool PathExistsOnDisk(const std::string& dir, const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path.starts_with('/') ? fs::path(path) : fs::path(dir) / path, ec);
+}
+
+int Pipeline::Find(std::string_view id) const {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].id == id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Pipeline ExpandPipeline(const PipelineSpec& spec,
+                        const std::map<std::string, std::string>& overrides, const std::string& dir,
+                        PathExists exists, std::vector<std::string>* problems) {
+  Pipeline p;
+  p.name = spec.name;
+  std::map<std::string, ParamValue> params = spec.params;
+  for (const auto& [name, value] : overrides) {
+    auto it = params.find(name);
+    if (it == params.end()) {
+      problems->push_back("-p " + name + ": the pipeline has no parameter " + name);
+      continue;
+    }
+    if (it->second.is_list) {
+      it->second.list.clear();
+      size_t pos = 0;
+      while (pos <= value.size()) {
+        size_t comma = value.find(',', pos);
+        if (comma == std::string::npos) comma = value.size();
+        it->second.list.push_back(value.substr(pos, comma - pos));
+        pos = comma + 1;
+      }
+    } else {
+      it->second.scalar = value;
+    }
+  }
+  for (const auto& [name, value] : params) p.params[name] = value.ToString();
+
+  // Instances, in file order.
+  std::vector<Step> steps;
+  std::map<std::string, std::vector<size_t>> instances;  // step name -> indexes
+  for (const StepSpec& s : spec.steps) {
+    const std::string at = "steps." + s.name;
+    std::map<std::string, std::string> own = p.params;
+    for (const auto& [name, value] : s.params) own[name] = value.ToString();
+
+    std::vector<std::string> items;
+    if (s.has_foreach) {
+      if (s.foreach.size() == 1 && s.foreach[0].starts_with("${params.") &&
+          s.foreach[0].ends_with("}")) {
+        const std::string name = s.foreach[0].substr(9, s.foreach[0].size() - 10);
+        const ParamValue* value = nullptr;
+        if (auto it = s.params.find(name); it != s.params.end()) {
+          value = &it->second;
+        } else if (auto jt = params.find(name); jt != params.end()) {
+          value = &jt->second;
+        }
+        if (value == nullptr) {
+          problems->push_back(at + ".foreach: ${params." + name + "} names no parameter");
+        } else {
+          items = value->is_list ? value->list : std::vector<std::string>{value->scalar};
+        }
+      } else {
+        Substituter sub(own, nullptr, problems);
+        for (const std::string& item : s.foreach) items.push_back(sub.Apply(item, at + ".foreach"));
+      }
+      std::set<std::string> seen;
+      for (const std::string& item : items) {
+        if (!seen.insert(item).second) {
+          problems->push_back(at + ".foreach: the item '" + item + "' appears twice");
+        }
+      }
+    } else {
+      items.push_back("");
+    }
+
+    for (const std::string& item : items) {
+      const std::string* item_ptr = s.has_foreach ? &item : nullptr;
+      Substituter sub(own, item_ptr, problems);
+      Step step;
+      step.spec_name = s.name;
+      step.item = item;
+      step.id = s.has_foreach ? s.name + "[" + item + "]" : s.name;
+      step.command = sub.Apply(s.run, at + ".run");
+      auto paths = [&](const std::vector<std::string>& in, const std::string& field, bool outputs) {
+        std::vector<std::string> out;
+        for (const std::string& raw : in) {
+          std::string text = sub.Apply(raw, at + "." + field);
+          std::string path = NormalisePath(text);
+          if (path.empty() && !text.starts_with('/')) {
+            // "../x": fine to read, resolved against the pipeline's directory.
+            path = outputs ? "" : NormalisePath((fs::path(dir) / text).lexically_normal().string());
+          }
+          if (outputs && (path.empty() || path.starts_with('/') || path == ".")) {
+            problems->push_back(at + "." + field + ": " + text +
+                                " is outside the pipeline's directory; outputs must be inside it");
+            continue;
+          }
+          if (path.empty()) {
+            problems->push_back(at + "." + field + ": '" + text + "' is not a path");
+            continue;
+          }
+          if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+        }
+        return out;
+      };
+      step.inputs = paths(s.inputs, "inputs", false);
+      step.outputs = paths(s.outputs, "outputs", true);
+      step.code = paths(s.code, "code", false);
+      for (const auto& [name, value] : s.variables) {
+        step.variables[name] = sub.Apply(value, at + ".variables." + name);
+      }
+      step.params = sub.used();
+      step.env = s.env.empty() ? spec.env : s.env;
+      step.resources = s.resources;
+      step.retries = s.retries;
+      step.timeout_ms = s.timeout_ms;
+      step.cache = s.cache;
+      instances[s.name].push_back(steps.size());
+      steps.push_back(std::move(step));
+    }
+  }
+
+  // Dependencies: `needs`, and inputs that lie in (or hold) another step's outputs.
+  std::vector<std::set<size_t>> deps(steps.size());
+  std::map<std::string, size_t> writers;  // output path -> step
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (const std::string& out : steps[i].outputs) {
+      for (const auto& [path, j] : writers) {
+        if (j == i) continue;
+        if (path == out) {
+          problems->push_back("steps " + steps[j].id + " and " + steps[i].id + " both write " +
+                              out);
+        } else if (Within(out, path) || Within(path, out)) {
+          const bool inner_is_new = Within(out, path);
+          problems->push_back("steps " + steps[j].id + " and " + steps[i].id +
+                              " write overlapping outputs: " + (inner_is_new ? out : path) +
+                              " is inside " + (inner_is_new ? path : out));
+        }
+      }
+      writers.emplace(out, i);
+    }
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepSpec* s = nullptr;
+    for (const StepSpec& candidate : spec.steps) {
+      if (candidate.name == steps[i].spec_name) s = &candidate;
+    }
+    for (const std::string& need : s->needs) {
+      auto it = instances.find(need);
+      if (it == instances.end()) {
+        std::vector<std::string> names;
+        for (const StepSpec& other : spec.steps) names.push_back(other.name);
+        problems->push_back("steps." + s->name + ".needs: no step is named " + need +
+                            " (steps: " + Join(names, ", ") + ")");
+        continue;
+      }
+      for (size_t j : it->second) deps[i].insert(j);
+    }
+    for (const std::string& input : steps[i].inputs) {
+      bool produced = false;
+      for (const auto& [path, j] : writers) {
+        if (Within(input, path) || Within(path, input)) {
+          produced = true;
+          if (j != i) deps[i].insert(j);
+        }
+      }
+      if (!produced && !exists(dir, input)) {
+        problems->push_back("steps." + s->name + ".inputs: " + input +
+                            " does not exist and no step writes it");
+      }
+    }
+  }
+
+  // Cycles: a depth-first search that reports each cycle it closes, as a path.
+  std::vector<int> state(steps.size(), 0);  // 0 new, 1 on the stack, 2 done
+  std::vector<size_t> stack;
+  std::set<std::string> reported;
+  std::function<void(size_t)> visit = [&](size_t i) {
+    state[i] = 1;
+    stack.push_back(i);
+    for (size_t j : deps[i]) {
+      if (state[j] == 1) {
+        // Shown in the order things would run (a needs b is "b -> a"), from the step that
+        // comes first in the file.
+        std::vector<size_t> cycle_steps(std::find(stack.begin(), stack.end(), j), stack.end());
+        std::reverse(cycle_steps.begin(), cycle_steps.end());
+        std::rotate(cycle_steps.begin(), std::min_element(cycle_steps.begin(), cycle_steps.end()),
+                    cycle_steps.end());
+        std::vector<std::string> names;
+        for (size_t k : cycle_steps) names.push_back(steps[k].id);
+        names.push_back(names.front());
+        std::string cycle = Join(names, " -> ");
+        if (reported.insert(cycle).second) problems->push_back("cycle: " + cycle);
+      } else if (state[j] == 0) {
+        visit(j);
+      }
+    }
+    stack.pop_back();
+    state[i] = 2;
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (state[i] == 0) visit(i);
+  }
+
+  // Dependency order: each step after the steps it needs, otherwise file order. With a cycle
+  // the steps on it are left out (the pipeline cannot run anyway).
+  std::vector<size_t> order;
+  std::vector<size_t> waiting(steps.size());
+  std::vector<std::vector<size_t>> users(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    waiting[i] = deps[i].size();
+    for (size_t j : deps[i]) users[j].push_back(i);
+  }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (waiting[i] == 0) ready.insert(i);
+  }
+  while (!ready.empty()) {
+    size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (size_t u : users[i]) {
+      if (--waiting[u] == 0) ready.insert(u);
+    }
+  }
+  std::vector<size_t> new_index(steps.size(), SIZE_MAX);
+  for (size_t k = 0; k < order.size(); ++k) new_index[order[k]] = k;
+  for (size_t i : order) {
+    Step step = steps[i];
+    for (size_t j : deps[i]) step.deps.push_back(new_index[j]);
+    std::sort(step.deps.begin(), step.deps.end());
+    p.steps.push_back(std::move(step));
+  }
+  return p;
+}
+
+}  // namespace cairn::pipeline

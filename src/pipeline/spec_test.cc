@@ -1,0 +1,256 @@
+#include "pipeline/spec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace cairn::pipeline {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+// Paths that exist "on disk" for these tests.
+bool FakeExists(const std::string&, const std::string& path) {
+  static const std::set<std::string> kFiles = {"raw", "raw/a.csv", "prep.py", "train.py"};
+  return kFiles.count(path) != 0;
+}
+
+constexpr const char* kRecsys = R"(
+name: recsys
+params: {lr: 0.01, epochs: 3}
+steps:
+  prepare:
+    run: python prep.py --out data/
+    inputs: [raw/]
+    outputs: [data/]
+  train:
+    needs: [prepare]
+    run: python train.py --data data/ --lr ${params.lr} --epochs ${params.epochs}
+    outputs: [model.pt]
+    resources: {cpus: 2, memory: 4G, gpus: 1}
+    retries: {limit: 2, backoff: 10s}
+    timeout: 1h30m
+  evaluate:
+    needs: [train]
+    run: python eval.py --model model.pt > metrics.json
+    outputs: [metrics.json]
+    cache: false
+    variables: {PYTHONHASHSEED: "0", HOME_COPY: "${HOME}"}
+)";
+
+Pipeline Expand(const std::string& yaml, std::vector<std::string>* problems,
+                const std::map<std::string, std::string>& overrides = {}) {
+  Result<PipelineSpec> spec = ParsePipelineSpec(yaml, "pipeline.yaml", problems);
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  if (!spec.ok()) return {};
+  return ExpandPipeline(*spec, overrides, "/project", FakeExists, problems);
+}
+
+TEST(PipelineSpecTest, TheIssueExampleReadsAsWritten) {
+  std::vector<std::string> problems;
+  Pipeline p = Expand(kRecsys, &problems);
+  ASSERT_THAT(problems, IsEmpty());
+  EXPECT_EQ(p.name, "recsys");
+  ASSERT_EQ(p.steps.size(), 3u);
+  const Step& train = p.steps[1];
+  EXPECT_EQ(train.id, "train");
+  EXPECT_EQ(train.command, "python train.py --data data/ --lr 0.01 --epochs 3");
+  EXPECT_THAT(train.deps, ElementsAre(0u));
+  EXPECT_EQ(train.resources.cpus, 2);
+  EXPECT_EQ(train.resources.memory_mib, 4096);
+  EXPECT_EQ(train.resources.gpus, 1);
+  EXPECT_EQ(train.retries.limit, 2);
+  EXPECT_EQ(train.retries.backoff_ms, 10'000);
+  EXPECT_EQ(train.timeout_ms, 5'400'000);
+  EXPECT_EQ(train.params, (std::map<std::string, std::string>{{"epochs", "3"}, {"lr", "0.01"}}));
+  EXPECT_TRUE(p.steps[0].params.empty()) << "prepare uses no parameter";
+  EXPECT_THAT(p.steps[0].inputs, ElementsAre("raw"));
+  EXPECT_THAT(p.steps[0].outputs, ElementsAre("data"));
+  const Step& evaluate = p.steps[2];
+  EXPECT_FALSE(evaluate.cache);
+  EXPECT_EQ(evaluate.variables.at("HOME_COPY"), "${HOME}") << "other ${...} are the shell's";
+  EXPECT_EQ(p.Find("evaluate"), 2);
+  EXPECT_EQ(p.Find("nope"), -1);
+}
+
+TEST(PipelineSpecTest, OverridesReplaceParameters) {
+  std::vector<std::string> problems;
+  Pipeline p = Expand(kRecsys, &problems, {{"lr", "0.1"}, {"nope", "1"}});
+  EXPECT_THAT(problems, ElementsAre("-p nope: the pipeline has no parameter nope"));
+  EXPECT_EQ(p.steps[1].command, "python train.py --data data/ --lr 0.1 --epochs 3");
+}
+
+TEST(PipelineSpecTest, AnInputInsideAnotherStepsOutputIsADependency) {
+  std::vector<std::string> problems;
+  Pipeline p = Expand(R"(
+name: x
+steps:
+  report:
+    run: cat data/train.csv out/a.txt
+    inputs: [data/train.csv, out/]
+  prepare:
+    run: python prep.py
+    inputs: [raw/a.csv, prep.py]
+    outputs: [./data//]
+  write:
+    run: echo > out/a.txt
+    outputs: [out/a.txt]
+)",
+                      &problems);
+  ASSERT_THAT(problems, IsEmpty());
+  // Dependency order: prepare and write before report.
+  ASSERT_EQ(p.steps.size(), 3u);
+  EXPECT_EQ(p.steps[0].id, "prepare");
+  EXPECT_EQ(p.steps[1].id, "write");
+  EXPECT_EQ(p.steps[2].id, "report");
+  EXPECT_THAT(p.steps[2].deps, ElementsAre(0u, 1u));
+}
+
+TEST(PipelineSpecTest, ForeachFansOutOverAListOrAListParameter) {
+  std::vector<std::string> problems;
+  Pipeline p = Expand(R"(
+name: fan
+params: {seeds: [1, 2, 3], model: small}
+steps:
+  train:
+    foreach: ${params.seeds}
+    run: python train.py --seed ${item} --model ${params.model}
+    outputs:
+      - models/${item}.pt
+  shard:
+    foreach: [a, b]
+    run: echo ${item}
+  score:
+    needs: [train]
+    run: python score.py models/
+    inputs: [models/]
+)",
+                      &problems);
+  ASSERT_THAT(problems, IsEmpty());
+  std::vector<std::string> ids;
+  for (const Step& s : p.steps) ids.push_back(s.id);
+  EXPECT_THAT(ids,
+              ElementsAre("train[1]", "train[2]", "train[3]", "shard[a]", "shard[b]", "score"));
+  EXPECT_EQ(p.steps[1].command, "python train.py --seed 2 --model small");
+  EXPECT_THAT(p.steps[1].outputs, ElementsAre("models/2.pt"));
+  EXPECT_THAT(p.steps[5].deps, ElementsAre(0u, 1u, 2u));
+  EXPECT_EQ(p.steps[0].item, "1");
+
+  problems.clear();
+  Pipeline q = Expand(R"(
+name: fan
+params: {seeds: [1, 2, 3]}
+steps:
+  train:
+    foreach: ${params.seeds}
+    run: python train.py --seed ${item}
+)",
+                      &problems, {{"seeds", "7,8"}});
+  ASSERT_THAT(problems, IsEmpty());
+  ASSERT_EQ(q.steps.size(), 2u);
+  EXPECT_EQ(q.steps[1].command, "python train.py --seed 8");
+}
+
+TEST(PipelineSpecTest, ValidateNamesEveryProblemAtOnce) {
+  std::vector<std::string> problems;
+  Expand(R"(
+name: broken
+params: {lr: 0.1}
+steps:
+  a:
+    needs: [c]
+    run: step a ${params.lr}
+  b:
+    needs: [a, ghost]
+    run: step b --rate ${params.rate}
+    outputs: [out/model.pt]
+  c:
+    needs: [b]
+    run: step c ${item}
+    inputs: [missing.csv]
+    outputs: [out/]
+  d:
+    run: step d
+    outputs: [out/model.pt]
+    retries: {limit: lots}
+    timeout: soon
+    resources: {cpus: 0, memory: 12 parsecs}
+    colour: blue
+)",
+         &problems);
+  EXPECT_THAT(problems,
+              UnorderedElementsAre(
+                  "steps.d.retries.limit: must be a whole number from 0 to 100, got 'lots'",
+                  HasSubstr("steps.d.timeout: 'soon' is not a duration"),
+                  "steps.d.resources.cpus: must be a number above 0, got '0'",
+                  HasSubstr("steps.d.resources.memory: '12 parsecs' is not an amount of memory"),
+                  HasSubstr("steps.d.colour: is not a known key"),
+                  "steps.b.run: ${params.rate} names no parameter (parameters: lr)",
+                  "steps.c.run: ${item} is only known in a step with foreach",
+                  "steps b and c write overlapping outputs: out/model.pt is inside out",
+                  "steps b and d both write out/model.pt",
+                  "steps c and d write overlapping outputs: out/model.pt is inside out",
+                  "steps.b.needs: no step is named ghost (steps: a, b, c, d)",
+                  "steps.c.inputs: missing.csv does not exist and no step writes it",
+                  "cycle: a -> b -> c -> a"));
+}
+
+TEST(PipelineSpecTest, ShapeProblems) {
+  std::vector<std::string> problems;
+  EXPECT_EQ(ParsePipelineSpec("[1, 2]", "p.yaml", &problems).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_THAT(ParsePipelineSpec("a: [", "p.yaml", &problems).status().message(),
+              HasSubstr("not valid YAML at line"));
+  problems.clear();
+  ASSERT_TRUE(ParsePipelineSpec("params: {x: 1}\n", "p.yaml", &problems).ok());
+  EXPECT_THAT(problems, ElementsAre("name: is missing: every pipeline has a name",
+                                    "steps: must map step names to steps, and name at least one"));
+  problems.clear();
+  Expand("name: n\nsteps:\n  'bad name':\n    outputs: [../escape, /abs]\n", &problems);
+  EXPECT_THAT(problems,
+              UnorderedElementsAre(
+                  "steps.bad name: a step name may hold letters, digits, '_', '-' and '.' only",
+                  "steps.bad name.run: is missing: the command the step runs",
+                  "steps.bad name.outputs: ../escape is outside the pipeline's directory; "
+                  "outputs must be inside it",
+                  "steps.bad name.outputs: /abs is outside the pipeline's directory; outputs "
+                  "must be inside it"));
+}
+
+TEST(PipelineSpecTest, DurationsAndMemory) {
+  EXPECT_EQ(*ParseDuration("90"), 90'000);
+  EXPECT_EQ(*ParseDuration("1.5"), 1'500);
+  EXPECT_EQ(*ParseDuration("500ms"), 500);
+  EXPECT_EQ(*ParseDuration("10s"), 10'000);
+  EXPECT_EQ(*ParseDuration("2m"), 120'000);
+  EXPECT_EQ(*ParseDuration("1h30m"), 5'400'000);
+  EXPECT_EQ(*ParseDuration("1d"), 86'400'000);
+  EXPECT_FALSE(ParseDuration("").ok());
+  EXPECT_FALSE(ParseDuration("10 parsecs").ok());
+  EXPECT_FALSE(ParseDuration("-1").ok());
+  EXPECT_EQ(*ParseMemory("512"), 512);
+  EXPECT_EQ(*ParseMemory("512M"), 512);
+  EXPECT_EQ(*ParseMemory("4G"), 4096);
+  EXPECT_EQ(*ParseMemory("4GB"), 4096);
+  EXPECT_EQ(*ParseMemory("1.5GiB"), 1536);
+  EXPECT_EQ(*ParseMemory("100K"), 1);
+  EXPECT_EQ(*ParseMemory("1T"), 1024 * 1024);
+  EXPECT_FALSE(ParseMemory("lots").ok());
+  EXPECT_FALSE(ParseMemory("0").ok());
+}
+
+TEST(PipelineSpecTest, NormalisePath) {
+  EXPECT_EQ(NormalisePath("./a//b/../c/"), "a/c");
+  EXPECT_EQ(NormalisePath("data/"), "data");
+  EXPECT_EQ(NormalisePath("."), ".");
+  EXPECT_EQ(NormalisePath("/srv/data/"), "/srv/data");
+  EXPECT_EQ(NormalisePath("../x"), "");
+  EXPECT_EQ(NormalisePath(""), "");
+}
+
+}  // namespace
+}  // namespace cairn::pipeline
