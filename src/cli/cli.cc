@@ -57,6 +57,7 @@ int Main(int argc, char** argv) {
   RegisterExperiments(app, &action);
   RegisterRuns(app, &action);
   RegisterSync(app, &action);
+  RegisterPipeline(app, &action);
   try {
     app.parse(parsed, argv);
   } catch (const CLI::ParseError& e) {

@@ -33,5 +33,7 @@ void RegisterRuns(CLI::App& app, Action* action);
 void RegisterSync(CLI::App& app, Action* action);
 // `cairn env ...`; `after_dashes` as for run (`cairn env exec -- COMMAND`).
 void RegisterEnv(CLI::App& app, Action* action, std::vector<std::string> after_dashes);
+// `cairn pipeline validate|run|resume|explain|status|ls`.
+void RegisterPipeline(CLI::App& app, Action* action);
 
 }  // namespace cairn::cli

@@ -44,6 +44,20 @@ std::string RemoteUrl(git_repository* repo) {
   return StripCredentials(git_remote_url(remote.get()));
 }
 
+// Whether the repository path `path` is one of `exclude` (absolute) or lies under one.
+bool Excluded(const std::string& root, const char* path, const std::vector<std::string>& exclude) {
+  if (path == nullptr || exclude.empty()) return false;
+  std::string full = root;
+  if (!full.empty() && full.back() != '/') full += '/';
+  full += path;
+  for (const std::string& e : exclude) {
+    if (full == e || (full.size() > e.size() && full.starts_with(e) && full[e.size()] == '/')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Appends the patch of every delta; untracked files only when text and small enough.
 Status AppendPatches(git_diff* diff, const CodeStateOptions& options, CodeState* state) {
   const size_t n = git_diff_num_deltas(diff);
@@ -53,6 +67,10 @@ Status AppendPatches(git_diff* diff, const CodeStateOptions& options, CodeState*
     // not the user's code: counting it would make every run after the first one dirty.
     if (delta->status == GIT_DELTA_UNTRACKED &&
         std::string_view(delta->new_file.path).starts_with(".cairn/")) {
+      continue;
+    }
+    if (Excluded(state->root, delta->new_file.path, options.exclude) ||
+        Excluded(state->root, delta->old_file.path, options.exclude)) {
       continue;
     }
     state->dirty = true;
@@ -72,8 +90,7 @@ Status AppendPatches(git_diff* diff, const CodeStateOptions& options, CodeState*
     std::string_view text(buf.ptr, buf.size);
     if (delta->status == GIT_DELTA_UNTRACKED && (delta->flags & GIT_DIFF_FLAG_BINARY) != 0) {
       state->untracked_skipped.push_back(delta->new_file.path);
-    } else if (static_cast<int64_t>(state->patch.size() + text.size()) >
-               options.max_patch_bytes) {
+    } else if (static_cast<int64_t>(state->patch.size() + text.size()) > options.max_patch_bytes) {
       state->patch_truncated = true;
     } else {
       state->patch.append(text);
@@ -99,9 +116,8 @@ std::string StripCredentials(std::string_view url) {
   const std::string_view scheme = url.substr(0, scheme_end);
   const size_t authority = scheme_end + 3;
   const size_t path = url.find('/', authority);
-  const std::string_view host_part =
-      url.substr(authority, path == std::string_view::npos ? std::string_view::npos
-                                                           : path - authority);
+  const std::string_view host_part = url.substr(
+      authority, path == std::string_view::npos ? std::string_view::npos : path - authority);
   const size_t at = host_part.rfind('@');
   if (at == std::string_view::npos) return std::string(url);
   std::string_view user = host_part.substr(0, at);
@@ -172,8 +188,7 @@ Result<CodeState> ReadCodeState(const std::string& dir, const CodeStateOptions& 
   diff_options.flags = GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS |
                        GIT_DIFF_SHOW_UNTRACKED_CONTENT;
   git_diff* raw_diff = nullptr;
-  if (git_diff_tree_to_workdir_with_index(&raw_diff, repo.get(), tree.get(), &diff_options) !=
-      0) {
+  if (git_diff_tree_to_workdir_with_index(&raw_diff, repo.get(), tree.get(), &diff_options) != 0) {
     return GitError("comparing the working tree with HEAD");
   }
   Diff diff(raw_diff);

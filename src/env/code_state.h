@@ -21,6 +21,9 @@ struct CodeStateOptions {
   // The whole patch is cut at this size (the cut is marked), so that a run never uploads an
   // unbounded diff.
   int64_t max_patch_bytes = 16 * 1024 * 1024;
+  // Absolute paths (files or directories) whose changes are left out: a pipeline's data and
+  // outputs are not its code.
+  std::vector<std::string> exclude;
 };
 
 struct CodeState {
@@ -32,8 +35,8 @@ struct CodeState {
   // True when tracked files differ from HEAD (in the index or the working tree) or untracked,
   // not ignored files exist.
   bool dirty = false;
-  std::string patch;                    // the differences; empty when clean
-  bool patch_truncated = false;         // cut at max_patch_bytes
+  std::string patch;                           // the differences; empty when clean
+  bool patch_truncated = false;                // cut at max_patch_bytes
   std::vector<std::string> untracked_skipped;  // untracked files left out (binary or too large)
 };
 

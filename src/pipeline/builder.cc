@@ -207,13 +207,15 @@ bool BuildResult::ok() const {
   return std::all_of(states.begin(), states.end(), [](StepState s) { return Completed(s); });
 }
 
-std::string LogFileName(const std::string& step_id) {
+std::string StepFileName(const std::string& step_id) {
   std::string name = step_id;
   for (char& c : name) {
     if (c == '/' || c == '\0') c = '_';
   }
-  return name + ".log";
+  return name;
 }
+
+std::string LogFileName(const std::string& step_id) { return StepFileName(step_id) + ".log"; }
 
 Result<BuildResult> RunPipeline(const Pipeline& pipeline, Executor& executor, StepHooks& hooks,
                                 const BuildOptions& options) {

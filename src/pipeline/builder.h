@@ -53,6 +53,8 @@ struct BuildResult {
   bool ok() const;  // every step done or cached
 };
 
+// A step id as a file name: "train[a/b]" -> "train[a_b]".
+std::string StepFileName(const std::string& step_id);
 // The log file name of a step id: "train[a/b]" -> "train[a_b].log".
 std::string LogFileName(const std::string& step_id);
 

@@ -58,4 +58,9 @@ class Executor {
 // Child processes on this machine, in their own process groups, output to their log files.
 std::unique_ptr<Executor> NewLocalExecutor();
 
+// Kills the process groups of processes left running by an earlier session of the pipeline
+// run `run_id` (a runner killed with SIGKILL leaves its steps running): those whose
+// environment holds CAIRN_PIPELINE_RUN=<run_id>. Returns how many groups were signalled.
+int KillLeftoverSteps(const std::string& run_id);
+
 }  // namespace cairn::pipeline

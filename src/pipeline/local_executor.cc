@@ -7,12 +7,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <set>
+#include <string_view>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <vector>
 
 #include "pipeline/executor.h"
+#include "util/file.h"
 #include "util/process.h"
 
 namespace cairn::pipeline {
@@ -122,5 +126,34 @@ class LocalExecutor : public Executor {
 }  // namespace
 
 std::unique_ptr<Executor> NewLocalExecutor() { return std::make_unique<LocalExecutor>(); }
+
+int KillLeftoverSteps(const std::string& run_id) {
+  const std::string marker = "CAIRN_PIPELINE_RUN=" + run_id;
+  std::set<pid_t> groups;
+  std::error_code ec;
+  for (const std::filesystem::directory_entry& e :
+       std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    const pid_t pid = std::stoi(name);
+    if (pid == getpid()) continue;
+    Result<std::string> environ = ReadFile(e.path() / "environ");
+    if (!environ.ok()) continue;
+    // NUL-separated NAME=value entries.
+    size_t pos = 0;
+    bool found = false;
+    while (pos < environ->size() && !found) {
+      size_t end = environ->find('\0', pos);
+      if (end == std::string::npos) end = environ->size();
+      found = std::string_view(*environ).substr(pos, end - pos) == marker;
+      pos = end + 1;
+    }
+    if (!found) continue;
+    const pid_t group = getpgid(pid);
+    if (group > 0 && group != getpgrp()) groups.insert(group);
+  }
+  for (pid_t group : groups) kill(-group, SIGKILL);
+  return static_cast<int>(groups.size());
+}
 
 }  // namespace cairn::pipeline

@@ -57,7 +57,7 @@ Status SyncDir(const fs::path& dir) {
   return s;
 }
 
-Status WriteFileAtomic(const fs::path& path, std::string_view bytes) {
+Status WriteFileAtomic(const fs::path& path, std::string_view bytes, Sync sync) {
   fs::path tmp = TempPathFor(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("create", tmp);
@@ -73,7 +73,7 @@ Status WriteFileAtomic(const fs::path& path, std::string_view bytes) {
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (sync == Sync::kDurable && ::fsync(fd) != 0) {
     Status s = ErrnoStatus("fsync", tmp);
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -85,6 +85,7 @@ Status WriteFileAtomic(const fs::path& path, std::string_view bytes) {
     ::unlink(tmp.c_str());
     return s;
   }
+  if (sync == Sync::kNoSync) return Status::Ok();
   fs::path parent = path.parent_path();
   return SyncDir(parent.empty() ? fs::path(".") : parent);
 }

@@ -12,7 +12,11 @@
 namespace cairn {
 
 Result<std::string> ReadFile(const std::filesystem::path& path);
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes);
+// kNoSync skips the fsyncs: still never torn for readers, but after a crash of the machine
+// the file may be empty or missing. For records that are only worth keeping (cache entries).
+enum class Sync { kDurable, kNoSync };
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view bytes,
+                       Sync sync = Sync::kDurable);
 Status MakeDirs(const std::filesystem::path& path);
 // fsyncs a directory so a rename inside it is durable.
 Status SyncDir(const std::filesystem::path& dir);

@@ -1,0 +1,557 @@
+// `cairn pipeline validate|run|resume|explain|status|ls`: wiring around the pipeline layer
+// (pipeline/spec.h, plan.h, builder.h, run_state.h). See docs/pipelines.md.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "client/tracking_client.h"
+#include "pipeline/builder.h"
+#include "pipeline/executor.h"
+#include "pipeline/run_state.h"
+#include "pipeline/session.h"
+#include "pipeline/spec.h"
+#include "pipeline/step_cache.h"
+#include "pipeline/tracker.h"
+#include "util/clock.h"
+#include "util/file.h"
+#include "util/hash.h"
+
+namespace cairn::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using pipeline::Pipeline;
+using pipeline::RunState;
+using pipeline::StepEvent;
+using pipeline::StepState;
+
+struct PipelineFlags {
+  std::string file = "pipeline.yaml";
+  std::vector<std::string> params;  // k=v
+  int jobs = 0;                     // 0: the cpus
+  double cpus = 0;                  // 0: this machine's
+  std::string memory;               // "": this machine's
+  int gpus = -1;                    // -1: this machine's (none without nvidia-smi)
+  std::string executor = "local";
+  bool no_cache = false;
+  bool no_track = false;
+  std::string tracking_uri;
+  std::string run;   // status, resume, explain
+  std::string step;  // explain
+};
+
+std::atomic<bool> g_interrupted{false};
+
+void OnInterrupt(int) { g_interrupted = true; }
+
+int Problems(const std::string& file, const std::vector<std::string>& problems) {
+  std::fprintf(stderr, "%s: %zu problem%s:\n", file.c_str(), problems.size(),
+               problems.size() == 1 ? "" : "s");
+  for (const std::string& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());
+  return 1;
+}
+
+std::string FormatSeconds(int64_t ms) {
+  char buf[32];
+  if (ms < 60'000) {
+    std::snprintf(buf, sizeof buf, "%.1f s", ms / 1000.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(ms / 60'000),
+                  static_cast<int>(ms / 1000 % 60));
+  }
+  return buf;
+}
+
+std::string FormatTime(int64_t ms) {
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+// Reads and expands a spec; prints the problems and returns nullopt when there are any.
+std::optional<Pipeline> Load(const std::string& file, const std::string& text,
+                             const std::map<std::string, std::string>& overrides,
+                             const std::string& dir) {
+  std::vector<std::string> problems;
+  Result<pipeline::PipelineSpec> spec = pipeline::ParsePipelineSpec(text, file, &problems);
+  if (!spec.ok()) {
+    std::fprintf(stderr, "error: %s\n", spec.status().message().c_str());
+    return std::nullopt;
+  }
+  Pipeline p =
+      pipeline::ExpandPipeline(*spec, overrides, dir, pipeline::PathExistsOnDisk, &problems);
+  if (!problems.empty()) {
+    Problems(file, problems);
+    return std::nullopt;
+  }
+  return p;
+}
+
+Result<std::map<std::string, std::string>> Overrides(const std::vector<std::string>& params) {
+  std::map<std::string, std::string> out;
+  for (const std::string& kv : params) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgument("-p takes name=value, got '" + kv + "'");
+    }
+    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return out;
+}
+
+int Validate(const PipelineFlags& flags) {
+  Result<std::string> text = ReadFile(flags.file);
+  if (!text.ok()) {
+    std::fprintf(stderr, "error: %s\n", text.status().message().c_str());
+    return 2;
+  }
+  Result<std::map<std::string, std::string>> overrides = Overrides(flags.params);
+  if (!overrides.ok()) {
+    std::fprintf(stderr, "error: %s\n", overrides.status().message().c_str());
+    return 2;
+  }
+  const std::string dir = fs::absolute(flags.file).parent_path().string();
+  std::optional<Pipeline> p = Load(flags.file, *text, *overrides, dir);
+  if (!p) return 1;
+  std::printf("%s: pipeline %s, %zu step%s, no problems\n", flags.file.c_str(), p->name.c_str(),
+              p->steps.size(), p->steps.size() == 1 ? "" : "s");
+  for (const pipeline::Step& s : p->steps) {
+    std::string needs;
+    for (size_t d : s.deps) needs += (needs.empty() ? "" : ", ") + p->steps[d].id;
+    std::printf("  %-20s %s%s\n", s.id.c_str(), s.command.c_str(),
+                needs.empty() ? "" : ("   (after " + needs + ")").c_str());
+  }
+  return 0;
+}
+
+// Progress on the terminal: one line per event, and the tail of a failed step's log.
+class TerminalProgress : public pipeline::Progress {
+ public:
+  void Event(const std::string& what, const std::string& step, const std::string& detail) override {
+    std::printf("  %-9s %-24s %s\n", what.c_str(), step.c_str(), detail.c_str());
+    std::fflush(stdout);
+  }
+
+  void FailedLog(const std::string&, const std::string& path) override {
+    std::printf("            log: %s\n", path.c_str());
+    Result<std::string> text = ReadFile(path);
+    if (!text.ok() || text->empty()) return;
+    // The last few lines, so that the reason is on screen.
+    size_t start = text->size();
+    for (int lines = 0; start > 0;) {
+      if ((*text)[start - 1] == '\n' && start != text->size() && ++lines == 6) break;
+      --start;
+    }
+    std::string tail = text->substr(start);
+    size_t pos = 0;
+    while (pos < tail.size()) {
+      size_t end = tail.find('\n', pos);
+      if (end == std::string::npos) end = tail.size();
+      std::printf("            | %s\n", tail.substr(pos, end - pos).c_str());
+      pos = end + 1;
+    }
+    std::fflush(stdout);
+  }
+
+  void Warning(const std::string& text) override {
+    std::fprintf(stderr, "warning: %s\n", text.c_str());
+  }
+};
+
+// This machine's share: its cpus, its memory, no GPUs unless told.
+pipeline::Budget MachineBudget(const PipelineFlags& flags, std::string* error) {
+  pipeline::Budget b;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  b.cpus = flags.cpus > 0 ? flags.cpus : cores;
+  b.jobs = flags.jobs > 0 ? flags.jobs : static_cast<int>(std::max(1.0, b.cpus));
+  if (!flags.memory.empty()) {
+    Result<int64_t> m = pipeline::ParseMemory(flags.memory);
+    if (!m.ok()) {
+      *error = "--memory: " + m.status().message();
+    } else {
+      b.memory_mib = *m;
+    }
+  } else {
+    b.memory_mib = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) >> 20;
+  }
+  b.gpus = flags.gpus >= 0 ? flags.gpus : 0;
+  return b;
+}
+
+int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
+            std::map<std::string, StepEvent> completed, const std::string& cwd) {
+  std::string error;
+  pipeline::Budget budget = MachineBudget(flags, &error);
+  if (!error.empty()) {
+    std::fprintf(stderr, "error: %s\n", error.c_str());
+    return 2;
+  }
+  if (std::vector<std::string> problems = pipeline::Plan::CheckBudget(p, budget);
+      !problems.empty()) {
+    std::fprintf(stderr, "error: steps cannot run on this machine:\n");
+    for (const std::string& s : problems) std::fprintf(stderr, "  %s\n", s.c_str());
+    std::fprintf(stderr, "(--gpus and --memory set the budget)\n");
+    return 2;
+  }
+  std::unique_ptr<pipeline::Executor> executor = pipeline::NewLocalExecutor();
+  TerminalProgress progress;
+  std::unique_ptr<pipeline::Tracker> tracker;
+  if (!state.info().tracking_uri.empty()) {
+    Result<std::unique_ptr<pipeline::Tracker>> started =
+        pipeline::Tracker::Start(state.info().tracking_uri, p, state.info(), progress);
+    if (!started.ok()) {
+      std::fprintf(stderr, "error: %s\n", started.status().message().c_str());
+      return 2;
+    }
+    tracker = std::move(*started);
+  }
+  pipeline::SessionOptions session_options;
+  session_options.tracker = tracker.get();
+  session_options.workdir = cwd;
+  session_options.use_cache = !flags.no_cache;
+  session_options.completed = std::move(completed);
+  Result<std::unique_ptr<pipeline::Session>> session =
+      pipeline::Session::Create(p, state, std::move(session_options), progress);
+  if (!session.ok()) {
+    std::fprintf(stderr, "error: %s\n", session.status().message().c_str());
+    return 1;
+  }
+  pipeline::Session& hooks = **session;
+  pipeline::BuildOptions options;
+  options.budget = budget;
+  options.cwd = cwd;
+  options.log_dir = state.log_dir();
+  options.interrupted = &g_interrupted;
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {
+  }, old_term{};
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  std::printf("pipeline %s: %zu step%s, run %s (%s, %d job%s, %g cpus)\n", p.name.c_str(),
+              p.steps.size(), p.steps.size() == 1 ? "" : "s", state.info().id.c_str(),
+              executor->name().c_str(), budget.jobs, budget.jobs == 1 ? "" : "s", budget.cpus);
+  if (tracker != nullptr) {
+    std::printf("tracked at %s, experiment %s\n", tracker->tracking_uri().c_str(), p.name.c_str());
+  }
+  std::fflush(stdout);
+  const int64_t t0 = SystemClock()->NowMillis();
+  Result<pipeline::BuildResult> result = pipeline::RunPipeline(p, *executor, hooks, options);
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (tracker != nullptr) {
+    tracker->Finish(result.ok() && result->ok(), result.ok() && result->interrupted);
+  }
+  if (!result.ok()) {
+    std::fprintf(stderr, "error: %s\n", result.status().message().c_str());
+    return 1;
+  }
+  std::string summary;
+  for (const auto& [s, n] : hooks.counts()) {
+    summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + s;
+  }
+  std::printf("%s in %s%s\n", summary.c_str(),
+              FormatSeconds(SystemClock()->NowMillis() - t0).c_str(),
+              result->ok() ? ""
+                           : ("; `cairn pipeline resume " + state.info().id.substr(0, 8) +
+                              "` runs what did not complete")
+                                 .c_str());
+  if (result->interrupted) return 130;
+  return result->ok() ? 0 : 1;
+}
+
+int Run(const PipelineFlags& flags) {
+  if (flags.executor != "local") {
+    std::fprintf(stderr, "error: --executor %s: only the local executor is available\n",
+                 flags.executor.c_str());
+    return 2;
+  }
+  Result<std::string> text = ReadFile(flags.file);
+  if (!text.ok()) {
+    std::fprintf(stderr, "error: %s\n", text.status().message().c_str());
+    return 2;
+  }
+  Result<std::map<std::string, std::string>> overrides = Overrides(flags.params);
+  if (!overrides.ok()) {
+    std::fprintf(stderr, "error: %s\n", overrides.status().message().c_str());
+    return 2;
+  }
+  const std::string file = fs::absolute(flags.file).lexically_normal().string();
+  const std::string dir = fs::path(file).parent_path().string();
+  std::optional<Pipeline> p = Load(flags.file, *text, *overrides, dir);
+  if (!p) return 1;
+  pipeline::RunInfo info;
+  info.id = RandomHex(16);
+  info.name = p->name;
+  info.spec_file = file;
+  info.params = p->params;
+  info.overrides = *overrides;
+  info.executor = flags.executor;
+  info.started_ms = SystemClock()->NowMillis();
+  if (!flags.no_track) info.tracking_uri = client::ResolveTrackingUri(flags.tracking_uri);
+  Result<std::unique_ptr<RunState>> state = RunState::Create(RunState::RootOf(dir), info, *text);
+  if (!state.ok()) {
+    std::fprintf(stderr, "error: %s\n", state.status().message().c_str());
+    return 1;
+  }
+  return Execute(*p, **state, flags, {}, dir);
+}
+
+int Resume(const PipelineFlags& flags) {
+  const std::string dir = fs::absolute(flags.file).lexically_normal().parent_path().string();
+  Result<std::unique_ptr<RunState>> state = RunState::Open(RunState::RootOf(dir), flags.run);
+  if (!state.ok()) {
+    std::fprintf(stderr, "error: %s\n", state.status().message().c_str());
+    return state.status().code() == StatusCode::kNotFound ? 1 : 2;
+  }
+  Result<std::string> text = ReadFile((*state)->spec_path());
+  if (!text.ok()) {
+    std::fprintf(stderr, "error: %s\n", text.status().message().c_str());
+    return 1;
+  }
+  const std::string run_dir = fs::path((*state)->info().spec_file).parent_path().string();
+  std::optional<Pipeline> p =
+      Load((*state)->info().spec_file, *text, (*state)->info().overrides, run_dir);
+  if (!p) return 1;
+  // Steps an earlier session left running (its runner killed) would race the new attempts.
+  if (int killed = pipeline::KillLeftoverSteps((*state)->info().id); killed > 0) {
+    std::printf("stopped %d step process group%s left running by the earlier session\n", killed,
+                killed == 1 ? "" : "s");
+  }
+  std::map<std::string, StepEvent> completed;
+  for (auto& [step, e] : (*state)->Latest()) {
+    if (e.state == "done" || e.state == "cached") completed[step] = e;
+  }
+  return Execute(*p, **state, flags, std::move(completed), run_dir);
+}
+
+int Status_(const PipelineFlags& flags) {
+  const std::string dir = fs::absolute(flags.file).lexically_normal().parent_path().string();
+  Result<std::unique_ptr<RunState>> state = RunState::Open(RunState::RootOf(dir), flags.run);
+  if (!state.ok()) {
+    std::fprintf(stderr, "error: %s\n", state.status().message().c_str());
+    return 1;
+  }
+  const pipeline::RunInfo& info = (*state)->info();
+  std::printf("pipeline %s, run %s, started %s (%s)\n", info.name.c_str(), info.id.c_str(),
+              FormatTime(info.started_ms).c_str(), info.executor.c_str());
+  std::map<std::string, StepEvent> latest = (*state)->Latest();
+  // In the order of the spec the run started with.
+  std::vector<std::string> order;
+  if (Result<std::string> text = ReadFile((*state)->spec_path()); text.ok()) {
+    std::vector<std::string> problems;
+    if (Result<pipeline::PipelineSpec> spec =
+            pipeline::ParsePipelineSpec(*text, info.spec_file, &problems);
+        spec.ok()) {
+      Pipeline p = pipeline::ExpandPipeline(
+          *spec, info.overrides, fs::path(info.spec_file).parent_path().string(),
+          [](const std::string&, const std::string&) { return true; }, &problems);
+      for (const pipeline::Step& s : p.steps) order.push_back(s.id);
+    }
+  }
+  for (const auto& [step, e] : latest) {
+    if (std::find(order.begin(), order.end(), step) == order.end()) order.push_back(step);
+  }
+  int incomplete = 0;
+  for (const std::string& step : order) {
+    auto it = latest.find(step);
+    std::string state_name = it == latest.end() ? "waiting" : it->second.state;
+    if (state_name == "started" || state_name == "retrying") state_name = "interrupted";
+    if (state_name != "done" && state_name != "cached") ++incomplete;
+    std::string detail = it == latest.end() ? "" : it->second.reason;
+    if (it != latest.end() && !it->second.cached_from.empty() &&
+        it->second.cached_from != info.id) {
+      detail = "from run " + it->second.cached_from.substr(0, 8);
+    }
+    std::printf("  %-11s %-24s %s\n", state_name.c_str(), step.c_str(), detail.c_str());
+  }
+  std::printf("%s\n", incomplete == 0 ? "complete"
+                                      : (std::to_string(incomplete) + " of " +
+                                         std::to_string(order.size()) + " steps did not complete")
+                                            .c_str());
+  return 0;
+}
+
+int Explain(const PipelineFlags& flags) {
+  const std::string dir = fs::absolute(flags.file).lexically_normal().parent_path().string();
+  const std::string root = RunState::RootOf(dir);
+  Result<std::unique_ptr<RunState>> state = RunState::Open(root, flags.run);
+  if (!state.ok()) {
+    std::fprintf(stderr, "error: %s\n", state.status().message().c_str());
+    return 1;
+  }
+  const pipeline::RunInfo& info = (*state)->info();
+  std::map<std::string, StepEvent> latest = (*state)->Latest();
+  auto event = latest.find(flags.step);
+  if (event == latest.end()) {
+    std::fprintf(stderr, "error: run %s has no step %s\n", info.id.substr(0, 8).c_str(),
+                 flags.step.c_str());
+    return 1;
+  }
+  Result<pipeline::KeyParts> now = pipeline::Session::ReadKeyParts(**state, flags.step);
+  std::printf("step %s in run %s: %s", flags.step.c_str(), info.id.substr(0, 8).c_str(),
+              event->second.state.c_str());
+  if (!event->second.cached_from.empty() && event->second.cached_from != info.id) {
+    std::printf(" (outputs of run %s)", event->second.cached_from.substr(0, 8).c_str());
+  }
+  std::printf("\n");
+  if (!now.ok()) {
+    std::printf("its cache key was not computed in this run (the step never became ready)\n");
+    return 0;
+  }
+  std::printf("key %s\n", now->Key().c_str());
+  // The step's previous run: the newest earlier run of this pipeline that computed its key.
+  for (const pipeline::RunInfo& other : RunState::List(root)) {
+    if (other.name != info.name || other.id == info.id || other.started_ms > info.started_ms) {
+      continue;
+    }
+    Result<std::unique_ptr<RunState>> before = RunState::Open(root, other.id);
+    if (!before.ok()) continue;
+    Result<pipeline::KeyParts> then = pipeline::Session::ReadKeyParts(**before, flags.step);
+    if (!then.ok()) continue;
+    std::printf("compared with run %s (%s):\n", other.id.substr(0, 8).c_str(),
+                FormatTime(other.started_ms).c_str());
+    std::vector<std::string> changes = pipeline::ExplainChanges(*then, *now);
+    if (changes.empty()) std::printf("  the same key: nothing the step depends on changed\n");
+    for (const std::string& c : changes) std::printf("  %s\n", c.c_str());
+    return 0;
+  }
+  std::printf("no earlier run of %s computed the key of %s\n", info.name.c_str(),
+              flags.step.c_str());
+  return 0;
+}
+
+int List(const PipelineFlags& flags) {
+  const std::string dir = fs::absolute(flags.file).lexically_normal().parent_path().string();
+  std::vector<pipeline::RunInfo> runs = pipeline::RunState::List(RunState::RootOf(dir));
+  if (runs.empty()) {
+    std::printf("no pipeline runs in %s\n", dir.c_str());
+    return 0;
+  }
+  std::printf("%-10s %-19s %-16s %s\n", "RUN", "STARTED", "PIPELINE", "STEPS");
+  for (const pipeline::RunInfo& info : runs) {
+    Result<std::unique_ptr<RunState>> state = RunState::Open(RunState::RootOf(dir), info.id);
+    std::map<std::string, int> counts;
+    if (state.ok()) {
+      for (const auto& [step, e] : (*state)->Latest()) {
+        const bool stopped = e.state == "started" || e.state == "retrying";
+        ++counts[stopped ? "interrupted" : e.state];
+      }
+    }
+    std::string summary;
+    for (const auto& [s, n] : counts) {
+      summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + s;
+    }
+    std::printf("%-10s %-19s %-16s %s\n", info.id.substr(0, 8).c_str(),
+                FormatTime(info.started_ms).c_str(), info.name.c_str(), summary.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterPipeline(CLI::App& app, Action* action) {
+  CLI::App* group = app.add_subcommand(
+      "pipeline",
+      "Pipelines: a DAG of steps declared in pipeline.yaml (commands, inputs, outputs,\n"
+      "parameters, resources, retries, timeouts), run in dependency order and in parallel\n"
+      "within a budget, recorded so that a failed or interrupted run can be resumed. See\n"
+      "docs/pipelines.md and docs/formats/pipeline.md.");
+  group->require_subcommand(1);
+  auto add = [&](const std::string& name, const std::string& help,
+                 std::function<int(const PipelineFlags&)> run) {
+    auto flags = std::make_shared<PipelineFlags>();
+    CLI::App* cmd = group->add_subcommand(name, help);
+    cmd->callback([flags, action, run] { *action = [flags, run] { return run(*flags); }; });
+    return std::make_pair(cmd, flags);
+  };
+  auto spec_flags = [](CLI::App* cmd, PipelineFlags* f, bool positional) {
+    if (positional) {
+      cmd->add_option("file", f->file, "The pipeline spec (default: pipeline.yaml)");
+    } else {
+      cmd->add_option("-f,--file", f->file,
+                      "The pipeline spec whose directory holds the runs (default: "
+                      "pipeline.yaml)");
+    }
+  };
+  auto budget_flags = [](CLI::App* cmd, PipelineFlags* f) {
+    cmd->add_option("-j,--jobs", f->jobs, "Steps at once (default: the cpus)");
+    cmd->add_option("--cpus", f->cpus, "Cpus the running steps may hold (default: this machine's)");
+    cmd->add_option("--memory", f->memory,
+                    "Memory the running steps may hold, e.g. 16G (default: this machine's)");
+    cmd->add_option("--gpus", f->gpus, "GPUs the running steps may hold (default: 0)");
+  };
+
+  auto [validate, validate_flags] =
+      add("validate",
+          "Check a pipeline spec and name every problem at once: the shape of each field, unknown\n"
+          "`needs`, cycles, inputs that no step writes and do not exist, two steps writing the\n"
+          "same output, unknown parameters. Exits 1 when there are problems.",
+          Validate);
+  spec_flags(validate, validate_flags.get(), true);
+  validate->add_option("-p,--param", validate_flags->params, "Override a parameter: name=value");
+
+  auto [run, run_flags] =
+      add("run",
+          "Run a pipeline: steps in dependency order, in parallel where the budget allows,\n"
+          "failed attempts retried after their backoff, steps past their timeout killed. Ctrl-C\n"
+          "stops every step and records its state. Exits 0 when every step completed.",
+          Run);
+  spec_flags(run, run_flags.get(), true);
+  run->add_option("-p,--param", run_flags->params, "Override a parameter: name=value");
+  run->add_option("--executor", run_flags->executor, "Where steps run: local (default)");
+  budget_flags(run, run_flags.get());
+  AddTrackingUriOption(run, &run_flags->tracking_uri);
+  run->add_flag("--no-track", run_flags->no_track,
+                "Do not record the run in a tracking server (the local record is kept)");
+  run->add_flag("--no-cache", run_flags->no_cache,
+                "Run every step even when the cache holds its outputs (they are stored anew)");
+
+  auto [resume, resume_flags] =
+      add("resume",
+          "Run what a pipeline run did not complete (after a failure, Ctrl-C or the runner\n"
+          "being killed), with the spec and parameters that run started with; completed steps\n"
+          "are kept.",
+          Resume);
+  resume->add_option("run", resume_flags->run, "The run id (or a unique prefix)")->required();
+  spec_flags(resume, resume_flags.get(), false);
+  budget_flags(resume, resume_flags.get());
+
+  auto [explain, explain_flags] =
+      add("explain",
+          "Say why a step ran or was cached: its cache key in the run, and which parts of it\n"
+          "(command, parameters, variables, outputs, each input, the code, the environment)\n"
+          "differ from the step's previous run.",
+          Explain);
+  explain->add_option("run", explain_flags->run, "The run id (or a unique prefix)")->required();
+  explain->add_option("step", explain_flags->step, "The step id")->required();
+  spec_flags(explain, explain_flags.get(), false);
+
+  auto [status, status_flags] =
+      add("status", "Show each step's state in a pipeline run: done, cached, failed, skipped, ...",
+          Status_);
+  status->add_option("run", status_flags->run, "The run id (or a unique prefix)")->required();
+  spec_flags(status, status_flags.get(), false);
+
+  auto [ls, ls_flags] =
+      add("ls", "List the runs of the pipelines in this directory, newest first.", List);
+  spec_flags(ls, ls_flags.get(), false);
+}
+
+}  // namespace cairn::cli

@@ -1,0 +1,77 @@
+// The record of a pipeline run on disk, which `status`, `ls` and `resume` read. Under
+// <project>/.cairn/pipelines/<run id>/:
+//   run.json      name, spec file, parameters after overrides, executor, start time and the
+//                 tracking run, written once when the run starts
+//   spec.yaml     the spec as the run started with it: `resume` runs that, not a file edited
+//                 since
+//   events.jsonl  one JSON line per step event (started, done, cached, failed, ...), appended
+//                 with a single write each, so a runner killed with SIGKILL loses nothing it
+//                 had recorded; a torn last line is ignored
+//   logs/         each step's output, <step id>.log
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace cairn::pipeline {
+
+struct RunInfo {
+  std::string id;
+  std::string name;       // the pipeline's
+  std::string spec_file;  // as given on the command line, absolute
+  std::map<std::string, std::string> params;
+  std::map<std::string, std::string> overrides;  // the -p values
+  std::string executor;
+  int64_t started_ms = 0;
+  std::string tracking_uri;     // empty: not tracked
+  std::string tracking_run_id;  // the parent run
+  std::string dir;              // the run's directory (not stored)
+};
+
+struct StepEvent {
+  std::string step;
+  std::string state;  // "started", or a StepStateName
+  int attempt = 0;
+  int64_t time_ms = 0;
+  std::string reason;
+  int exit_code = 0;
+  std::string run_id;       // the step's tracking run
+  std::string cached_from;  // for "cached": the pipeline run whose outputs were reused
+  std::string cache_key;
+};
+
+class RunState {
+ public:
+  // The directory runs live in: <project>/.cairn/pipelines.
+  static std::string RootOf(const std::string& project_dir);
+  // Starts the record of a new run (info.id must be set).
+  static Result<std::unique_ptr<RunState>> Create(const std::string& root, RunInfo info,
+                                                  const std::string& spec_text);
+  // The run whose id is `id_or_prefix` or starts with it. NotFound when none does,
+  // InvalidArgument when several do.
+  static Result<std::unique_ptr<RunState>> Open(const std::string& root,
+                                                const std::string& id_or_prefix);
+  // Every run under `root`, newest first.
+  static std::vector<RunInfo> List(const std::string& root);
+
+  const RunInfo& info() const { return info_; }
+  std::string spec_path() const { return info_.dir + "/spec.yaml"; }
+  std::string log_dir() const { return info_.dir + "/logs"; }
+
+  Status Append(const StepEvent& event);
+  // Every event, in order (a torn last line skipped).
+  std::vector<StepEvent> Events() const;
+  // The last event of each step.
+  std::map<std::string, StepEvent> Latest() const;
+
+ private:
+  explicit RunState(RunInfo info) : info_(std::move(info)) {}
+  RunInfo info_;
+};
+
+}  // namespace cairn::pipeline

@@ -1,0 +1,314 @@
+#include "pipeline/session.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "env/code_state.h"
+#include "env/env_store.h"
+#include "env/lock.h"
+#include "env/project_env.h"
+#include "util/clock.h"
+#include "util/file.h"
+#include "util/hash.h"
+
+namespace cairn::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string FormatSeconds(int64_t ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", ms / 1000.0);
+  return buf;
+}
+
+std::string KeysPath(const RunState& state, const std::string& step_id) {
+  return state.info().dir + "/keys/" + StepFileName(step_id) + ".json";
+}
+
+}  // namespace
+
+std::string Session::CanonicalDefinition(const Step& step) {
+  json j = {{"command", step.command},
+            {"params", step.params},
+            {"variables", step.variables},
+            {"outputs", step.outputs}};
+  return j.dump();
+}
+
+Session::Session(const Pipeline& pipeline, RunState& state, SessionOptions options,
+                 Progress& progress)
+    : pipeline_(pipeline), state_(state), options_(std::move(options)), progress_(progress) {}
+
+Session::~Session() {
+  if (stat_cache_) {
+    Status s = stat_cache_->Save();
+    if (!s.ok()) progress_.Warning("cannot save the stat cache: " + s.message());
+  }
+}
+
+Result<std::unique_ptr<Session>> Session::Create(const Pipeline& pipeline, RunState& state,
+                                                 SessionOptions options, Progress& progress) {
+  if (options.cache_root.empty()) options.cache_root = StepCache::DefaultRoot();
+  std::unique_ptr<Session> s(new Session(pipeline, state, std::move(options), progress));
+  CAIRN_ASSIGN_OR_RETURN(s->stat_cache_, StatCache::Open(s->options_.cache_root + "/stat-cache"));
+  s->cache_ = std::make_unique<StepCache>(s->options_.cache_root, s->stat_cache_.get());
+
+  // The code part of steps that declare no code paths: the repository's commit and its
+  // uncommitted changes, leaving out the pipeline's data and outputs.
+  bool needs_git = false;
+  env::CodeStateOptions code_options;
+  std::error_code ec;
+  const std::string workdir = fs::weakly_canonical(s->options_.workdir, ec).string();
+  for (const Step& step : pipeline.steps) {
+    if (step.code.empty()) needs_git = true;
+    for (const auto* paths : {&step.inputs, &step.outputs}) {
+      for (const std::string& p : *paths) {
+        code_options.exclude.push_back(p.starts_with('/') ? p : workdir + "/" + p);
+      }
+    }
+  }
+  if (needs_git) {
+    Result<env::CodeState> code = env::ReadCodeState(workdir, code_options);
+    if (!code.ok()) {
+      s->progress_.Warning("cannot read the code state: " + code.status().message());
+    } else if (!code->in_repository) {
+      s->progress_.Warning(
+          "the pipeline is not in a git repository and some steps declare no `code`: a "
+          "change to their scripts will not invalidate their cached results");
+    } else {
+      s->git_code_["git"] = code->commit + ":" + Sha256Hex(code->patch);
+    }
+  }
+  return s;
+}
+
+Result<std::pair<std::string, std::string>> Session::EnvironmentOf(const Step& step) {
+  const std::string spec = step.env.empty() ? "project" : step.env;
+  if (auto it = envs_.find(spec); it != envs_.end()) return it->second;
+  std::pair<std::string, std::string> out{"none", ""};
+  if (spec == "project") {
+    if (std::optional<std::string> active =
+            env::ProjectEnv(env::FindProjectDir(options_.workdir)).ActivePath()) {
+      CAIRN_ASSIGN_OR_RETURN(env::StoredEnvironment e, env::LoadStoredEnvironment(*active));
+      out = {e.lock_hash, *active};
+    }
+  } else if (spec != "none") {
+    const std::string path = spec.starts_with('/') ? spec : options_.workdir + "/" + spec;
+    CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+    const std::string hash = env::LockHash(text);
+    env::EnvStore store(env::EnvStore::DefaultRoot());
+    Result<env::StoredEnvironment> e = store.Find(hash.substr(0, 16));
+    if (!e.ok()) {
+      return FailedPrecondition("the environment of " + spec +
+                                " is not built: cairn env build --lock " + spec + " --no-use");
+    }
+    out = {hash, e->path};
+  }
+  envs_[spec] = out;
+  return out;
+}
+
+Result<KeyParts> Session::ComputeKeyParts(const Step& step) {
+  KeyParts parts;
+  parts.definition = CanonicalDefinition(step);
+  for (const std::string& input : step.inputs) {
+    Result<std::string> digest = cache_->Hash(options_.workdir, input);
+    if (!digest.ok()) {
+      return digest.status().WithContext("hashing the input " + input + " of " + step.id);
+    }
+    parts.inputs[input] = *digest;
+  }
+  // What the steps it waits for wrote counts as input too, declared or not.
+  for (size_t dep : step.deps) {
+    for (const std::string& output : pipeline_.steps[dep].outputs) {
+      if (parts.inputs.count(output) != 0) continue;
+      Result<std::string> digest = cache_->Hash(options_.workdir, output);
+      if (!digest.ok()) {
+        return digest.status().WithContext("hashing " + output + ", an output of " +
+                                           pipeline_.steps[dep].id);
+      }
+      parts.inputs[output] = *digest;
+    }
+  }
+  if (step.code.empty()) {
+    parts.code = git_code_;
+  } else {
+    for (const std::string& path : step.code) {
+      Result<std::string> digest = cache_->Hash(options_.workdir, path);
+      if (!digest.ok()) return digest.status().WithContext("hashing the code " + path);
+      parts.code[path] = *digest;
+    }
+  }
+  CAIRN_ASSIGN_OR_RETURN(auto env, EnvironmentOf(step));
+  parts.env = env.first;
+  return parts;
+}
+
+Result<KeyParts> Session::ReadKeyParts(const RunState& state, const std::string& step_id) {
+  CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(KeysPath(state, step_id)));
+  return KeyParts::FromJson(text);
+}
+
+Result<bool> Session::Reuse(size_t index) {
+  const Step& step = pipeline_.steps[index];
+  if (auto it = options_.completed.find(step.id); it != options_.completed.end()) {
+    kept_.insert(index);
+    return true;
+  }
+  CAIRN_ASSIGN_OR_RETURN(KeyParts parts, ComputeKeyParts(step));
+  const std::string key = parts.Key();
+  parts_[index] = parts;
+  keys_[index] = key;
+  std::error_code ec;
+  fs::create_directories(state_.info().dir + "/keys", ec);
+  CAIRN_RETURN_IF_ERROR(
+      WriteFileAtomic(KeysPath(state_, step.id), parts.ToJson() + "\n", Sync::kNoSync));
+  if (!step.cache || !options_.use_cache) return false;
+  CAIRN_ASSIGN_OR_RETURN(std::optional<CacheEntry> entry, cache_->Lookup(key));
+  if (!entry) return false;
+  CAIRN_RETURN_IF_ERROR(cache_->Restore(options_.workdir, *entry).status());
+  cached_from_[index] = entry->pipeline_run;
+  cached_from_run_[index] = entry->tracking_run;
+  outputs_json_[index] = OutputsJson(entry->outputs);
+  return true;
+}
+
+void Session::Prepare(StepJob* job) {
+  const Step& step = pipeline_.steps[job->step];
+  Status removed = StepCache::RemoveOutputs(options_.workdir, step.outputs);
+  if (!removed.ok()) progress_.Warning(removed.message());
+  Result<std::pair<std::string, std::string>> env = EnvironmentOf(step);
+  if (env.ok() && !env->second.empty()) {
+    const char* path = std::getenv("PATH");
+    job->env["PATH"] = env->second + "/bin" + (path != nullptr ? ":" + std::string(path) : "");
+    job->env["VIRTUAL_ENV"] = env->second;
+  }
+  job->env["CAIRN_PIPELINE_RUN"] = state_.info().id;
+  if (options_.tracker != nullptr) {
+    // The step's run, for MLflow and cairn clients inside it.
+    const std::string run_id = options_.tracker->StepRun(step);
+    run_ids_[job->step] = run_id;
+    job->env["MLFLOW_TRACKING_URI"] = options_.tracker->tracking_uri();
+    job->env["CAIRN_TRACKING_URI"] = options_.tracker->tracking_uri();
+    job->env["MLFLOW_RUN_ID"] = run_id;
+    job->env["CAIRN_RUN_ID"] = run_id;
+    if (std::string experiment = options_.tracker->ExperimentId(); !experiment.empty()) {
+      job->env["MLFLOW_EXPERIMENT_ID"] = experiment;
+    }
+  }
+}
+
+std::string Session::OutputsJson(const std::vector<CachedOutput>& outputs) {
+  json j = json::array();
+  for (const CachedOutput& o : outputs) {
+    j.push_back({{"path", o.path},
+                 {"digest", o.digest},
+                 {"directory", o.is_directory},
+                 {"bytes", o.bytes}});
+  }
+  return j.dump(1) + "\n";
+}
+
+void Session::AttemptStarted(const StepJob& job) {
+  started_[job.step] = SystemClock()->NowMillis();
+  StepEvent e;
+  e.step = job.id;
+  e.state = "started";
+  e.attempt = job.attempt;
+  Record(e);
+  progress_.Event("started", job.id,
+                  job.attempt > 1 ? "attempt " + std::to_string(job.attempt) : "");
+}
+
+Status Session::Succeeded(const StepJob& job) {
+  const Step& step = pipeline_.steps[job.step];
+  auto key = keys_.find(job.step);
+  if (key == keys_.end()) return Status::Ok();
+  CacheEntry meta;
+  meta.pipeline_run = state_.info().id;
+  meta.step = step.id;
+  meta.time_ms = SystemClock()->NowMillis();
+  if (auto run = run_ids_.find(job.step); run != run_ids_.end()) meta.tracking_run = run->second;
+  CAIRN_ASSIGN_OR_RETURN(CacheEntry stored, cache_->Store(options_.workdir, key->second,
+                                                          parts_[job.step], step.outputs, meta));
+  outputs_json_[job.step] = OutputsJson(stored.outputs);
+  return Status::Ok();
+}
+
+void Session::AttemptEnded(const StepJob& job, const JobResult& result, const std::string& reason,
+                           int64_t retry_in_ms) {
+  last_exit_[job.step] = result.exit_code;
+  if (reason.empty() || retry_in_ms < 0) return;
+  StepEvent e;
+  e.step = job.id;
+  e.state = "retrying";
+  e.attempt = job.attempt;
+  e.reason = reason;
+  e.exit_code = result.exit_code;
+  Record(e);
+  progress_.Event("retry", job.id,
+                  reason + "; attempt " + std::to_string(job.attempt + 1) + " in " +
+                      FormatSeconds(retry_in_ms));
+}
+
+void Session::StepEnded(size_t index, StepState state, const std::string& reason) {
+  const Step& step = pipeline_.steps[index];
+  StepEvent e;
+  e.step = step.id;
+  if (auto k = keys_.find(index); k != keys_.end()) e.cache_key = k->second;
+  if (state == StepState::kCached && kept_.count(index) != 0) {
+    // Completed in an earlier session of this run: kept as it was.
+    const StepEvent& before = options_.completed.at(step.id);
+    ++counts_["kept"];
+    e.state = before.state;
+    e.cached_from = before.cached_from;
+    e.cache_key = before.cache_key;
+    Record(e);
+    progress_.Event("kept", step.id, before.state + " before this resume");
+    return;
+  }
+  ++counts_[StepStateName(state)];
+  std::string detail = reason;
+  if (state == StepState::kCached) {
+    e.cached_from = cached_from_[index];
+    detail = "from run " + e.cached_from.substr(0, 8);
+  }
+  if (auto it = started_.find(index); it != started_.end() && state != StepState::kCached) {
+    const std::string took = FormatSeconds(SystemClock()->NowMillis() - it->second);
+    detail = detail.empty() ? took : detail + " after " + took;
+  }
+  e.state = StepStateName(state);
+  e.reason = reason;
+  if (state == StepState::kFailed) e.exit_code = last_exit_[index];
+  // Steps that ran or were restored have a run in the tracking store; skipped and cancelled
+  // ones that never started do not.
+  if (options_.tracker != nullptr && (started_.count(index) != 0 || state == StepState::kCached)) {
+    StepRecord r;
+    r.state = e.state;
+    r.exit_code = state == StepState::kDone ? 0 : last_exit_[index];
+    r.reason = reason;
+    r.cache_key = e.cache_key;
+    r.cached_from_run = cached_from_run_[index];
+    if (started_.count(index) != 0) r.log_path = state_.log_dir() + "/" + LogFileName(step.id);
+    r.outputs_json = outputs_json_[index];
+    options_.tracker->StepEnded(step, r);
+    e.run_id = options_.tracker->StepRun(step);
+  }
+  Record(e);
+  progress_.Event(StepStateName(state), step.id, detail);
+  if (state == StepState::kFailed && started_.count(index) != 0) {
+    progress_.FailedLog(step.id, state_.log_dir() + "/" + LogFileName(step.id));
+  }
+}
+
+void Session::Record(StepEvent event) {
+  event.time_ms = SystemClock()->NowMillis();
+  Status s = state_.Append(event);
+  if (!s.ok()) progress_.Warning(s.message());
+}
+
+}  // namespace cairn::pipeline

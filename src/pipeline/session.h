@@ -1,0 +1,104 @@
+// Session: what happens around each step of one pipeline run, as StepHooks for the Builder.
+//
+//  - Reuse: a step completed in the session being resumed is kept; otherwise its cache key is
+//    computed (step_cache.h) now that its inputs are final, and a cache hit restores its
+//    outputs instead of running it. The key's parts are written to the run's directory
+//    (keys/<step>.json) for `cairn pipeline explain`.
+//  - Before each attempt: the step's declared outputs are removed, so that it writes new
+//    files; its Python environment (the project's active one, or the one built from its
+//    lock) goes first on PATH.
+//  - After a successful attempt: the outputs go into the cache (a declared output that was
+//    not written fails the step).
+//  - Every event is appended to the run's state (run_state.h) and reported to a Progress.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "pipeline/builder.h"
+#include "pipeline/run_state.h"
+#include "pipeline/spec.h"
+#include "pipeline/step_cache.h"
+#include "pipeline/tracker.h"
+
+namespace cairn::pipeline {
+
+// Where progress goes (the terminal, for the CLI).
+class Progress {
+ public:
+  virtual ~Progress() = default;
+  // One event: "started", "done", "cached", "failed", "retry", "kept", ... with the step's id
+  // and a detail ("exit code 3 after 1.2 s").
+  virtual void Event(const std::string& what, const std::string& step,
+                     const std::string& detail) = 0;
+  // A failed step's log file.
+  virtual void FailedLog(const std::string& step, const std::string& log_path) {}
+  virtual void Warning(const std::string& text) = 0;
+};
+
+struct SessionOptions {
+  std::string workdir;     // the pipeline's directory, where steps run
+  bool use_cache = true;   // --no-cache: run every step (its outputs are still stored)
+  std::string cache_root;  // default: StepCache::DefaultRoot()
+  // Steps completed in the run being resumed (their last events), kept as they are.
+  std::map<std::string, StepEvent> completed;
+  // Records the run and its steps in the tracking store; optional.
+  Tracker* tracker = nullptr;
+};
+
+class Session : public StepHooks {
+ public:
+  // Reads the code state (once, for every step that declares no code paths) and opens the
+  // cache. Never fails on a missing git repository: the code part is then left out, with a
+  // warning.
+  static Result<std::unique_ptr<Session>> Create(const Pipeline& pipeline, RunState& state,
+                                                 SessionOptions options, Progress& progress);
+  ~Session() override;
+
+  Result<bool> Reuse(size_t step) override;
+  void Prepare(StepJob* job) override;
+  void AttemptStarted(const StepJob& job) override;
+  Status Succeeded(const StepJob& job) override;
+  void AttemptEnded(const StepJob& job, const JobResult& result, const std::string& reason,
+                    int64_t retry_in_ms) override;
+  void StepEnded(size_t step, StepState state, const std::string& reason) override;
+
+  // Steps by outcome: "done", "cached", "failed", "skipped", "cancelled", "kept".
+  const std::map<std::string, int>& counts() const { return counts_; }
+
+  // The key parts of `step` computed in this session, or in the run's earlier sessions.
+  static Result<KeyParts> ReadKeyParts(const RunState& state, const std::string& step_id);
+  // The canonical definition of a step: command, parameters used, variables, outputs.
+  static std::string CanonicalDefinition(const Step& step);
+
+ private:
+  Session(const Pipeline& pipeline, RunState& state, SessionOptions options, Progress& progress);
+  Result<KeyParts> ComputeKeyParts(const Step& step);
+  // The environment a step runs in: its lock hash ("none" without one) and its prefix.
+  Result<std::pair<std::string, std::string>> EnvironmentOf(const Step& step);
+  void Record(StepEvent event);
+  static std::string OutputsJson(const std::vector<CachedOutput>& outputs);
+
+  const Pipeline& pipeline_;
+  RunState& state_;
+  SessionOptions options_;
+  Progress& progress_;
+  std::unique_ptr<StatCache> stat_cache_;
+  std::unique_ptr<StepCache> cache_;
+  std::map<std::string, std::string> git_code_;  // {"git": digest}, or empty outside git
+  std::map<std::string, std::pair<std::string, std::string>> envs_;  // env spec -> hash, prefix
+  std::map<size_t, std::string> keys_;                               // step -> key (cache on)
+  std::map<size_t, KeyParts> parts_;
+  std::map<size_t, std::string> cached_from_;      // step -> pipeline run that produced it
+  std::map<size_t, std::string> cached_from_run_;  // step -> tracking run that produced it
+  std::map<size_t, std::string> outputs_json_;     // step -> its outputs, for the tracker
+  std::map<size_t, std::string> run_ids_;          // step -> its tracking run
+  std::set<size_t> kept_;
+  std::map<size_t, int64_t> started_;
+  std::map<size_t, int> last_exit_;
+  std::map<std::string, int> counts_;
+};
+
+}  // namespace cairn::pipeline

@@ -1,0 +1,263 @@
+#include "pipeline/tracker.h"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "client/run_journal.h"
+#include "client/tracking_client.h"
+#include "pipeline/session.h"
+#include "util/clock.h"
+#include "util/file.h"
+#include "util/hash.h"
+
+namespace cairn::pipeline {
+namespace {
+
+using client::RunJournal;
+
+// A step's console log goes up in pieces of this size.
+constexpr size_t kLogChunkBytes = 1 << 20;
+// How long Finish waits for the server before leaving records to `cairn sync`.
+constexpr int64_t kFinishPatienceMs = 5'000;
+// MLflow refuses longer tag values.
+constexpr size_t kMaxTagValue = 4'900;
+
+std::string Cut(std::string value) {
+  if (value.size() > kMaxTagValue) value = value.substr(0, kMaxTagValue) + "...";
+  return value;
+}
+
+core::RunStatus StatusOf(const std::string& state) {
+  if (state == "done" || state == "cached") return core::RunStatus::kFinished;
+  if (state == "cancelled") return core::RunStatus::kKilled;
+  return core::RunStatus::kFailed;
+}
+
+}  // namespace
+
+struct Tracker::Impl {
+  std::unique_ptr<client::TrackingClient> client;
+  std::mutex client_mu;  // one delivery at a time on the client
+  Progress* progress = nullptr;
+  std::string experiment;
+  std::string experiment_id;
+  RunInfo run;
+  std::unique_ptr<RunJournal> parent;
+  std::map<std::string, std::unique_ptr<RunJournal>> steps;  // step id -> its run's journal
+  bool server_up = true;
+  bool warned = false;
+
+  std::mutex queue_mu;
+  std::condition_variable queue_cv;
+  std::deque<RunJournal*> queue;
+  bool stopping = false;
+  std::thread worker;
+
+  Status Deliver(RunJournal& journal) {
+    std::lock_guard<std::mutex> lock(client_mu);
+    Status s = journal.Deliver(*client);
+    if (!s.ok() && server_up) {
+      server_up = false;
+      if (!warned) {
+        warned = true;
+        progress->Warning("the tracking server at " + client->tracking_uri() +
+                          " cannot take the pipeline's records (" + s.message() +
+                          "); they wait in journals for `cairn sync`");
+      }
+    } else if (s.ok()) {
+      server_up = true;
+    }
+    return s;
+  }
+
+  void Work() {
+    for (;;) {
+      RunJournal* journal = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(queue_mu);
+        queue_cv.wait(lock, [this] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;
+        journal = queue.front();
+        queue.pop_front();
+      }
+      (void)Deliver(*journal);
+    }
+  }
+
+  void Enqueue(RunJournal* journal) {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu);
+      queue.push_back(journal);
+    }
+    queue_cv.notify_one();
+  }
+
+  Result<std::unique_ptr<RunJournal>> Open(const std::string& run_id) {
+    Result<std::unique_ptr<RunJournal>> j =
+        RunJournal::Open(client::DefaultJournalDir(), run_id, client->tracking_uri());
+    if (j.ok()) return j;
+    return RunJournal::Open(client::FallbackJournalDir(), run_id, client->tracking_uri());
+  }
+};
+
+Tracker::Tracker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Tracker::~Tracker() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->queue_mu);
+    impl_->stopping = true;
+  }
+  impl_->queue_cv.notify_all();
+  if (impl_->worker.joinable()) impl_->worker.join();
+}
+
+const std::string& Tracker::tracking_uri() const { return impl_->client->tracking_uri(); }
+
+std::string Tracker::ExperimentId() const { return impl_->experiment_id; }
+
+Result<std::unique_ptr<Tracker>> Tracker::Start(const std::string& tracking_uri,
+                                                const Pipeline& pipeline, const RunInfo& run,
+                                                Progress& progress) {
+  auto impl = std::make_unique<Impl>();
+  client::ClientOptions options;
+  options.tracking_uri = tracking_uri;
+  CAIRN_ASSIGN_OR_RETURN(impl->client, client::TrackingClient::Create(options));
+  impl->progress = &progress;
+  impl->experiment = pipeline.name;
+  impl->run = run;
+  CAIRN_ASSIGN_OR_RETURN(impl->parent, impl->Open(run.id));
+  // A resumed run continues its parent run; a new one creates it.
+  Result<core::Run> existing = [&]() -> Result<core::Run> {
+    std::lock_guard<std::mutex> lock(impl->client_mu);
+    return impl->client->GetRun(run.id);
+  }();
+  if (existing.ok()) {
+    impl->experiment_id = existing->info.experiment_id;
+    CAIRN_RETURN_IF_ERROR(impl->parent->AppendBatch({}, {}, {{"cairn.pipeline.state", "resumed"}}));
+  } else {
+    std::vector<core::Tag> tags = {{"mlflow.runName", pipeline.name},
+                                   {"mlflow.source.name", run.spec_file},
+                                   {"mlflow.source.type", "LOCAL"},
+                                   {"cairn.pipeline.name", pipeline.name},
+                                   {"cairn.pipeline.run", run.id},
+                                   {"cairn.pipeline.steps", std::to_string(pipeline.steps.size())},
+                                   {"cairn.pipeline.executor", run.executor},
+                                   {"cairn.pipeline.state", "running"}};
+    if (const char* user = std::getenv("USER"); user != nullptr) {
+      tags.push_back({"mlflow.user", user});
+    }
+    CAIRN_RETURN_IF_ERROR(
+        impl->parent->AppendCreate(pipeline.name, pipeline.name, run.started_ms, tags));
+    std::vector<core::Param> params;
+    for (const auto& [k, v] : pipeline.params) params.push_back({k, Cut(v)});
+    CAIRN_RETURN_IF_ERROR(impl->parent->AppendBatch({}, params, {}));
+  }
+  (void)impl->Deliver(*impl->parent);
+  if (impl->experiment_id.empty() && impl->server_up) {
+    std::lock_guard<std::mutex> lock(impl->client_mu);
+    if (Result<core::Run> created = impl->client->GetRun(run.id); created.ok()) {
+      impl->experiment_id = created->info.experiment_id;
+    }
+  }
+  std::unique_ptr<Tracker> tracker(new Tracker(std::move(impl)));
+  tracker->impl_->worker = std::thread([t = tracker->impl_.get()] { t->Work(); });
+  return tracker;
+}
+
+std::string Tracker::StepRun(const Step& step) {
+  Impl& d = *impl_;
+  if (auto it = d.steps.find(step.id); it != d.steps.end()) return it->second->run_id();
+  const std::string run_id = RandomHex(16);
+  Result<std::unique_ptr<RunJournal>> journal = d.Open(run_id);
+  if (!journal.ok()) {
+    d.progress->Warning("cannot record step " + step.id + ": " + journal.status().message());
+    return run_id;
+  }
+  std::vector<core::Tag> tags = {
+      {"mlflow.parentRunId", d.run.id},         {"mlflow.runName", step.id},
+      {"mlflow.source.type", "LOCAL"},          {"cairn.pipeline.run", d.run.id},
+      {"cairn.pipeline.name", d.experiment},    {"cairn.step.id", step.id},
+      {"cairn.step.command", Cut(step.command)}};
+  if (!step.item.empty()) tags.push_back({"cairn.step.item", Cut(step.item)});
+  Status s = (*journal)->AppendCreate(d.experiment, step.id, SystemClock()->NowMillis(), tags);
+  std::vector<core::Param> params;
+  for (const auto& [k, v] : step.params) params.push_back({k, Cut(v)});
+  if (s.ok() && !params.empty()) s = (*journal)->AppendBatch({}, params, {});
+  if (!s.ok()) d.progress->Warning("cannot record step " + step.id + ": " + s.message());
+  // Created now, so that the step's own client finds its run.
+  if (d.server_up) (void)d.Deliver(**journal);
+  d.steps[step.id] = std::move(*journal);
+  return run_id;
+}
+
+void Tracker::StepEnded(const Step& step, const StepRecord& r) {
+  Impl& d = *impl_;
+  StepRun(step);
+  RunJournal& j = *d.steps.at(step.id);
+  std::vector<core::Tag> tags = {{"cairn.step.state", r.state}};
+  if (r.state == "done" || r.state == "failed") {
+    tags.push_back({"cairn.step.exit_code", std::to_string(r.exit_code)});
+  }
+  if (!r.reason.empty()) tags.push_back({"cairn.step.reason", Cut(r.reason)});
+  if (!r.cache_key.empty()) tags.push_back({"cairn.step.cache_key", r.cache_key});
+  if (!r.cached_from_run.empty()) tags.push_back({"cairn.step.cached_from_run", r.cached_from_run});
+  Status s = j.AppendBatch({}, {}, tags);
+  if (s.ok() && !r.log_path.empty()) {
+    if (Result<std::string> log = ReadFile(r.log_path); log.ok()) {
+      for (size_t offset = 0; offset < log->size() && s.ok(); offset += kLogChunkBytes) {
+        core::ConsoleChunk chunk;
+        chunk.offset = static_cast<int64_t>(offset);
+        chunk.timestamp = SystemClock()->NowMillis();
+        chunk.data = log->substr(offset, kLogChunkBytes);
+        s = j.AppendLog({chunk});
+      }
+    }
+  }
+  if (s.ok() && !r.outputs_json.empty())
+    s = j.AppendArtifact("", "cairn/outputs.json", r.outputs_json);
+  if (s.ok()) s = j.AppendEnd(StatusOf(r.state), SystemClock()->NowMillis());
+  if (!s.ok()) d.progress->Warning("cannot record step " + step.id + ": " + s.message());
+  d.Enqueue(&j);
+}
+
+void Tracker::Finish(bool ok, bool interrupted) {
+  Impl& d = *impl_;
+  const std::string state = ok ? "complete" : interrupted ? "interrupted" : "failed";
+  Status s = d.parent->AppendBatch({}, {}, {{"cairn.pipeline.state", state}});
+  if (s.ok()) {
+    s = d.parent->AppendEnd(ok            ? core::RunStatus::kFinished
+                            : interrupted ? core::RunStatus::kKilled
+                                          : core::RunStatus::kFailed,
+                            SystemClock()->NowMillis());
+  }
+  if (!s.ok()) d.progress->Warning("cannot record the pipeline run's end: " + s.message());
+  // Let the worker finish what it has, then deliver the rest here, for a few seconds at most.
+  {
+    std::lock_guard<std::mutex> lock(d.queue_mu);
+    d.stopping = true;
+  }
+  d.queue_cv.notify_all();
+  if (d.worker.joinable()) d.worker.join();
+  std::vector<RunJournal*> all = {d.parent.get()};
+  for (auto& [id, j] : d.steps) all.push_back(j.get());
+  const int64_t give_up = SystemClock()->NowMillis() + kFinishPatienceMs;
+  size_t pending = 0;
+  for (RunJournal* j : all) {
+    if (!j->complete() && SystemClock()->NowMillis() < give_up) (void)d.Deliver(*j);
+    if (j->complete()) {
+      (void)j->Remove();
+    } else {
+      ++pending;
+    }
+  }
+  if (pending > 0) {
+    d.progress->Warning(std::to_string(pending) + " run(s) of this pipeline are not on the " +
+                        "tracking server at " + d.client->tracking_uri() +
+                        " yet; `cairn sync` uploads them");
+  }
+}
+
+}  // namespace cairn::pipeline

@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""`cairn pipeline` end to end with the local executor: a three-step pipeline runs, a second
+run is fully cached, changing one input re-runs only the steps downstream of it and `explain`
+names the input, a fan-out, a failing step with retries, a timeout that kills the step's whole
+process group, validate naming every problem, and resume after the runner is killed with
+SIGKILL; and the records in the tracking server: a parent run per pipeline run, a child run
+per step with its log, state and cache key, a cached step linked to the run that produced its
+outputs, and records kept for `cairn sync` when the server is away.
+
+Usage: test_pipeline.py --cairn build/release/cairn
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cairn_testlib as tl  # noqa: E402
+
+# prepare copies raw/ into data/ and counts its runs; train writes model.txt from data/ and the
+# learning rate; evaluate writes metrics.json from the model.
+THREE_STEPS = """name: demo
+params: {lr: 0.1}
+steps:
+  prepare:
+    run: mkdir -p data && cat raw/*.csv > data/all.csv && echo x >> runs-prepare
+    inputs: [raw/]
+    outputs: [data/]
+  train:
+    run: echo "lr=${params.lr} rows=$(wc -l < data/all.csv)" > model.txt && echo x >> runs-train
+    inputs: [data/]
+    outputs: [model.txt]
+  evaluate:
+    needs: [train]
+    run: (cat model.txt; echo scored) > metrics.json && echo x >> runs-evaluate
+    outputs: [metrics.json]
+"""
+
+
+class PipelineTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.root, data = tl.make_temp_root("cairn-pipeline-")
+        cls.server = tl.CairnServer(tl.CONFIG.cairn, data, name="cairn (pipelines)").start()
+        cls.env = dict(os.environ, CAIRN_CACHE_DIR=os.path.join(cls.root, "cache"),
+                       CAIRN_HOME=os.path.join(cls.root, "home"),
+                       CAIRN_TRACKING_URI=cls.server.url, PATH="/usr/local/bin:/usr/bin:/bin")
+        cls.env.pop("MLFLOW_TRACKING_URI", None)
+        cls.count = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        if not tl.keep_data():
+            shutil.rmtree(cls.root, True)
+
+    def api(self, method, params):
+        return self.server.client().get("/api/2.0/mlflow/" + method, params).body
+
+    def runs_of_pipeline(self, run_id):
+        """The pipeline's parent run and its step runs by step id."""
+        parent = self.api("runs/get", {"run_id": run_id})["run"]
+        found = self.server.client().post("/api/2.0/mlflow/runs/search", {
+            "experiment_ids": [parent["info"]["experiment_id"]],
+            "filter": "tags.mlflow.parentRunId = '%s'" % run_id, "max_results": 1000}).body
+        children = {}
+        for run in found.get("runs", []):
+            tags = {t["key"]: t["value"] for t in run["data"].get("tags", [])}
+            children[tags["cairn.step.id"]] = (run, tags)
+        return parent, children
+
+    def project(self, spec, files=None):
+        PipelineTest.count += 1
+        path = os.path.join(self.root, "p%d" % PipelineTest.count)
+        os.makedirs(path)
+        with open(os.path.join(path, "pipeline.yaml"), "w") as f:
+            f.write(spec)
+        for name, content in (files or {}).items():
+            os.makedirs(os.path.dirname(os.path.join(path, name)) or path, exist_ok=True)
+            with open(os.path.join(path, name), "w") as f:
+                f.write(content)
+        return path
+
+    def cairn(self, *args, cwd, timeout=120):
+        return subprocess.run([tl.CONFIG.cairn, "pipeline", *args], cwd=cwd, env=self.env,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def ok(self, *args, cwd):
+        p = self.cairn(*args, cwd=cwd)
+        self.assertEqual(p.returncode, 0, "cairn pipeline %s:\n%s%s" % (" ".join(args), p.stdout,
+                                                                       p.stderr))
+        return p
+
+    def states(self, output):
+        """{step: state} from the progress lines of `run`/`resume`."""
+        out = {}
+        for line in output.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and line.startswith("  ") and parts[0] != "started":
+                out[parts[1]] = parts[0]
+        return out
+
+    def runs_of(self, project, step):
+        path = os.path.join(project, "runs-" + step)
+        return len(open(path).read().split()) if os.path.exists(path) else 0
+
+    def last_run_id(self, project):
+        listing = self.ok("ls", cwd=project).stdout.splitlines()
+        return listing[1].split()[0]
+
+    def test_cached_rerun_and_a_changed_input(self):
+        project = self.project(THREE_STEPS, {"raw/a.csv": "1\n2\n"})
+        first = self.ok("run", cwd=project)
+        self.assertEqual(self.states(first.stdout),
+                         {"prepare": "done", "train": "done", "evaluate": "done"})
+        with open(os.path.join(project, "metrics.json")) as f:
+            self.assertEqual(f.read(), "lr=0.1 rows=2\nscored\n")
+
+        # Nothing changed: every step comes from the cache, and nothing runs.
+        second = self.ok("run", cwd=project)
+        self.assertEqual(set(self.states(second.stdout).values()), {"cached"})
+        self.assertIn("3 cached", second.stdout)
+        self.assertEqual([self.runs_of(project, s) for s in ("prepare", "train", "evaluate")],
+                         [1, 1, 1])
+
+        # Outputs deleted by hand come back from the store, still without running anything.
+        os.remove(os.path.join(project, "metrics.json"))
+        shutil.rmtree(os.path.join(project, "data"))
+        self.assertEqual(set(self.states(self.ok("run", cwd=project).stdout).values()),
+                         {"cached"})
+        with open(os.path.join(project, "metrics.json")) as f:
+            self.assertEqual(f.read(), "lr=0.1 rows=2\nscored\n")
+        self.assertTrue(os.path.exists(os.path.join(project, "data", "all.csv")))
+
+        # A new raw file: everything downstream of raw/ runs again.
+        with open(os.path.join(project, "raw", "b.csv"), "w") as f:
+            f.write("3\n")
+        third = self.ok("run", cwd=project)
+        self.assertEqual(self.states(third.stdout),
+                         {"prepare": "done", "train": "done", "evaluate": "done"})
+        run_id = self.last_run_id(project)
+        explain = self.ok("explain", run_id, "prepare", cwd=project).stdout
+        self.assertIn("input raw changed", explain)
+        self.assertIn("step prepare in run %s: done" % run_id, explain)
+
+        # Another learning rate: prepare is cached, train and evaluate run.
+        fourth = self.ok("run", "-p", "lr=0.5", cwd=project)
+        self.assertEqual(self.states(fourth.stdout),
+                         {"prepare": "cached", "train": "done", "evaluate": "done"})
+        explain = self.ok("explain", self.last_run_id(project), "train", cwd=project).stdout
+        self.assertIn('params changed: {"lr":"0.1"} -> {"lr":"0.5"}', explain)
+        self.assertNotIn("input data", explain)
+        explain = self.ok("explain", self.last_run_id(project), "evaluate", cwd=project).stdout
+        self.assertIn("input model.txt changed", explain)
+        with open(os.path.join(project, "metrics.json")) as f:
+            self.assertEqual(f.read(), "lr=0.5 rows=3\nscored\n")
+
+        # --no-cache runs everything.
+        fifth = self.ok("run", "-p", "lr=0.5", "--no-cache", cwd=project)
+        self.assertEqual(set(self.states(fifth.stdout).values()), {"done"})
+
+    def test_each_step_is_a_child_run_of_the_pipeline_run(self):
+        project = self.project(THREE_STEPS.replace("echo x >> runs-train",
+                                                   "echo trained; echo x >> runs-train"),
+                               {"raw/a.csv": "1\n"})
+        first = self.ok("run", cwd=project)
+        self.assertIn("tracked at %s" % self.server.url, first.stdout)
+        first_id = run_id_of(first.stdout)
+        parent, children = self.runs_of_pipeline(first_id)
+        self.assertEqual(parent["info"]["status"], "FINISHED")
+        parent_tags = {t["key"]: t["value"] for t in parent["data"]["tags"]}
+        self.assertEqual(parent_tags["cairn.pipeline.state"], "complete")
+        self.assertEqual(sorted(children), ["evaluate", "prepare", "train"])
+        train_run, train_tags = children["train"]
+        self.assertEqual(train_run["info"]["status"], "FINISHED")
+        self.assertEqual(train_tags["cairn.step.state"], "done")
+        self.assertEqual(train_tags["cairn.step.exit_code"], "0")
+        self.assertEqual(len(train_tags["cairn.step.cache_key"]), 64)
+        self.assertIn({"key": "lr", "value": "0.1"}, train_run["data"]["params"])
+        log = self.server.client().get("/api/cairn/v1/runs/%s/log" %
+                                       train_run["info"]["run_id"], {"offset": 0})
+        self.assertIn("trained", log.text)
+
+        # A cached re-run: each step's run names the run that produced its outputs.
+        second = self.ok("run", cwd=project)
+        second_id = run_id_of(second.stdout)
+        _, cached = self.runs_of_pipeline(second_id)
+        self.assertEqual(cached["train"][1]["cairn.step.state"], "cached")
+        self.assertEqual(cached["train"][1]["cairn.step.cached_from_run"],
+                         train_run["info"]["run_id"])
+
+        # A step that logs through MLflow's REST API with the variables it is given.
+        script = ("import json, os, urllib.request\n"
+                  "body = json.dumps({'run_id': os.environ['MLFLOW_RUN_ID'], 'key': 'acc',"
+                  " 'value': 0.9, 'timestamp': 0, 'step': 0}).encode()\n"
+                  "req = urllib.request.Request(os.environ['MLFLOW_TRACKING_URI'] +"
+                  " '/api/2.0/mlflow/runs/log-metric', body,"
+                  " {'Content-Type': 'application/json'})\n"
+                  "urllib.request.urlopen(req).read()\n")
+        logging = self.project("name: logs\nsteps:\n  score: {run: /usr/bin/python3 log.py}\n",
+                               {"log.py": script})
+        p = self.ok("run", cwd=logging)
+        run_id = run_id_of(p.stdout)
+        _, steps = self.runs_of_pipeline(run_id)
+        metrics = {m["key"]: m["value"] for m in steps["score"][0]["data"].get("metrics", [])}
+        self.assertEqual(metrics, {"acc": 0.9})
+
+    def test_records_wait_when_the_server_is_away(self):
+        project = self.project("name: away\nsteps:\n  s: {run: echo hi}\n")
+        env = dict(self.env, CAIRN_TRACKING_URI="http://127.0.0.1:9")
+        p = subprocess.run([tl.CONFIG.cairn, "pipeline", "run"], cwd=project, env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("cannot take the pipeline's records", p.stderr)
+        self.assertIn("`cairn sync` uploads them", p.stderr)
+        journals = os.listdir(os.path.join(self.env["CAIRN_HOME"], "journal"))
+        self.assertTrue(any(j.endswith(".journal") for j in journals))
+        p = self.ok("run", "--no-track", cwd=project)
+        self.assertNotIn("tracked at", p.stdout)
+
+    def test_a_fan_out_runs_each_item_and_the_step_after_waits_for_all(self):
+        project = self.project("""name: fan
+params: {seeds: [1, 2, 3, 4]}
+steps:
+  train:
+    foreach: ${params.seeds}
+    run: sleep 0.3 && echo ${item} > out/${item}.txt
+    outputs:
+      - out/${item}.txt
+  gather:
+    needs: [train]
+    run: cat out/*.txt | sort | tr '\\n' ' ' > all.txt
+    outputs: [all.txt]
+""", {"out/.keep": ""})
+        started = time.monotonic()
+        p = self.ok("run", "--jobs", "4", cwd=project)
+        elapsed = time.monotonic() - started
+        self.assertEqual(self.states(p.stdout),
+                         {"train[1]": "done", "train[2]": "done", "train[3]": "done",
+                          "train[4]": "done", "gather": "done"})
+        with open(os.path.join(project, "all.txt")) as f:
+            self.assertEqual(f.read(), "1 2 3 4 ")
+        self.assertLess(elapsed, 1.1, "four 0.3 s steps at once, not one after another")
+        # Fewer seeds: the items that remain are cached; gather runs on the new set.
+        p = self.ok("run", "-p", "seeds=2,3", cwd=project)
+        self.assertEqual(self.states(p.stdout),
+                         {"train[2]": "cached", "train[3]": "cached", "gather": "done"})
+
+    def test_a_failing_step_is_retried_and_what_needs_it_is_skipped(self):
+        project = self.project("""name: flaky
+steps:
+  flaky:
+    run: echo try >> tries; test $(wc -l < tries) -ge 3
+    retries: {limit: 2, backoff: 100ms}
+  never:
+    run: echo bad >&2; exit 7
+    retries: 1
+  after:
+    needs: [never]
+    run: touch after-ran
+  other:
+    run: touch other-ran
+""")
+        p = self.cairn("run", cwd=project)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("retry     flaky", p.stdout)
+        states = self.states(p.stdout)
+        self.assertEqual(states["flaky"], "done")
+        self.assertEqual(states["never"], "failed")
+        self.assertEqual(states["after"], "skipped")
+        self.assertEqual(states["other"], "done")
+        self.assertIn("exit code 7", p.stdout)
+        self.assertIn("| bad", p.stdout, "the failed step's log is shown")
+        with open(os.path.join(project, "tries")) as f:
+            self.assertEqual(len(f.read().split()), 3)
+        self.assertFalse(os.path.exists(os.path.join(project, "after-ran")))
+        status = self.ok("status", self.last_run_id(project), cwd=project).stdout
+        self.assertIn("failed      never", status)
+        self.assertIn("2 of 4 steps did not complete", status)
+
+    def test_a_timeout_kills_the_whole_process_group(self):
+        project = self.project("""name: slow
+steps:
+  slow:
+    run: (sleep 30; touch survived) & echo $! > child.pid; sleep 30
+    timeout: 1s
+""")
+        started = time.monotonic()
+        p = self.cairn("run", cwd=project)
+        self.assertEqual(p.returncode, 1)
+        self.assertLess(time.monotonic() - started, 10)
+        self.assertIn("timed out after 1 s", p.stdout)
+        with open(os.path.join(project, "child.pid")) as f:
+            child = int(f.read())
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _alive(child):
+            time.sleep(0.05)
+        self.assertFalse(_alive(child), "the step's background child is killed too")
+
+    def test_validate_names_every_problem(self):
+        project = self.project("""name: broken
+params: {lr: 1}
+steps:
+  a: {run: "x ${params.rate}", needs: [b]}
+  b: {run: y, needs: [a, ghost], inputs: [nothing-here.csv]}
+  c: {run: z, outputs: [o.txt], retries: {limit: many}}
+  d: {run: w, outputs: [o.txt]}
+""")
+        p = self.cairn("validate", cwd=project)
+        self.assertEqual(p.returncode, 1)
+        for problem in ("${params.rate} names no parameter", "no step is named ghost",
+                        "cycle: a -> b -> a", "nothing-here.csv does not exist and no step "
+                        "writes it", "steps c and d both write o.txt",
+                        "steps.c.retries.limit: must be a whole number"):
+            self.assertIn(problem, p.stderr)
+        self.assertIn("6 problems", p.stderr)
+        good = self.project(THREE_STEPS, {"raw/a.csv": "1\n"})
+        p = self.ok("validate", cwd=good)
+        self.assertIn("3 steps, no problems", p.stdout)
+
+    def test_resume_after_the_runner_is_killed(self):
+        project = self.project("""name: long
+steps:
+  first:
+    run: echo x >> runs-first && echo 1 > first.txt
+    outputs: [first.txt]
+  second:
+    needs: [first]
+    run: echo x >> runs-second && touch second.started && sleep ${SLEEP:-60} && echo 2 > second.txt
+    outputs: [second.txt]
+  third:
+    needs: [second]
+    run: cat first.txt second.txt > third.txt
+    outputs: [third.txt]
+""")
+        runner = subprocess.Popen([tl.CONFIG.cairn, "pipeline", "run"], cwd=project,
+                                  env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        marker = os.path.join(project, "second.started")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists(marker), "the second step started")
+        runner.send_signal(signal.SIGKILL)
+        runner.communicate(timeout=30)
+        run_id = self.last_run_id(project)
+        status = self.ok("status", run_id, cwd=project).stdout
+        self.assertIn("done        first", status)
+        self.assertIn("interrupted second", status)
+        self.assertIn("waiting     third", status)
+
+        env = dict(self.env, SLEEP="0")
+        p = subprocess.run([tl.CONFIG.cairn, "pipeline", "resume", run_id], cwd=project, env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("stopped 1 step process group", p.stdout)
+        self.assertEqual(self.states(p.stdout),
+                         {"first": "kept", "second": "done", "third": "done"})
+        self.assertEqual(self.runs_of(project, "first"), 1, "first is not run again")
+        self.assertEqual(self.runs_of(project, "second"), 2)
+        with open(os.path.join(project, "third.txt")) as f:
+            self.assertEqual(f.read(), "1\n2\n")
+        self.assertIn("complete", self.ok("status", run_id, cwd=project).stdout)
+
+
+def run_id_of(output):
+    return re.search(r"run ([0-9a-f]{32}) \(", output).group(1)
+
+
+def _alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(tl.main("pipeline", sys.modules[__name__]))
