@@ -12,6 +12,11 @@ packages=(
   libarchive-dev libcurl4-openssl-dev libtomlplusplus-dev libyaml-cpp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv python3-pip-whl git curl wrk
+  # the slurm executor's tests run a real single-node cluster (scripts/slurm-test-cluster.sh);
+  # slurm-wlm pulls in slurmctld, slurmd and slurm-client (sbatch, squeue, sacct, scancel)
+  slurm-wlm slurm-client munge
+  # sacct needs slurmdbd, and slurmdbd needs MySQL/MariaDB (start --accounting runs both)
+  slurmdbd mariadb-server
 )
 
 missing=()
