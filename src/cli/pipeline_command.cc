@@ -21,6 +21,7 @@
 #include "pipeline/executor.h"
 #include "pipeline/run_state.h"
 #include "pipeline/session.h"
+#include "pipeline/slurm_executor.h"
 #include "pipeline/spec.h"
 #include "pipeline/step_cache.h"
 #include "pipeline/tracker.h"
@@ -45,6 +46,7 @@ struct PipelineFlags {
   std::string memory;               // "": this machine's
   int gpus = -1;                    // -1: this machine's (none without nvidia-smi)
   std::string executor = "local";
+  std::vector<std::string> sbatch_args;  // --sbatch-arg
   bool no_cache = false;
   bool no_track = false;
   std::string tracking_uri;
@@ -173,9 +175,22 @@ class TerminalProgress : public pipeline::Progress {
   }
 };
 
-// This machine's share: its cpus, its memory, no GPUs unless told.
-pipeline::Budget MachineBudget(const PipelineFlags& flags, std::string* error) {
+// The local executor's share is this machine's cpus and memory, no GPUs unless told; on
+// Slurm the cluster decides, so only what is given limits it.
+pipeline::Budget MachineBudget(const PipelineFlags& flags, const std::string& executor,
+                               std::string* error) {
   pipeline::Budget b;
+  if (executor == "slurm") {
+    b.jobs = flags.jobs > 0 ? flags.jobs : 100;
+    b.cpus = flags.cpus > 0 ? flags.cpus : 1e9;
+    b.gpus = flags.gpus >= 0 ? flags.gpus : 1 << 20;
+    if (!flags.memory.empty()) {
+      Result<int64_t> m = pipeline::ParseMemory(flags.memory);
+      if (!m.ok()) *error = "--memory: " + m.status().message();
+      if (m.ok()) b.memory_mib = *m;
+    }
+    return b;
+  }
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   b.cpus = flags.cpus > 0 ? flags.cpus : cores;
   b.jobs = flags.jobs > 0 ? flags.jobs : static_cast<int>(std::max(1.0, b.cpus));
@@ -196,7 +211,8 @@ pipeline::Budget MachineBudget(const PipelineFlags& flags, std::string* error) {
 int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
             std::map<std::string, StepEvent> completed, const std::string& cwd) {
   std::string error;
-  pipeline::Budget budget = MachineBudget(flags, &error);
+  const std::string& executor_name = state.info().executor;
+  pipeline::Budget budget = MachineBudget(flags, executor_name, &error);
   if (!error.empty()) {
     std::fprintf(stderr, "error: %s\n", error.c_str());
     return 2;
@@ -208,7 +224,14 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
     std::fprintf(stderr, "(--gpus and --memory set the budget)\n");
     return 2;
   }
-  std::unique_ptr<pipeline::Executor> executor = pipeline::NewLocalExecutor();
+  std::unique_ptr<pipeline::Executor> executor;
+  if (executor_name == "slurm") {
+    pipeline::SlurmOptions slurm;
+    slurm.sbatch_args = flags.sbatch_args;
+    executor = pipeline::NewSlurmExecutor(pipeline::RealSlurmCommands(), slurm);
+  } else {
+    executor = pipeline::NewLocalExecutor();
+  }
   TerminalProgress progress;
   std::unique_ptr<pipeline::Tracker> tracker;
   if (!state.info().tracking_uri.empty()) {
@@ -244,9 +267,15 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
   }, old_term{};
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  std::printf("pipeline %s: %zu step%s, run %s (%s, %d job%s, %g cpus)\n", p.name.c_str(),
-              p.steps.size(), p.steps.size() == 1 ? "" : "s", state.info().id.c_str(),
-              executor->name().c_str(), budget.jobs, budget.jobs == 1 ? "" : "s", budget.cpus);
+  std::string where = executor->name() + ", " + std::to_string(budget.jobs) + " job" +
+                      (budget.jobs == 1 ? "" : "s");
+  if (executor_name != "slurm") {
+    char cpus[32];
+    std::snprintf(cpus, sizeof cpus, "%g", budget.cpus);
+    where += std::string(", ") + cpus + " cpus";
+  }
+  std::printf("pipeline %s: %zu step%s, run %s (%s)\n", p.name.c_str(), p.steps.size(),
+              p.steps.size() == 1 ? "" : "s", state.info().id.c_str(), where.c_str());
   if (tracker != nullptr) {
     std::printf("tracked at %s, experiment %s\n", tracker->tracking_uri().c_str(), p.name.c_str());
   }
@@ -277,8 +306,8 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
 }
 
 int Run(const PipelineFlags& flags) {
-  if (flags.executor != "local") {
-    std::fprintf(stderr, "error: --executor %s: only the local executor is available\n",
+  if (flags.executor != "local" && flags.executor != "slurm") {
+    std::fprintf(stderr, "error: --executor takes local or slurm, got %s\n",
                  flags.executor.c_str());
     return 2;
   }
@@ -333,6 +362,16 @@ int Resume(const PipelineFlags& flags) {
   if (int killed = pipeline::KillLeftoverSteps((*state)->info().id); killed > 0) {
     std::printf("stopped %d step process group%s left running by the earlier session\n", killed,
                 killed == 1 ? "" : "s");
+  }
+  if ((*state)->info().executor == "slurm") {
+    Result<int> cancelled =
+        pipeline::CancelLeftoverSlurmJobs(*pipeline::RealSlurmCommands(), (*state)->info().id);
+    if (!cancelled.ok()) {
+      std::fprintf(stderr, "warning: %s\n", cancelled.status().message().c_str());
+    } else if (*cancelled > 0) {
+      std::printf("cancelled %d Slurm job%s left by the earlier session\n", *cancelled,
+                  *cancelled == 1 ? "" : "s");
+    }
   }
   std::map<std::string, StepEvent> completed;
   for (auto& [step, e] : (*state)->Latest()) {
@@ -515,7 +554,11 @@ void RegisterPipeline(CLI::App& app, Action* action) {
           Run);
   spec_flags(run, run_flags.get(), true);
   run->add_option("-p,--param", run_flags->params, "Override a parameter: name=value");
-  run->add_option("--executor", run_flags->executor, "Where steps run: local (default)");
+  run->add_option("--executor", run_flags->executor,
+                  "Where steps run: local (default; child processes here) or slurm (each step "
+                  "a batch job submitted with sbatch)");
+  run->add_option("--sbatch-arg", run_flags->sbatch_args,
+                  "An extra sbatch argument for every step, e.g. --sbatch-arg=--partition=gpu");
   budget_flags(run, run_flags.get());
   AddTrackingUriOption(run, &run_flags->tracking_uri);
   run->add_flag("--no-track", run_flags->no_track,
@@ -532,6 +575,8 @@ void RegisterPipeline(CLI::App& app, Action* action) {
   resume->add_option("run", resume_flags->run, "The run id (or a unique prefix)")->required();
   spec_flags(resume, resume_flags.get(), false);
   budget_flags(resume, resume_flags.get());
+  resume->add_option("--sbatch-arg", resume_flags->sbatch_args,
+                     "An extra sbatch argument for every step (with the slurm executor)");
 
   auto [explain, explain_flags] =
       add("explain",

@@ -101,7 +101,7 @@ class PipelineTest(unittest.TestCase):
         out = {}
         for line in output.splitlines():
             parts = line.split()
-            if len(parts) >= 2 and line.startswith("  ") and parts[0] != "started":
+            if len(parts) >= 2 and line[:2] == "  " and line[2] != " " and parts[0] != "started":
                 out[parts[1]] = parts[0]
         return out
 

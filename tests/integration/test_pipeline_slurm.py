@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""`cairn pipeline run --executor slurm` against a real single-node Slurm cluster, which
+scripts/slurm-test-cluster.sh starts for the suite and stops after it: steps run as batch jobs
+with their logs and exit codes collected, a second run is cached, a failing job's exit code is
+reported, a timeout cancels the job, a request the cluster cannot meet (a GPU here) is
+sbatch's clear error, and resume finishes a run.
+
+Usage: test_pipeline_slurm.py --cairn build/release/cairn
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cairn_testlib as tl  # noqa: E402
+
+CLUSTER_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(HERE)), "scripts",
+                              "slurm-test-cluster.sh")
+
+SPEC = """name: onslurm
+params: {rows: 3}
+steps:
+  prepare:
+    run: mkdir -p data && seq ${params.rows} > data/rows.txt && echo "prepared in job $SLURM_JOB_ID"
+    outputs: [data/]
+  train:
+    run: wc -l < data/rows.txt > model.txt && echo "trained with $SLURM_CPUS_PER_TASK cpus"
+    inputs: [data/]
+    outputs: [model.txt]
+    resources: {cpus: 2, memory: 200M}
+"""
+
+
+class SlurmPipelineTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.root, _ = tl.make_temp_root("cairn-slurm-")
+        cls.cluster = os.path.join(cls.root, "cluster")
+        started = subprocess.run(["bash", CLUSTER_SCRIPT, "start", cls.cluster],
+                                 capture_output=True, text=True, timeout=180)
+        if started.returncode != 0:
+            subprocess.run(["bash", CLUSTER_SCRIPT, "stop", cls.cluster], capture_output=True,
+                           timeout=120)
+            raise RuntimeError("the Slurm test cluster did not start:\n" + started.stderr)
+        cls.env = dict(os.environ, CAIRN_CACHE_DIR=os.path.join(cls.root, "cache"),
+                       PATH="/usr/local/bin:/usr/bin:/bin")
+        for name, value in re.findall(r"^export (\w+)=(.*)$", started.stdout, re.M):
+            cls.env[name] = value.strip("'\"")
+        cls.count = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["bash", CLUSTER_SCRIPT, "stop", cls.cluster], capture_output=True,
+                       timeout=120)
+        if not tl.keep_data():
+            shutil.rmtree(cls.root, True)
+
+    def project(self, spec):
+        SlurmPipelineTest.count += 1
+        path = os.path.join(self.root, "p%d" % SlurmPipelineTest.count)
+        os.makedirs(path)
+        with open(os.path.join(path, "pipeline.yaml"), "w") as f:
+            f.write(spec)
+        return path
+
+    def cairn(self, *args, cwd):
+        return subprocess.run([tl.CONFIG.cairn, "pipeline", *args], cwd=cwd, env=self.env,
+                              capture_output=True, text=True, timeout=300)
+
+    def states(self, output):
+        out = {}
+        for line in output.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and line[:2] == "  " and line[2] != " " and parts[0] != "started":
+                out[parts[1]] = parts[0]
+        return out
+
+    def run_dir(self, project):
+        runs = os.path.join(project, ".cairn", "pipelines")
+        newest = max(os.listdir(runs), key=lambda d: os.path.getmtime(os.path.join(runs, d)))
+        return os.path.join(runs, newest)
+
+    def test_steps_run_as_batch_jobs_and_a_second_run_is_cached(self):
+        project = self.project(SPEC)
+        p = self.cairn("run", "--executor", "slurm", "--no-track", cwd=project)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("(slurm", p.stdout)
+        self.assertEqual(self.states(p.stdout), {"prepare": "done", "train": "done"})
+        with open(os.path.join(project, "model.txt")) as f:
+            self.assertEqual(f.read().strip(), "3")
+        logs = os.path.join(self.run_dir(project), "logs")
+        with open(os.path.join(logs, "prepare.log")) as f:
+            self.assertRegex(f.read(), r"prepared in job \d+")
+        with open(os.path.join(logs, "train.log")) as f:
+            self.assertIn("trained with 2 cpus", f.read(), "--cpus-per-task reached the job")
+        again = self.cairn("run", "--executor", "slurm", "--no-track", cwd=project)
+        self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
+        self.assertEqual(set(self.states(again.stdout).values()), {"cached"})
+
+    def test_exit_codes_timeouts_and_refused_jobs(self):
+        project = self.project("""name: failing
+steps:
+  three: {run: "echo failing; exit 3"}
+  slow: {run: sleep 120, timeout: 3s}
+  gpu: {run: nvidia-smi, resources: {gpus: 1}}
+""")
+        started = time.monotonic()
+        p = self.cairn("run", "--executor", "slurm", "--no-track", cwd=project)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertLess(time.monotonic() - started, 60)
+        states = self.states(p.stdout)
+        self.assertEqual(states, {"three": "failed", "slow": "failed", "gpu": "failed"})
+        self.assertIn("exit code 3", p.stdout)
+        self.assertIn("timed out after 3 s", p.stdout)
+        self.assertIn("sbatch refused the job", p.stdout)
+        self.assertIn("| failing", p.stdout, "the job's output is in the step's log")
+        # The timed-out job was cancelled, not left to run.
+        queue = subprocess.run(["squeue", "-h", "-o", "%j"], env=self.env, capture_output=True,
+                               text=True, timeout=60).stdout
+        self.assertNotIn("slow", queue)
+
+    def test_resume_finishes_a_failed_run(self):
+        project = self.project("""name: again
+steps:
+  first: {run: "echo 1 > first.txt", outputs: [first.txt]}
+  second: {run: "test -f go && cat first.txt > second.txt", needs: [first], outputs: [second.txt]}
+""")
+        p = self.cairn("run", "--executor", "slurm", "--no-track", cwd=project)
+        self.assertEqual(p.returncode, 1)
+        run_id = re.search(r"run ([0-9a-f]{32})", p.stdout).group(1)
+        open(os.path.join(project, "go"), "w").close()
+        p = self.cairn("resume", run_id, cwd=project)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.states(p.stdout), {"first": "kept", "second": "done"})
+        self.assertIn("(slurm", p.stdout, "resume keeps the run's executor")
+
+
+if __name__ == "__main__":
+    sys.exit(tl.main("pipeline_slurm", sys.modules[__name__]))
