@@ -115,17 +115,49 @@ Status RunState::Append(const StepEvent& e) {
   if (!e.run_id.empty()) j["run_id"] = e.run_id;
   if (!e.cached_from.empty()) j["cached_from"] = e.cached_from;
   if (!e.cache_key.empty()) j["cache_key"] = e.cache_key;
-  const std::string line = j.dump() + "\n";
-  const std::string path = info_.dir + "/events.jsonl";
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return Internal("cannot open " + path + ": " + strerror(errno));
-  ssize_t n = write(fd, line.data(), line.size());
-  const int err = errno;
-  close(fd);
+  return AppendLine(&events_fd_, "events.jsonl", j.dump() + "\n");
+}
+
+RunState::~RunState() {
+  if (events_fd_ >= 0) close(events_fd_);
+  if (keys_fd_ >= 0) close(keys_fd_);
+}
+
+Status RunState::AppendLine(int* fd, const std::string& file, const std::string& line) {
+  const std::string path = info_.dir + "/" + file;
+  if (*fd < 0) {
+    *fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (*fd < 0) return Internal("cannot open " + path + ": " + strerror(errno));
+  }
+  ssize_t n = write(*fd, line.data(), line.size());
   if (n != static_cast<ssize_t>(line.size())) {
-    return Internal("cannot append to " + path + ": " + strerror(err));
+    return Internal("cannot append to " + path + ": " + strerror(errno));
   }
   return Status::Ok();
+}
+
+Status RunState::AppendKeyParts(const std::string& step, const std::string& parts_json) {
+  json parts = json::parse(parts_json, nullptr, false);
+  json j = {{"step", step}, {"parts", parts}};
+  return AppendLine(&keys_fd_, "keys.jsonl", j.dump() + "\n");
+}
+
+Result<std::string> RunState::KeyParts(const std::string& step) const {
+  Result<std::string> text = ReadFile(info_.dir + "/keys.jsonl");
+  if (!text.ok()) return NotFound("no cache keys were computed in run " + info_.id);
+  std::string found;
+  size_t pos = 0;
+  while (pos < text->size()) {
+    size_t end = text->find('\n', pos);
+    if (end == std::string::npos) break;
+    json j = json::parse(text->begin() + pos, text->begin() + end, nullptr, false);
+    pos = end + 1;
+    if (j.is_object() && j.value("step", "") == step && j.contains("parts")) {
+      found = j["parts"].dump();
+    }
+  }
+  if (found.empty()) return NotFound("no cache key of " + step + " in run " + info_.id);
+  return found;
 }
 
 std::vector<StepEvent> RunState::Events() const {

@@ -7,6 +7,7 @@
 //   events.jsonl  one JSON line per step event (started, done, cached, failed, ...), appended
 //                 with a single write each, so a runner killed with SIGKILL loses nothing it
 //                 had recorded; a torn last line is ignored
+//   keys.jsonl    each step's cache key parts, one JSON line per computation (the last wins)
 //   logs/         each step's output, <step id>.log
 #pragma once
 
@@ -59,11 +60,19 @@ class RunState {
   // Every run under `root`, newest first.
   static std::vector<RunInfo> List(const std::string& root);
 
+  ~RunState();
+  RunState(const RunState&) = delete;
+  RunState& operator=(const RunState&) = delete;
+
   const RunInfo& info() const { return info_; }
   std::string spec_path() const { return info_.dir + "/spec.yaml"; }
   std::string log_dir() const { return info_.dir + "/logs"; }
 
   Status Append(const StepEvent& event);
+  // Records the cache key parts (KeyParts::ToJson) computed for a step.
+  Status AppendKeyParts(const std::string& step, const std::string& parts_json);
+  // The last key parts recorded for a step; NotFound when none were.
+  Result<std::string> KeyParts(const std::string& step) const;
   // Every event, in order (a torn last line skipped).
   std::vector<StepEvent> Events() const;
   // The last event of each step.
@@ -71,7 +80,13 @@ class RunState {
 
  private:
   explicit RunState(RunInfo info) : info_(std::move(info)) {}
+  // One write per line on a descriptor kept open: a line is never torn by a crash of this
+  // process, and a thousand steps do not open the file a thousand times.
+  Status AppendLine(int* fd, const std::string& file, const std::string& line);
+
   RunInfo info_;
+  int events_fd_ = -1;
+  int keys_fd_ = -1;
 };
 
 }  // namespace cairn::pipeline

@@ -25,10 +25,6 @@ std::string FormatSeconds(int64_t ms) {
   return buf;
 }
 
-std::string KeysPath(const RunState& state, const std::string& step_id) {
-  return state.info().dir + "/keys/" + StepFileName(step_id) + ".json";
-}
-
 }  // namespace
 
 std::string Session::CanonicalDefinition(const Step& step) {
@@ -149,7 +145,7 @@ Result<KeyParts> Session::ComputeKeyParts(const Step& step) {
 }
 
 Result<KeyParts> Session::ReadKeyParts(const RunState& state, const std::string& step_id) {
-  CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(KeysPath(state, step_id)));
+  CAIRN_ASSIGN_OR_RETURN(std::string text, state.KeyParts(step_id));
   return KeyParts::FromJson(text);
 }
 
@@ -163,10 +159,7 @@ Result<bool> Session::Reuse(size_t index) {
   const std::string key = parts.Key();
   parts_[index] = parts;
   keys_[index] = key;
-  std::error_code ec;
-  fs::create_directories(state_.info().dir + "/keys", ec);
-  CAIRN_RETURN_IF_ERROR(
-      WriteFileAtomic(KeysPath(state_, step.id), parts.ToJson() + "\n", Sync::kNoSync));
+  CAIRN_RETURN_IF_ERROR(state_.AppendKeyParts(step.id, parts.ToJson()));
   if (!step.cache || !options_.use_cache) return false;
   CAIRN_ASSIGN_OR_RETURN(std::optional<CacheEntry> entry, cache_->Lookup(key));
   if (!entry) return false;

@@ -3,7 +3,7 @@
 //  - Reuse: a step completed in the session being resumed is kept; otherwise its cache key is
 //    computed (step_cache.h) now that its inputs are final, and a cache hit restores its
 //    outputs instead of running it. The key's parts are written to the run's directory
-//    (keys/<step>.json) for `cairn pipeline explain`.
+//    (keys.jsonl) for `cairn pipeline explain`.
 //  - Before each attempt: the step's declared outputs are removed, so that it writes new
 //    files; its Python environment (the project's active one, or the one built from its
 //    lock) goes first on PATH.
