@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "client/tracking_client.h"
+#include "env/host_facts.h"
 #include "pipeline/builder.h"
 #include "pipeline/executor.h"
 #include "pipeline/run_state.h"
@@ -208,22 +209,40 @@ pipeline::Budget MachineBudget(const PipelineFlags& flags, const std::string& ex
   return b;
 }
 
-int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
-            std::map<std::string, StepEvent> completed, const std::string& cwd) {
+// The GPUs of this machine (nvidia-smi; none without it), asked only when a step wants one.
+int LocalGpus(const Pipeline& p) {
+  const bool wanted = std::any_of(p.steps.begin(), p.steps.end(),
+                                  [](const pipeline::Step& s) { return s.resources.gpus > 0; });
+  if (!wanted) return 0;
+  return static_cast<int>(env::CollectHostFacts(*env::RealHostProbe()).gpus.size());
+}
+
+// The budget steps run within, or nullopt after saying why some step can never run in it.
+std::optional<pipeline::Budget> BudgetOrExplain(const Pipeline& p, const PipelineFlags& flags,
+                                                const std::string& executor_name) {
   std::string error;
-  const std::string& executor_name = state.info().executor;
   pipeline::Budget budget = MachineBudget(flags, executor_name, &error);
   if (!error.empty()) {
     std::fprintf(stderr, "error: %s\n", error.c_str());
-    return 2;
+    return std::nullopt;
   }
+  if (executor_name != "slurm" && flags.gpus < 0) budget.gpus = LocalGpus(p);
   if (std::vector<std::string> problems = pipeline::Plan::CheckBudget(p, budget);
       !problems.empty()) {
     std::fprintf(stderr, "error: steps cannot run on this machine:\n");
     for (const std::string& s : problems) std::fprintf(stderr, "  %s\n", s.c_str());
-    std::fprintf(stderr, "(--gpus and --memory set the budget)\n");
-    return 2;
+    std::fprintf(stderr,
+                 "(--gpus and --memory set the budget; --executor slurm runs steps on a "
+                 "cluster)\n");
+    return std::nullopt;
   }
+  return budget;
+}
+
+int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
+            const pipeline::Budget& budget, std::map<std::string, StepEvent> completed,
+            const std::string& cwd) {
+  const std::string& executor_name = state.info().executor;
   std::unique_ptr<pipeline::Executor> executor;
   if (executor_name == "slurm") {
     pipeline::SlurmOptions slurm;
@@ -325,6 +344,8 @@ int Run(const PipelineFlags& flags) {
   const std::string dir = fs::path(file).parent_path().string();
   std::optional<Pipeline> p = Load(flags.file, *text, *overrides, dir);
   if (!p) return 1;
+  std::optional<pipeline::Budget> budget = BudgetOrExplain(*p, flags, flags.executor);
+  if (!budget) return 2;
   pipeline::RunInfo info;
   info.id = RandomHex(16);
   info.name = p->name;
@@ -339,7 +360,7 @@ int Run(const PipelineFlags& flags) {
     std::fprintf(stderr, "error: %s\n", state.status().message().c_str());
     return 1;
   }
-  return Execute(*p, **state, flags, {}, dir);
+  return Execute(*p, **state, flags, *budget, {}, dir);
 }
 
 int Resume(const PipelineFlags& flags) {
@@ -377,7 +398,9 @@ int Resume(const PipelineFlags& flags) {
   for (auto& [step, e] : (*state)->Latest()) {
     if (e.state == "done" || e.state == "cached") completed[step] = e;
   }
-  return Execute(*p, **state, flags, std::move(completed), run_dir);
+  std::optional<pipeline::Budget> budget = BudgetOrExplain(*p, flags, (*state)->info().executor);
+  if (!budget) return 2;
+  return Execute(*p, **state, flags, *budget, std::move(completed), run_dir);
 }
 
 int Status_(const PipelineFlags& flags) {
@@ -534,7 +557,8 @@ void RegisterPipeline(CLI::App& app, Action* action) {
     cmd->add_option("--cpus", f->cpus, "Cpus the running steps may hold (default: this machine's)");
     cmd->add_option("--memory", f->memory,
                     "Memory the running steps may hold, e.g. 16G (default: this machine's)");
-    cmd->add_option("--gpus", f->gpus, "GPUs the running steps may hold (default: 0)");
+    cmd->add_option("--gpus", f->gpus,
+                    "GPUs the running steps may hold (default: this machine's, from nvidia-smi)");
   };
 
   auto [validate, validate_flags] =

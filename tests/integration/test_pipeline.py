@@ -2,7 +2,7 @@
 """`cairn pipeline` end to end with the local executor: a three-step pipeline runs, a second
 run is fully cached, changing one input re-runs only the steps downstream of it and `explain`
 names the input, a fan-out, a failing step with retries, a timeout that kills the step's whole
-process group, validate naming every problem, and resume after the runner is killed with
+process group, Ctrl-C stopping every step, validate naming every problem, and resume after the runner is killed with
 SIGKILL; and the records in the tracking server: a parent run per pipeline run, a child run
 per step with its log, state and cache key, a cached step linked to the run that produced its
 outputs, and records kept for `cairn sync` when the server is away.
@@ -302,6 +302,32 @@ steps:
             time.sleep(0.05)
         self.assertFalse(_alive(child), "the step's background child is killed too")
 
+    def test_ctrl_c_stops_every_step_and_records_their_states(self):
+        project = self.project("""name: stop
+steps:
+  a: {run: "touch a.started; sleep 67"}
+  b: {run: "touch b.started; sleep 67"}
+  after: {run: "true", needs: [a]}
+""")
+        runner = subprocess.Popen([tl.CONFIG.cairn, "pipeline", "run", "--jobs", "2",
+                                   "--no-track"], cwd=project, env=self.env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(
+                os.path.exists(os.path.join(project, s)) for s in ("a.started", "b.started")):
+            time.sleep(0.05)
+        started = time.monotonic()
+        runner.send_signal(signal.SIGINT)
+        out, err = runner.communicate(timeout=30)
+        self.assertLess(time.monotonic() - started, 5, "the steps are killed, not waited for")
+        self.assertEqual(runner.returncode, 130, out + err)
+        self.assertEqual(self.states(out), {"a": "cancelled", "b": "cancelled",
+                                            "after": "cancelled"})
+        status = self.ok("status", self.last_run_id(project), cwd=project).stdout
+        self.assertIn("cancelled   a", status)
+        self.assertIn("cancelled   after", status)
+        self.assertEqual(_processes_with("sleep\0" + "67"), [], "no step process survives")
+
     def test_validate_names_every_problem(self):
         project = self.project("""name: broken
 params: {lr: 1}
@@ -365,6 +391,19 @@ steps:
         with open(os.path.join(project, "third.txt")) as f:
             self.assertEqual(f.read(), "1\n2\n")
         self.assertIn("complete", self.ok("status", run_id, cwd=project).stdout)
+
+
+def _processes_with(text):
+    """Pids of live processes whose NUL-separated command line contains `text`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid) as f:
+                if text in f.read() and _alive(int(pid)):
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
 
 
 def run_id_of(output):
