@@ -117,20 +117,44 @@ Result<std::map<std::string, std::string>> Overrides(const std::vector<std::stri
   return out;
 }
 
-int Validate(const PipelineFlags& flags) {
+// The spec named by the flags, read, with -p applied and checked; nullopt after saying what
+// is wrong, with the exit code in `exit_code` (2 for the command line, 1 for the spec).
+struct Loaded {
+  std::string text;
+  std::map<std::string, std::string> overrides;
+  std::string file;  // absolute
+  std::string dir;   // the pipeline's directory
+  Pipeline pipeline;
+};
+std::optional<Loaded> LoadFromFlags(const PipelineFlags& flags, int* exit_code) {
+  Loaded l;
   Result<std::string> text = ReadFile(flags.file);
-  if (!text.ok()) {
-    std::fprintf(stderr, "error: %s\n", text.status().message().c_str());
-    return 2;
-  }
   Result<std::map<std::string, std::string>> overrides = Overrides(flags.params);
-  if (!overrides.ok()) {
-    std::fprintf(stderr, "error: %s\n", overrides.status().message().c_str());
-    return 2;
+  for (const Status& s : {text.status(), overrides.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      *exit_code = 2;
+      return std::nullopt;
+    }
   }
-  const std::string dir = fs::absolute(flags.file).parent_path().string();
-  std::optional<Pipeline> p = Load(flags.file, *text, *overrides, dir);
-  if (!p) return 1;
+  l.text = *text;
+  l.overrides = *overrides;
+  l.file = fs::absolute(flags.file).lexically_normal().string();
+  l.dir = fs::path(l.file).parent_path().string();
+  std::optional<Pipeline> p = Load(flags.file, l.text, l.overrides, l.dir);
+  if (!p) {
+    *exit_code = 1;
+    return std::nullopt;
+  }
+  l.pipeline = std::move(*p);
+  return l;
+}
+
+int Validate(const PipelineFlags& flags) {
+  int exit_code = 0;
+  std::optional<Loaded> loaded = LoadFromFlags(flags, &exit_code);
+  if (!loaded) return exit_code;
+  const Pipeline* p = &loaded->pipeline;
   std::printf("%s: pipeline %s, %zu step%s, no problems\n", flags.file.c_str(), p->name.c_str(),
               p->steps.size(), p->steps.size() == 1 ? "" : "s");
   for (const pipeline::Step& s : p->steps) {
@@ -330,32 +354,24 @@ int Run(const PipelineFlags& flags) {
                  flags.executor.c_str());
     return 2;
   }
-  Result<std::string> text = ReadFile(flags.file);
-  if (!text.ok()) {
-    std::fprintf(stderr, "error: %s\n", text.status().message().c_str());
-    return 2;
-  }
-  Result<std::map<std::string, std::string>> overrides = Overrides(flags.params);
-  if (!overrides.ok()) {
-    std::fprintf(stderr, "error: %s\n", overrides.status().message().c_str());
-    return 2;
-  }
-  const std::string file = fs::absolute(flags.file).lexically_normal().string();
-  const std::string dir = fs::path(file).parent_path().string();
-  std::optional<Pipeline> p = Load(flags.file, *text, *overrides, dir);
-  if (!p) return 1;
+  int exit_code = 0;
+  std::optional<Loaded> loaded = LoadFromFlags(flags, &exit_code);
+  if (!loaded) return exit_code;
+  const Pipeline* p = &loaded->pipeline;
+  const std::string& dir = loaded->dir;
   std::optional<pipeline::Budget> budget = BudgetOrExplain(*p, flags, flags.executor);
   if (!budget) return 2;
   pipeline::RunInfo info;
   info.id = RandomHex(16);
   info.name = p->name;
-  info.spec_file = file;
+  info.spec_file = loaded->file;
   info.params = p->params;
-  info.overrides = *overrides;
+  info.overrides = loaded->overrides;
   info.executor = flags.executor;
   info.started_ms = SystemClock()->NowMillis();
   if (!flags.no_track) info.tracking_uri = client::ResolveTrackingUri(flags.tracking_uri);
-  Result<std::unique_ptr<RunState>> state = RunState::Create(RunState::RootOf(dir), info, *text);
+  Result<std::unique_ptr<RunState>> state =
+      RunState::Create(RunState::RootOf(dir), info, loaded->text);
   if (!state.ok()) {
     std::fprintf(stderr, "error: %s\n", state.status().message().c_str());
     return 1;

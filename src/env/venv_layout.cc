@@ -43,20 +43,6 @@ std::string LibPythonDir(const VenvLayout& l) {
   return "python" + std::to_string(l.python_major) + "." + std::to_string(l.python_minor);
 }
 
-// Single-quotes `s` for a POSIX shell.
-std::string ShellQuote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  out += "'";
-  return out;
-}
-
 // A Python string literal for pyvenv.cfg's `prompt` line (venv writes repr(prompt)).
 std::string PythonRepr(std::string_view s) {
   char quote =

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "util/file.h"
+#include "util/process.h"
 
 namespace cairn::pipeline {
 namespace {
@@ -49,19 +50,6 @@ bool ParseExit(std::string_view text, SlurmJobState* out) {
   }
   out->has_exit = true;
   return true;
-}
-
-// Single quotes for /bin/sh.
-std::string ShellQuote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
 }
 
 class RealCommands : public SlurmCommands {

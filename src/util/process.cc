@@ -55,6 +55,19 @@ std::string ExitStatus::ToString() const {
          (name != nullptr ? std::string(" (") + name + ")" : "");
 }
 
+std::string ShellQuote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  out += "'";
+  return out;
+}
+
 Result<Process> Process::Spawn(const SpawnOptions& options) {
   if (options.argv.empty() || options.argv[0].empty()) {
     return InvalidArgument("no command to run");

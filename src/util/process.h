@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct ExitStatus {
   int ShellCode() const { return signaled ? 128 + signal : code; }
   std::string ToString() const;
 };
+
+// `s` single-quoted for a POSIX shell: it reaches the command as one word, unchanged.
+std::string ShellQuote(std::string_view s);
 
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up on the child's PATH when it has no '/'

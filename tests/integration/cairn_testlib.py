@@ -484,6 +484,17 @@ def now_ms():
     return int(time.time() * 1000)
 
 
+def pipeline_states(output):
+    """{step: state} from the progress lines of `cairn pipeline run`/`resume` ("  done  train
+    1.2 s"); the lines of a failed step's log, indented further, are not steps."""
+    out = {}
+    for line in output.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and line[:2] == "  " and line[2] != " " and parts[0] != "started":
+            out[parts[1]] = parts[0]
+    return out
+
+
 def make_temp_root(prefix):
     """A fresh private directory; its child 'data' is meant as the server's --data-dir."""
     base = getattr(CONFIG.args, "tmp_dir", None) if CONFIG.args is not None else None

@@ -97,13 +97,7 @@ class PipelineTest(unittest.TestCase):
         return p
 
     def states(self, output):
-        """{step: state} from the progress lines of `run`/`resume`."""
-        out = {}
-        for line in output.splitlines():
-            parts = line.split()
-            if len(parts) >= 2 and line[:2] == "  " and line[2] != " " and parts[0] != "started":
-                out[parts[1]] = parts[0]
-        return out
+        return tl.pipeline_states(output)
 
     def runs_of(self, project, step):
         path = os.path.join(project, "runs-" + step)

@@ -73,12 +73,7 @@ class SlurmPipelineTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=300)
 
     def states(self, output):
-        out = {}
-        for line in output.splitlines():
-            parts = line.split()
-            if len(parts) >= 2 and line[:2] == "  " and line[2] != " " and parts[0] != "started":
-                out[parts[1]] = parts[0]
-        return out
+        return tl.pipeline_states(output)
 
     def run_dir(self, project):
         runs = os.path.join(project, ".cairn", "pipelines")
