@@ -8,10 +8,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <tuple>
 #include <unordered_set>
 
 #include "util/file.h"
@@ -37,13 +42,27 @@ void AppendJsonString(std::string_view s, std::string* out) {
   for (char ch : s) {
     unsigned char c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
       default:
         if (c < 0x20) {
           out->append("\\u00");
@@ -59,9 +78,12 @@ void AppendJsonString(std::string_view s, std::string* out) {
 
 std::string_view ModeText(uint32_t mode) {
   switch (mode) {
-    case kModeExecutable: return "100755";
-    case kModeSymlink: return "120000";
-    default: return "100644";
+    case kModeExecutable:
+      return "100755";
+    case kModeSymlink:
+      return "120000";
+    default:
+      return "100644";
   }
 }
 
@@ -107,8 +129,9 @@ Status FileError(std::string_view op, const std::string& path) {
 }
 
 Status ChangedWhileHashing(const std::string& path) {
-  return Unavailable(Printable(path) + " changed while it was being hashed; retry when it is not "
-                     "being written");
+  return Unavailable(Printable(path) +
+                     " changed while it was being hashed; retry when nothing "
+                     "writes to it");
 }
 
 bool SameContentStat(const struct stat& a, const struct stat& b) {
@@ -128,12 +151,12 @@ std::string_view TypeName(mode_t mode) {
   return "not a regular file, directory or symlink";
 }
 
-// A regular file waiting to be hashed: where its entry is, how to open it, and its stat from
-// the walk (which the stat cache is asked about before the file is opened).
+// A regular file the stat cache could not answer: its entry (path set, the rest to fill), how
+// to open it, and its size at the walk (to hash large files first).
 struct Job {
-  size_t entry;
+  FileEntry* entry;
   std::string full_path;
-  struct stat st;
+  int64_t size;
   bool follow;  // `path` itself, which may be a symlink to the file
 };
 
@@ -144,17 +167,8 @@ class FileHasher {
         start_nanos_(start_nanos),
         buffer_(std::make_unique_for_overwrite<char[]>(kReadBuffer)) {}
 
-  // Fills entry's size, mode and sha256; *read is set when the bytes were read.
-  Status Hash(const Job& job, FileEntry* entry, bool* read) {
-    *read = false;
-    if (options_.cache != nullptr) {
-      if (std::optional<std::string> sha = options_.cache->Lookup(job.st)) {
-        entry->size = job.st.st_size;
-        entry->mode = FileMode(job.st);
-        entry->sha256 = std::move(*sha);
-        return Status::Ok();
-      }
-    }
+  // Reads the file and fills its entry's size, mode and sha256.
+  Status Hash(const Job& job) {
     // O_NONBLOCK: should the file have been replaced by a fifo since the walk, opening it must
     // not wait for a writer; the fstat below then rejects it.
     int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (job.follow ? 0 : O_NOFOLLOW);
@@ -163,9 +177,8 @@ class FileHasher {
       if (errno == ENOENT || errno == ELOOP) return ChangedWhileHashing(job.full_path);
       return FileError("open", job.full_path);
     }
-    Status s = HashOpenFile(fd, job.full_path, entry);
+    Status s = HashOpenFile(fd, job.full_path, job.entry);
     ::close(fd);
-    if (s.ok()) *read = true;
     return s;
   }
 
@@ -177,7 +190,6 @@ class FileHasher {
     if (::fstat(fd, &st) != 0) return FileError("stat", path);
     if (!S_ISREG(st.st_mode)) return ChangedWhileHashing(path);
     Sha256Hasher hasher;
-    int64_t got = 0;
     if (options_.read_method == ReadMethod::kMmap && st.st_size > 0) {
       void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
       if (map == MAP_FAILED) return FileError("mmap", path);
@@ -188,14 +200,13 @@ class FileHasher {
         hasher.Update(std::string_view(p + off, n));
       }
       ::munmap(map, static_cast<size_t>(st.st_size));
-      got = st.st_size;
     } else {
       if (st.st_size > static_cast<off_t>(kReadBuffer)) {
         ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
       }
       // Reads exactly the size the stat reported; a file that grew or shrank meanwhile is caught
       // by the second fstat, which saves small files a last read(2) that would return 0.
-      while (got < st.st_size) {
+      for (int64_t got = 0; got < st.st_size;) {
         size_t want = static_cast<size_t>(std::min<int64_t>(kReadBuffer, st.st_size - got));
         ssize_t n = ::read(fd, buffer_.get(), want);
         if (n < 0) {
@@ -247,18 +258,102 @@ struct DirCloser {
   void operator()(DIR* d) const { ::closedir(d); }
 };
 
-// Collects every regular file (as a Job, its entry still without a hash) and every symlink
-// (hashed here: its target is a few bytes) under `root`.
-Status Walk(const std::string& root, std::vector<FileEntry>* entries, std::vector<Job>* jobs) {
-  struct Pending {
+// Runs `work` on `threads` threads (on this one when 1) and returns the first error any of them
+// returned; `failed` tells the others to stop early.
+Status RunOnThreads(int threads, const std::function<Status(int, const std::atomic<bool>&)>& work) {
+  if (threads <= 1) {
+    std::atomic<bool> never{false};
+    return work(0, never);
+  }
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  Status first_error;
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      Status s = work(t, failed);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failed.exchange(true)) first_error = std::move(s);
+      }
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  return first_error;
+}
+
+// Lists every regular file and symlink under a directory, on several threads (one directory at
+// a time each; stat(2) dominates a tree the stat cache answers). Symlinks are hashed during the
+// walk (their target is a few bytes); regular files the stat cache answers too; the others
+// become Jobs.
+class Walker {
+ public:
+  Walker(std::string root, StatCache* cache, int threads)
+      : cache_(cache), threads_(threads), found_(static_cast<size_t>(threads)) {
+    queue_.push_back({"", std::move(root)});
+  }
+
+  Status Run() {
+    return RunOnThreads(threads_, [this](int t, const std::atomic<bool>& failed) {
+      return Work(&found_[static_cast<size_t>(t)], failed);
+    });
+  }
+
+  // After Run(): the files to read. They point into the entries, so hash them before
+  // TakeEntries().
+  std::vector<Job> TakeJobs() {
+    std::vector<Job> jobs;
+    for (Found& f : found_) std::move(f.jobs.begin(), f.jobs.end(), std::back_inserter(jobs));
+    return jobs;
+  }
+  std::vector<FileEntry> TakeEntries() {
+    size_t n = 0;
+    for (const Found& f : found_) n += f.entries.size();
+    std::vector<FileEntry> entries;
+    entries.reserve(n);
+    for (Found& f : found_) {
+      std::move(f.entries.begin(), f.entries.end(), std::back_inserter(entries));
+    }
+    return entries;
+  }
+
+ private:
+  struct Dir {
     std::string rel;   // "" for the root
-    std::string full;  // root-relative path joined to `root`
+    std::string full;  // rel joined to the root
   };
-  std::vector<Pending> stack;
-  stack.push_back({"", root});
-  while (!stack.empty()) {
-    Pending dir = std::move(stack.back());
-    stack.pop_back();
+  struct Found {
+    std::deque<FileEntry> entries;  // a deque: jobs keep pointers to its elements
+    std::vector<Job> jobs;
+  };
+
+  Status Work(Found* found, const std::atomic<bool>& failed) {
+    std::vector<Dir> subdirs;
+    for (;;) {
+      Dir dir;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !queue_.empty() || pending_ == 0 || failed || stop_; });
+        if (queue_.empty() || failed || stop_) return Status::Ok();
+        dir = std::move(queue_.back());
+        queue_.pop_back();
+      }
+      Status s = Scan(dir, found, &subdirs);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!s.ok()) {
+        stop_ = true;  // wakes the others so that they return
+        cv_.notify_all();
+        return s;
+      }
+      pending_ += subdirs.size();
+      for (Dir& d : subdirs) queue_.push_back(std::move(d));
+      subdirs.clear();
+      if (--pending_ == 0 || queue_.size() > 1) cv_.notify_all();
+    }
+  }
+
+  Status Scan(const Dir& dir, Found* found, std::vector<Dir>* subdirs) {
     // The root was followed if it is a symlink; a subdirectory must still be the directory the
     // walk saw, not a symlink swapped in since.
     int fd = ::open(dir.full.c_str(),
@@ -275,86 +370,80 @@ Status Walk(const std::string& root, std::vector<FileEntry>* entries, std::vecto
       ::close(fd);
       return s;
     }
+    std::string prefix = dir.full;
+    if (prefix.empty() || prefix.back() != '/') prefix += '/';
     for (;;) {
       errno = 0;
       struct dirent* de = ::readdir(d.get());
       if (de == nullptr) {
         if (errno != 0) return FileError("readdir", dir.full);
-        break;
+        return Status::Ok();
       }
       std::string_view name = de->d_name;
       if (name == "." || name == "..") continue;
-      std::string rel = dir.rel.empty() ? std::string(name) : dir.rel + "/" + std::string(name);
-      std::string full = dir.full;
-      if (full.empty() || full.back() != '/') full += '/';
-      full += name;
       if (!IsValidUtf8(name)) {
-        return InvalidArgument(Printable(full) + ": the name is not valid UTF-8, which a " +
-                               "manifest cannot record; rename it");
+        return InvalidArgument(Printable(prefix + std::string(name)) +
+                               ": the name is not valid UTF-8, which a manifest cannot record; "
+                               "rename it");
       }
+      std::string rel = dir.rel.empty() ? std::string(name) : dir.rel + "/" + std::string(name);
       struct stat st;
       if (::fstatat(::dirfd(d.get()), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (errno == ENOENT) return ChangedWhileHashing(full);
-        return FileError("stat", full);
+        if (errno == ENOENT) return ChangedWhileHashing(prefix + std::string(name));
+        return FileError("stat", prefix + std::string(name));
       }
-      if (S_ISDIR(st.st_mode)) {
-        stack.push_back({std::move(rel), std::move(full)});
-      } else if (S_ISREG(st.st_mode)) {
-        entries->push_back({std::move(rel), 0, 0, ""});
-        jobs->push_back({entries->size() - 1, std::move(full), st, false});
+      if (S_ISREG(st.st_mode)) {
+        std::optional<std::string> sha;
+        if (cache_ != nullptr) sha = cache_->Lookup(st);
+        if (sha) {
+          found->entries.push_back({std::move(rel), st.st_size, FileMode(st), std::move(*sha)});
+        } else {
+          found->entries.push_back({std::move(rel), 0, 0, ""});
+          found->jobs.push_back(
+              {&found->entries.back(), prefix + std::string(name), st.st_size, false});
+        }
+      } else if (S_ISDIR(st.st_mode)) {
+        subdirs->push_back({std::move(rel), prefix + std::string(name)});
       } else if (S_ISLNK(st.st_mode)) {
+        std::string full = prefix + std::string(name);
         CAIRN_ASSIGN_OR_RETURN(std::string target,
                                ReadLinkAt(::dirfd(d.get()), de->d_name, full, st.st_size));
         int64_t size = static_cast<int64_t>(target.size());
-        entries->push_back({std::move(rel), size, kModeSymlink, Sha256Hex(target)});
+        found->entries.push_back({std::move(rel), size, kModeSymlink, Sha256Hex(target)});
       } else {
-        return InvalidArgument(Printable(full) + " is " + std::string(TypeName(st.st_mode)) +
+        return InvalidArgument(Printable(prefix + std::string(name)) + " is " +
+                               std::string(TypeName(st.st_mode)) +
                                "; only regular files, directories and symlinks can be hashed");
       }
     }
   }
-  return Status::Ok();
-}
+
+  StatCache* const cache_;
+  const int threads_;
+  std::vector<Found> found_;  // one per thread
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Dir> queue_;  // directories to scan
+  size_t pending_ = 1;      // directories queued or being scanned
+  bool stop_ = false;
+};
 
 // Hashes the jobs on up to `threads` workers, largest files first so that a big file does not
-// start last and leave the other workers idle. Returns the number of files read.
-Result<int64_t> HashJobs(std::vector<Job>& jobs, std::vector<FileEntry>* entries,
-                         const HashOptions& options, int threads, int64_t start_nanos) {
-  std::sort(jobs.begin(), jobs.end(),
-            [](const Job& a, const Job& b) { return a.st.st_size > b.st.st_size; });
+// start last and leave the other workers idle.
+Status HashJobs(std::vector<Job>& jobs, const HashOptions& options, int threads,
+                int64_t start_nanos) {
+  std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.size > b.size; });
   std::atomic<size_t> next{0};
-  std::atomic<int64_t> files_read{0};
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  Status first_error;
-  auto work = [&] {
+  int workers = static_cast<int>(std::min(static_cast<size_t>(threads), jobs.size()));
+  return RunOnThreads(workers, [&](int, const std::atomic<bool>& failed) {
     FileHasher hasher(options, start_nanos);
-    int64_t read_here = 0;
     while (!failed.load(std::memory_order_relaxed)) {
       size_t i = next++;
       if (i >= jobs.size()) break;
-      bool read = false;
-      Status s = hasher.Hash(jobs[i], &(*entries)[jobs[i].entry], &read);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failed.exchange(true)) first_error = std::move(s);
-        break;
-      }
-      if (read) ++read_here;
+      CAIRN_RETURN_IF_ERROR(hasher.Hash(jobs[i]));
     }
-    files_read += read_here;
-  };
-  size_t workers = std::min(static_cast<size_t>(threads), jobs.size());
-  if (workers <= 1) {
-    work();
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(workers);
-    for (size_t i = 0; i < workers; ++i) pool.emplace_back(work);
-    for (std::thread& t : pool) t.join();
-  }
-  if (failed) return first_error;
-  return files_read.load();
+    return Status::Ok();
+  });
 }
 
 }  // namespace
@@ -385,8 +474,7 @@ Result<std::vector<FileEntry>> ParseManifestJson(std::string_view text) {
   // Only three levels are valid (the object, its entries array, an entry); deeper values are
   // discarded as they are parsed, so a hostile manifest cannot build a deep tree.
   bool too_deep = false;
-  json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t event,
-                                                    json&) {
+  json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t event, json&) {
     if (depth > 3) too_deep = true;
     return !too_deep;
   };
@@ -528,7 +616,8 @@ std::string RawSha256(std::string_view bytes) {
 }  // namespace
 
 size_t StatCache::KeyHash::operator()(const Key& k) const {
-  return std::hash<uint64_t>()(k.ino * 0x9e3779b97f4a7c15ULL ^ k.dev);
+  uint64_t h = (k.ino ^ (k.dev << 40 | k.dev >> 24)) * 0x9e3779b97f4a7c15ULL;
+  return static_cast<size_t>(h ^ h >> 29);
 }
 
 Result<std::unique_ptr<StatCache>> StatCache::Open(std::string path, Clock* clock) {
@@ -556,7 +645,7 @@ void StatCache::Load(std::string_view bytes) {
   }
   std::string_view body = bytes.substr(0, bytes.size() - kDigestBytes);
   if (RawSha256(body) != bytes.substr(body.size())) return;
-  entries_.reserve(count);
+  for (Shard& shard : shards_) shard.entries.reserve(count / kShards * 5 / 4);
   for (uint64_t i = 0; i < count; ++i) {
     const char* r = p + kHeaderBytes + i * kRecordBytes;
     Entry e;
@@ -565,13 +654,18 @@ void StatCache::Load(std::string_view bytes) {
     e.ctime_nanos = Get<int64_t>(r + 32);
     std::memcpy(e.sha256, r + 40, 32);
     e.used = false;
-    entries_[Key{Get<uint64_t>(r), Get<uint64_t>(r + 8)}] = e;
+    Key key{Get<uint64_t>(r), Get<uint64_t>(r + 8)};
+    ShardOf(key).entries[key] = e;
   }
 }
 
 size_t StatCache::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return entries_.size();
+  size_t n = 0;
+  for (Shard& shard : shards_) {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    n += shard.entries.size();
+  }
+  return n;
 }
 
 bool StatCache::IsRacy(const struct stat& st, int64_t stat_time_nanos) {
@@ -584,9 +678,11 @@ std::optional<std::string> StatCache::Lookup(const struct stat& st) {
   // Entries are recorded only when not racy, so a matching one is sound; the check here guards
   // against a clock that went backwards since.
   if (IsRacy(st, NowNanos(clock_))) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(Key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
-  if (it == entries_.end()) return std::nullopt;
+  Key key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  Shard& shard = ShardOf(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.entries.find(key);
+  if (it == shard.entries.end()) return std::nullopt;
   Entry& e = it->second;
   if (e.size != st.st_size || e.mtime_nanos != NanosOf(st.st_mtim) ||
       e.ctime_nanos != NanosOf(st.st_ctim)) {
@@ -600,37 +696,62 @@ void StatCache::Update(const struct stat& st, std::string sha256, int64_t stat_t
   if (IsRacy(st, stat_time_nanos)) return;
   Entry e{st.st_size, NanosOf(st.st_mtim), NanosOf(st.st_ctim), {}, true};
   if (!HexToBytes(sha256, e.sha256)) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  entries_[Key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}] = e;
+  Key key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  Shard& shard = ShardOf(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  shard.entries[key] = e;
   dirty_ = true;
 }
 
 Status StatCache::Save() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!dirty_) return Status::Ok();
-  if (entries_.size() > max_entries_) {
-    std::erase_if(entries_, [](const auto& kv) { return !kv.second.used; });
-  }
+  std::lock_guard<std::mutex> save_lock(save_mu_);
+  if (!dirty_.exchange(false)) return Status::Ok();
   std::string out;
-  out.reserve(kHeaderBytes + entries_.size() * kRecordBytes + kDigestBytes);
-  out.append(kMagic, 8);
-  Put<uint32_t>(&out, kCacheVersion);
-  Put<uint32_t>(&out, kByteOrderMark);
-  Put<uint64_t>(&out, entries_.size());
-  for (const auto& [key, e] : entries_) {
-    Put<uint64_t>(&out, key.dev);
-    Put<uint64_t>(&out, key.ino);
-    Put<int64_t>(&out, e.size);
-    Put<int64_t>(&out, e.mtime_nanos);
-    Put<int64_t>(&out, e.ctime_nanos);
-    out.append(reinterpret_cast<const char*>(e.sha256), 32);
+  {
+    std::unique_lock<std::mutex> locks[kShards];
+    size_t total = 0;
+    for (size_t i = 0; i < kShards; ++i) {
+      locks[i] = std::unique_lock<std::mutex>(shards_[i].mu);
+      total += shards_[i].entries.size();
+    }
+    if (total > max_entries_) {
+      total = 0;
+      for (Shard& shard : shards_) {
+        std::erase_if(shard.entries, [](const auto& kv) { return !kv.second.used; });
+        total += shard.entries.size();
+      }
+    }
+    out.reserve(kHeaderBytes + total * kRecordBytes + kDigestBytes);
+    out.append(kMagic, 8);
+    Put<uint32_t>(&out, kCacheVersion);
+    Put<uint32_t>(&out, kByteOrderMark);
+    Put<uint64_t>(&out, total);
+    // In inode order: Load() then allocates the entries in that order, and a walk, which meets
+    // a directory's files roughly in inode order, finds them near each other in memory.
+    std::vector<const std::pair<const Key, Entry>*> sorted;
+    sorted.reserve(total);
+    for (const Shard& shard : shards_) {
+      for (const auto& kv : shard.entries) sorted.push_back(&kv);
+    }
+    std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
+      return std::tie(a->first.dev, a->first.ino) < std::tie(b->first.dev, b->first.ino);
+    });
+    for (const auto* kv : sorted) {
+      const auto& [key, e] = *kv;
+      Put<uint64_t>(&out, key.dev);
+      Put<uint64_t>(&out, key.ino);
+      Put<int64_t>(&out, e.size);
+      Put<int64_t>(&out, e.mtime_nanos);
+      Put<int64_t>(&out, e.ctime_nanos);
+      out.append(reinterpret_cast<const char*>(e.sha256), 32);
+    }
   }
   out += RawSha256(out);
   std::filesystem::path parent = std::filesystem::path(path_).parent_path();
-  if (!parent.empty()) CAIRN_RETURN_IF_ERROR(MakeDirs(parent));
-  CAIRN_RETURN_IF_ERROR(WriteFileAtomic(path_, out).WithContext("saving stat cache"));
-  dirty_ = false;
-  return Status::Ok();
+  Status s = parent.empty() ? Status::Ok() : MakeDirs(parent);
+  if (s.ok()) s = WriteFileAtomic(path_, out).WithContext("saving stat cache");
+  if (!s.ok()) dirty_ = true;  // still unsaved
+  return s;
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -638,8 +759,9 @@ Status StatCache::Save() {
 
 Result<TreeHash> HashPath(const std::string& path, const HashOptions& options) {
   if (options.threads < 0) return InvalidArgument("threads must be >= 0");
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads > 0
+                    ? options.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // Taken before anything is stat'ed: every stat below is at least this recent (the racy rule).
   int64_t start_nanos = NowNanos(options.cache ? options.cache->clock() : SystemClock());
   struct stat st;
@@ -650,22 +772,33 @@ Result<TreeHash> HashPath(const std::string& path, const HashOptions& options) {
     return FileError("stat", path);
   }
   TreeHash out;
-  std::vector<Job> jobs;
   if (S_ISREG(st.st_mode)) {
     std::string name = std::filesystem::path(path).filename().string();
     if (!IsValidUtf8(name)) {
       return InvalidArgument(Printable(path) + ": the name is not valid UTF-8");
     }
     out.files.push_back({std::move(name), 0, 0, ""});
-    jobs.push_back({0, path, st, true});
+    std::optional<std::string> sha;
+    if (options.cache != nullptr) sha = options.cache->Lookup(st);
+    if (sha) {
+      out.files[0] = {out.files[0].path, st.st_size, FileMode(st), std::move(*sha)};
+    } else {
+      std::vector<Job> jobs = {{&out.files[0], path, st.st_size, true}};
+      CAIRN_RETURN_IF_ERROR(HashJobs(jobs, options, 1, start_nanos));
+      out.files_read = 1;
+    }
   } else if (S_ISDIR(st.st_mode)) {
     out.is_directory = true;
-    CAIRN_RETURN_IF_ERROR(Walk(path, &out.files, &jobs));
+    Walker walker(path, options.cache, threads);
+    CAIRN_RETURN_IF_ERROR(walker.Run());
+    std::vector<Job> jobs = walker.TakeJobs();
+    CAIRN_RETURN_IF_ERROR(HashJobs(jobs, options, threads, start_nanos));
+    out.files_read = static_cast<int64_t>(jobs.size());
+    out.files = walker.TakeEntries();
   } else {
     return InvalidArgument(Printable(path) + " is " + std::string(TypeName(st.st_mode)) +
                            "; only regular files, directories and symlinks can be hashed");
   }
-  CAIRN_ASSIGN_OR_RETURN(out.files_read, HashJobs(jobs, &out.files, options, threads, start_nanos));
   for (const FileEntry& e : out.files) out.bytes += e.size;
   if (out.is_directory) {
     std::sort(out.files.begin(), out.files.end(),

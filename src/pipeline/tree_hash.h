@@ -11,6 +11,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -145,24 +146,33 @@ class StatCache {
     bool used;
   };
 
+  // Lookups from several threads contend less on several locks.
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<Key, Entry, KeyHash> entries;
+  };
+  static constexpr size_t kShards = 16;
+
   StatCache(std::string path, Clock* clock) : path_(std::move(path)), clock_(clock) {}
   void Load(std::string_view bytes);
+  Shard& ShardOf(const Key& key) { return shards_[KeyHash()(key) % kShards]; }
 
   const std::string path_;
   Clock* const clock_;
-  mutable std::mutex mu_;
-  std::unordered_map<Key, Entry, KeyHash> entries_;
-  bool dirty_ = false;
+  mutable Shard shards_[kShards];
+  std::mutex save_mu_;              // one Save() at a time
+  std::atomic<bool> dirty_{false};  // changed since Open() or the last Save()
   size_t max_entries_ = kMaxEntries;
 };
 
-// How file bytes are read. Both give the same digests; kRead is the default because it was as
-// fast here (docs/benchmarks.md) and a file truncated while mapped would kill the process with
-// SIGBUS, where read(2) just returns fewer bytes.
+// How file bytes are read. Both give the same digests; kRead is the default because it was
+// faster with warm pages and no slower cold (docs/benchmarks.md), and because a file truncated
+// while mapped kills the process with SIGBUS, where read(2) just returns fewer bytes.
 enum class ReadMethod { kRead, kMmap };
 
 struct HashOptions {
-  int threads = 0;             // workers hashing files; 0: std::thread::hardware_concurrency()
+  // Threads walking the tree and hashing files; 0: std::thread::hardware_concurrency().
+  int threads = 0;
   StatCache* cache = nullptr;  // optional; looked up and updated, not saved
   ReadMethod read_method = ReadMethod::kRead;
 };
