@@ -43,6 +43,7 @@ class Loop {
         if (a.deadline > 0 && !a.timed_out) deadline = std::min(deadline, a.deadline);
       }
       for (const auto& [step, r] : retries_) deadline = std::min(deadline, r.at);
+      hooks_.BeforeWait();
       CAIRN_ASSIGN_OR_RETURN(std::optional<JobResult> result, executor_.Wait(deadline));
       if (result) Ended(*result);
       now = executor_.clock().NowMillis();

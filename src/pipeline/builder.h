@@ -36,6 +36,10 @@ class StepHooks {
                             int64_t retry_in_ms) {}
   // A step's final state, with the reason for failed, skipped and cancelled ones.
   virtual void StepEnded(size_t step, StepState state, const std::string& reason) {}
+  // Before the builder waits for running steps, once whatever could start has started: the
+  // place for bookkeeping that should not hold up the next step (writing cache entries while
+  // its process starts).
+  virtual void BeforeWait() {}
 };
 
 struct BuildOptions {

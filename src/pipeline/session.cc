@@ -40,6 +40,7 @@ Session::Session(const Pipeline& pipeline, RunState& state, SessionOptions optio
     : pipeline_(pipeline), state_(state), options_(std::move(options)), progress_(progress) {}
 
 Session::~Session() {
+  if (cache_) BeforeWait();
   if (stat_cache_) {
     Status s = stat_cache_->Save();
     if (!s.ok()) progress_.Warning("cannot save the stat cache: " + s.message());
@@ -296,6 +297,11 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
   if (state == StepState::kFailed && started_.count(index) != 0) {
     progress_.FailedLog(step.id, state_.log_dir() + "/" + LogFileName(step.id));
   }
+}
+
+void Session::BeforeWait() {
+  Status s = cache_->Flush();
+  if (!s.ok()) progress_.Warning("cannot record a step in the cache: " + s.message());
 }
 
 void Session::Record(StepEvent event) {

@@ -64,6 +64,7 @@ class Session : public StepHooks {
   void AttemptEnded(const StepJob& job, const JobResult& result, const std::string& reason,
                     int64_t retry_in_ms) override;
   void StepEnded(size_t step, StepState state, const std::string& reason) override;
+  void BeforeWait() override;
 
   // Steps by outcome: "done", "cached", "failed", "skipped", "cancelled", "kept".
   const std::map<std::string, int>& counts() const { return counts_; }

@@ -127,6 +127,20 @@ std::vector<std::string> ExplainChanges(const KeyParts& before, const KeyParts& 
 StepCache::StepCache(std::string root, StatCache* stat_cache)
     : root_(std::move(root)), stat_cache_(stat_cache) {}
 
+StepCache::~StepCache() { (void)Flush(); }
+
+Status StepCache::Flush() {
+  Status first;
+  for (const auto& [key, text] : std::exchange(pending_, {})) {
+    const std::string path = EntryPath(root_, key);
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    Status written = WriteFileAtomic(path, text, Sync::kNoSync);
+    if (!written.ok() && first.ok()) first = written;
+  }
+  return first;
+}
+
 std::string StepCache::DefaultRoot() {
   if (const char* dir = std::getenv("CAIRN_CACHE_DIR"); dir != nullptr && *dir != '\0') {
     return dir;
@@ -199,12 +213,20 @@ Status StepCache::Materialise(const std::string& target, const FileEntry& entry)
 }
 
 Result<std::optional<CacheEntry>> StepCache::Lookup(const std::string& key) {
+  if (auto pending = pending_.find(key); pending != pending_.end()) {
+    return ParseEntry(key, pending->second);
+  }
   Result<std::string> text = ReadFile(EntryPath(root_, key));
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) return std::optional<CacheEntry>();
     return text.status();
   }
-  json j = json::parse(*text, nullptr, false);
+  return ParseEntry(key, *text);
+}
+
+std::optional<CacheEntry> StepCache::ParseEntry(const std::string& key,
+                                                const std::string& text) const {
+  json j = json::parse(text, nullptr, false);
   if (!j.is_object()) return std::optional<CacheEntry>();  // a torn entry is a miss
   CacheEntry e;
   e.key = key;
@@ -296,10 +318,7 @@ Result<CacheEntry> StepCache::Store(const std::string& workdir, const std::strin
             {"step", meta.step},
             {"tracking_run", meta.tracking_run},
             {"time_ms", meta.time_ms}};
-  const std::string entry = EntryPath(root_, key);
-  std::error_code ec;
-  fs::create_directories(fs::path(entry).parent_path(), ec);
-  CAIRN_RETURN_IF_ERROR(WriteFileAtomic(entry, j.dump(1) + "\n", Sync::kNoSync));
+  pending_[key] = j.dump(1) + "\n";
   return meta;
 }
 

@@ -13,6 +13,8 @@
 //   objects/ab/cdef….json  the manifest of an output directory
 //   steps/ab/<key>.json    an entry: the key's parts, the outputs (path, digest, directory or
 //                          not) and the run that produced them
+// Every file is written under a temporary name and renamed into place: runners sharing a
+// cache root (on one host or over a network filesystem) never read a half-written one.
 // Outputs enter the store by hard link where the filesystem allows (else by copy), and are
 // restored into the working directory by hard link too: nothing is copied twice. A step must
 // therefore not modify its inputs in place; cairn removes a step's declared outputs before
@@ -68,6 +70,10 @@ class StepCache {
  public:
   // `root` is created when missing. `stat_cache` (optional) speeds up hashing.
   StepCache(std::string root, StatCache* stat_cache);
+  // Writes what Flush has not written yet.
+  ~StepCache();
+  StepCache(const StepCache&) = delete;
+  StepCache& operator=(const StepCache&) = delete;
 
   static std::string DefaultRoot();
   const std::string& root() const { return root_; }
@@ -79,10 +85,16 @@ class StepCache {
   Result<std::optional<CacheEntry>> Lookup(const std::string& key);
 
   // Hashes the step's outputs (each must exist: FailedPrecondition naming the first missing),
-  // puts their files into the object store and records the entry.
+  // puts their files into the object store and records the entry. The entry's file is
+  // written by the next Flush, so that a caller can start the next step first and create
+  // the file while that step's process starts; Lookup sees the entry at once.
   Result<CacheEntry> Store(const std::string& workdir, const std::string& key,
                            const KeyParts& parts, const std::vector<std::string>& outputs,
                            CacheEntry meta);
+
+  // Writes the entries stored since the last Flush; returns the first failure, if any (a lost
+  // entry costs a re-run later, never a wrong result).
+  Status Flush();
 
   // Makes the entry's outputs present in `workdir`: outputs that already hold the cached
   // content are left alone; others are removed and re-created from the store by hard links
@@ -93,12 +105,14 @@ class StepCache {
   static Status RemoveOutputs(const std::string& workdir, const std::vector<std::string>& paths);
 
  private:
+  std::optional<CacheEntry> ParseEntry(const std::string& key, const std::string& text) const;
   std::string ObjectPath(const std::string& digest, bool executable) const;
   Status PutFile(const std::string& source, const FileEntry& entry);
   Status Materialise(const std::string& target, const FileEntry& entry);
 
   std::string root_;
   StatCache* stat_cache_;
+  std::map<std::string, std::string> pending_;  // key -> entry, not yet written
 };
 
 }  // namespace cairn::pipeline

@@ -103,6 +103,46 @@ TEST_F(StepCacheTest, StoresLooksUpAndRestoresOutputs) {
   EXPECT_EQ(st.st_nlink, 2u) << "a hard link to the store, not a copy";
 }
 
+TEST_F(StepCacheTest, AnEntryIsSeenAtOnceAndByOthersOnceFlushed) {
+  Write("model.pt", "weights");
+  const KeyParts parts = Parts("train");
+  StepCache writer(cache_dir(), nullptr);
+  StepCache other(cache_dir(), nullptr);
+  CacheEntry meta;
+  meta.step = "train";
+  ASSERT_TRUE(writer.Store(work_, parts.Key(), parts, {"model.pt"}, meta).ok());
+  // The storing cache sees its entry before writing it; another (another process) after.
+  ASSERT_TRUE(writer.Lookup(parts.Key())->has_value());
+  EXPECT_FALSE(other.Lookup(parts.Key())->has_value());
+  ASSERT_TRUE(writer.Flush().ok());
+  Result<std::optional<CacheEntry>> seen = other.Lookup(parts.Key());
+  ASSERT_TRUE(seen.ok() && seen->has_value()) << seen.status().ToString();
+  EXPECT_EQ((*seen)->step, "train");
+  ASSERT_EQ((*seen)->outputs.size(), 1u);
+  EXPECT_EQ((*seen)->outputs[0].path, "model.pt");
+
+  // What is still unwritten when the cache goes away is written then.
+  const KeyParts eval = Parts("eval");
+  {
+    StepCache last(cache_dir(), nullptr);
+    ASSERT_TRUE(last.Store(work_, eval.Key(), eval, {"model.pt"}, meta).ok());
+  }
+  EXPECT_TRUE(other.Lookup(eval.Key())->has_value());
+}
+
+TEST_F(StepCacheTest, AnUnwritableCacheFailsTheFlushNamingIt) {
+  Write("cache", "a file where the cache directory should be");
+  const std::string root = (fs::path(work_) / "cache" / "sub").string();
+  StepCache cache(root, nullptr);
+  const KeyParts parts = Parts("check");
+  // A step without outputs puts nothing into the object store: only its entry is written.
+  ASSERT_TRUE(cache.Store(work_, parts.Key(), parts, {}, {}).ok());
+  Status flushed = cache.Flush();
+  EXPECT_FALSE(flushed.ok());
+  EXPECT_THAT(flushed.message(), HasSubstr(root));
+  EXPECT_TRUE(cache.Flush().ok()) << "a failed entry is dropped, not retried forever";
+}
+
 TEST_F(StepCacheTest, AMissingOutputFailsAndAShortObjectIsAMiss) {
   StepCache cache(cache_dir(), nullptr);
   Write("model.pt", "weights");
