@@ -3,8 +3,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "client/run_report.h"
 #include "client/tracking_client.h"
 #include "env/host_facts.h"
 #include "pipeline/builder.h"
@@ -167,37 +170,114 @@ int Validate(const PipelineFlags& flags) {
 }
 
 // Progress on the terminal: one line per event, and the tail of a failed step's log.
+// Each step event on a line of its own. On a terminal, a status line below them says how many
+// steps have finished and which are running, for how long; it is redrawn when that changes
+// and every second, and cleared before anything else is printed.
 class TerminalProgress : public pipeline::Progress {
  public:
+  explicit TerminalProgress(size_t steps) : steps_(steps) {
+    const char* term = std::getenv("TERM");
+    live_ = isatty(STDOUT_FILENO) == 1 && (term == nullptr || std::string(term) != "dumb");
+    width_ = static_cast<size_t>(client::DetectOutputStyle().width);
+  }
+  ~TerminalProgress() override { ClearStatus(); }
+
   void Event(const std::string& what, const std::string& step, const std::string& detail) override {
+    ClearStatus();
     std::printf("  %-9s %-24s %s\n", what.c_str(), step.c_str(), detail.c_str());
+    if (what == "started") {
+      running_[step] = SystemClock()->NowMillis();
+    } else {
+      running_.erase(step);
+      if (what != "retry") ++finished_;  // a retry waits, then starts again
+    }
+    DrawStatus();
     std::fflush(stdout);
   }
 
   void FailedLog(const std::string&, const std::string& path) override {
+    ClearStatus();
     std::printf("            log: %s\n", path.c_str());
     Result<std::string> text = ReadFile(path);
-    if (!text.ok() || text->empty()) return;
-    // The last few lines, so that the reason is on screen.
-    size_t start = text->size();
-    for (int lines = 0; start > 0;) {
-      if ((*text)[start - 1] == '\n' && start != text->size() && ++lines == 6) break;
-      --start;
+    if (text.ok() && !text->empty()) {
+      // The last few lines, so that the reason is on screen.
+      size_t start = text->size();
+      for (int lines = 0; start > 0;) {
+        if ((*text)[start - 1] == '\n' && start != text->size() && ++lines == 6) break;
+        --start;
+      }
+      std::string tail = text->substr(start);
+      size_t pos = 0;
+      while (pos < tail.size()) {
+        size_t end = tail.find('\n', pos);
+        if (end == std::string::npos) end = tail.size();
+        std::printf("            | %s\n", tail.substr(pos, end - pos).c_str());
+        pos = end + 1;
+      }
     }
-    std::string tail = text->substr(start);
-    size_t pos = 0;
-    while (pos < tail.size()) {
-      size_t end = tail.find('\n', pos);
-      if (end == std::string::npos) end = tail.size();
-      std::printf("            | %s\n", tail.substr(pos, end - pos).c_str());
-      pos = end + 1;
-    }
+    DrawStatus();
     std::fflush(stdout);
   }
 
   void Warning(const std::string& text) override {
+    ClearStatus();
+    std::fflush(stdout);
     std::fprintf(stderr, "warning: %s\n", text.c_str());
+    DrawStatus();
+    std::fflush(stdout);
   }
+
+  void Tick() override {
+    if (live_ && began_ && !running_.empty() &&
+        SystemClock()->NowMillis() - drawn_ms_ >= 1000) {
+      ClearStatus();
+      DrawStatus();
+      std::fflush(stdout);
+    }
+  }
+
+  // The status line shows from Begin (after the run's heading) to Finish (before its summary).
+  void Begin() { began_ = true; }
+  void Finish() {
+    ClearStatus();
+    began_ = false;
+    std::fflush(stdout);
+  }
+
+ private:
+  void ClearStatus() {
+    if (!shown_) return;
+    std::fputs("\r\033[K", stdout);
+    shown_ = false;
+  }
+
+  void DrawStatus() {
+    if (!live_ || !began_) return;
+    const int64_t now = SystemClock()->NowMillis();
+    std::string line = "[" + std::to_string(finished_) + "/" + std::to_string(steps_) + "]";
+    if (!running_.empty()) {
+      line += " running:";
+      // Longest running first.
+      std::vector<std::pair<int64_t, std::string>> by_start;
+      for (const auto& [step, started] : running_) by_start.push_back({started, step});
+      std::sort(by_start.begin(), by_start.end());
+      for (const auto& [started, step] : by_start) {
+        line += " " + step + " " + std::to_string((now - started) / 1000) + "s";
+      }
+    }
+    std::fputs(client::Truncate(line, width_ > 1 ? width_ - 1 : 1).c_str(), stdout);
+    shown_ = true;
+    drawn_ms_ = now;
+  }
+
+  size_t steps_;
+  bool live_ = false;
+  bool began_ = false;
+  size_t width_ = 100;
+  bool shown_ = false;
+  int64_t drawn_ms_ = 0;
+  size_t finished_ = 0;
+  std::map<std::string, int64_t> running_;  // step -> when it started
 };
 
 // The local executor's share is this machine's cpus and memory, no GPUs unless told; on
@@ -275,7 +355,7 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
   } else {
     executor = pipeline::NewLocalExecutor();
   }
-  TerminalProgress progress;
+  TerminalProgress progress(p.steps.size());
   std::unique_ptr<pipeline::Tracker> tracker;
   if (!state.info().tracking_uri.empty()) {
     Result<std::unique_ptr<pipeline::Tracker>> started =
@@ -324,9 +404,11 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
   }
   std::fflush(stdout);
   const int64_t t0 = SystemClock()->NowMillis();
+  progress.Begin();
   Result<pipeline::BuildResult> result = pipeline::RunPipeline(p, *executor, hooks, options);
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  progress.Finish();
   if (tracker != nullptr) {
     tracker->Finish(result.ok() && result->ok(), result.ok() && result->interrupted);
   }
@@ -590,7 +672,8 @@ void RegisterPipeline(CLI::App& app, Action* action) {
       add("run",
           "Run a pipeline: steps in dependency order, in parallel where the budget allows,\n"
           "failed attempts retried after their backoff, steps past their timeout killed. Ctrl-C\n"
-          "stops every step and records its state. Exits 0 when every step completed.",
+          "stops every step and records its state. Prints a line per step event and, on a\n"
+          "terminal, a status line of the running steps. Exits 0 when every step completed.",
           Run);
   spec_flags(run, run_flags.get(), true);
   run->add_option("-p,--param", run_flags->params, "Override a parameter: name=value");

@@ -40,7 +40,7 @@ Session::Session(const Pipeline& pipeline, RunState& state, SessionOptions optio
     : pipeline_(pipeline), state_(state), options_(std::move(options)), progress_(progress) {}
 
 Session::~Session() {
-  if (cache_) BeforeWait();
+  if (cache_) FlushCache();
   if (stat_cache_) {
     Status s = stat_cache_->Save();
     if (!s.ok()) progress_.Warning("cannot save the stat cache: " + s.message());
@@ -300,6 +300,11 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
 }
 
 void Session::BeforeWait() {
+  FlushCache();
+  progress_.Tick();
+}
+
+void Session::FlushCache() {
   Status s = cache_->Flush();
   if (!s.ok()) progress_.Warning("cannot record a step in the cache: " + s.message());
 }

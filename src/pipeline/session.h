@@ -36,6 +36,8 @@ class Progress {
   // A failed step's log file.
   virtual void FailedLog(const std::string& step, const std::string& log_path) {}
   virtual void Warning(const std::string& text) = 0;
+  // Called while steps run, at least every 100 ms: a moment to redraw a live display.
+  virtual void Tick() {}
 };
 
 struct SessionOptions {
@@ -80,6 +82,7 @@ class Session : public StepHooks {
   // The environment a step runs in: its lock hash ("none" without one) and its prefix.
   Result<std::pair<std::string, std::string>> EnvironmentOf(const Step& step);
   void Record(StepEvent event);
+  void FlushCache();
   static std::string OutputsJson(const std::vector<CachedOutput>& outputs);
 
   const Pipeline& pipeline_;

@@ -2,19 +2,23 @@
 """`cairn pipeline` end to end with the local executor: a three-step pipeline runs, a second
 run is fully cached, changing one input re-runs only the steps downstream of it and `explain`
 names the input, a fan-out, a failing step with retries, a timeout that kills the step's whole
-process group, Ctrl-C stopping every step, validate naming every problem, and resume after the runner is killed with
-SIGKILL; and the records in the tracking server: a parent run per pipeline run, a child run
+process group, Ctrl-C stopping every step, validate naming every problem, resume after the
+runner is killed with SIGKILL, and the live status line on a terminal; and the records in the tracking server: a parent run per pipeline run, a child run
 per step with its log, state and cache key, a cached step linked to the run that produced its
 outputs, and records kept for `cairn sync` when the server is away.
 
 Usage: test_pipeline.py --cairn build/release/cairn
 """
+import fcntl
 import os
+import pty
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 import unittest
 
@@ -119,6 +123,7 @@ class PipelineTest(unittest.TestCase):
         second = self.ok("run", cwd=project)
         self.assertEqual(set(self.states(second.stdout).values()), {"cached"})
         self.assertIn("3 cached", second.stdout)
+        self.assertNotIn("\x1b", second.stdout, "no live status line off a terminal")
         self.assertEqual([self.runs_of(project, s) for s in ("prepare", "train", "evaluate")],
                          [1, 1, 1])
 
@@ -203,6 +208,34 @@ class PipelineTest(unittest.TestCase):
         _, steps = self.runs_of_pipeline(run_id)
         metrics = {m["key"]: m["value"] for m in steps["score"][0]["data"].get("metrics", [])}
         self.assertEqual(metrics, {"acc": 0.9})
+
+    def test_a_terminal_gets_a_live_status_line(self):
+        project = self.project("name: live\nsteps:\n  slow: {run: sleep 1.6}\n"
+                               "  after: {run: 'true', needs: [slow]}\n")
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        proc = subprocess.Popen([tl.CONFIG.cairn, "pipeline", "run", "--no-track"], cwd=project,
+                                env=dict(self.env, TERM="xterm"), stdin=slave, stdout=slave,
+                                stderr=slave)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other side is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        self.assertEqual(proc.wait(timeout=60), 0, out)
+        text = out.decode()
+        self.assertIn("[0/2] running: slow 0s", text)
+        self.assertIn("[0/2] running: slow 1s", text, "redrawn while the step runs")
+        self.assertIn("[1/2]", text)
+        # Each status line is cleared before the next line, the summary last of all.
+        self.assertIn("\r\x1b[K  done      slow", text)
+        self.assertRegex(text, r"\r\x1b\[K2 done in [0-9.]+ s\r?\n$")
 
     def test_records_wait_when_the_server_is_away(self):
         project = self.project("name: away\nsteps:\n  s: {run: echo hi}\n")
