@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -172,7 +173,8 @@ int Validate(const PipelineFlags& flags) {
 // Progress on the terminal: one line per event, and the tail of a failed step's log.
 // Each step event on a line of its own. On a terminal, a status line below them says how many
 // steps have finished and which are running, for how long; it is redrawn when that changes
-// and every second, and cleared before anything else is printed.
+// and every second, and cleared before anything else is printed. The tracker's thread calls
+// Warning too, so every method takes the lock.
 class TerminalProgress : public pipeline::Progress {
  public:
   explicit TerminalProgress(size_t steps) : steps_(steps) {
@@ -180,9 +182,10 @@ class TerminalProgress : public pipeline::Progress {
     live_ = isatty(STDOUT_FILENO) == 1 && (term == nullptr || std::string(term) != "dumb");
     width_ = static_cast<size_t>(client::DetectOutputStyle().width);
   }
-  ~TerminalProgress() override { ClearStatus(); }
+  ~TerminalProgress() override { Finish(); }
 
   void Event(const std::string& what, const std::string& step, const std::string& detail) override {
+    std::lock_guard<std::mutex> lock(mu_);
     ClearStatus();
     std::printf("  %-9s %-24s %s\n", what.c_str(), step.c_str(), detail.c_str());
     if (what == "started") {
@@ -196,6 +199,7 @@ class TerminalProgress : public pipeline::Progress {
   }
 
   void FailedLog(const std::string&, const std::string& path) override {
+    std::lock_guard<std::mutex> lock(mu_);
     ClearStatus();
     std::printf("            log: %s\n", path.c_str());
     Result<std::string> text = ReadFile(path);
@@ -220,6 +224,7 @@ class TerminalProgress : public pipeline::Progress {
   }
 
   void Warning(const std::string& text) override {
+    std::lock_guard<std::mutex> lock(mu_);
     ClearStatus();
     std::fflush(stdout);
     std::fprintf(stderr, "warning: %s\n", text.c_str());
@@ -228,6 +233,7 @@ class TerminalProgress : public pipeline::Progress {
   }
 
   void Tick() override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (live_ && began_ && !running_.empty() &&
         SystemClock()->NowMillis() - drawn_ms_ >= 1000) {
       ClearStatus();
@@ -237,8 +243,12 @@ class TerminalProgress : public pipeline::Progress {
   }
 
   // The status line shows from Begin (after the run's heading) to Finish (before its summary).
-  void Begin() { began_ = true; }
+  void Begin() {
+    std::lock_guard<std::mutex> lock(mu_);
+    began_ = true;
+  }
   void Finish() {
+    std::lock_guard<std::mutex> lock(mu_);
     ClearStatus();
     began_ = false;
     std::fflush(stdout);
@@ -278,6 +288,7 @@ class TerminalProgress : public pipeline::Progress {
   int64_t drawn_ms_ = 0;
   size_t finished_ = 0;
   std::map<std::string, int64_t> running_;  // step -> when it started
+  std::mutex mu_;
 };
 
 // The local executor's share is this machine's cpus and memory, no GPUs unless told; on

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 namespace cairn::pipeline {
 namespace {
@@ -42,7 +43,10 @@ class Loop {
       for (const auto& [step, a] : active_) {
         if (a.deadline > 0 && !a.timed_out) deadline = std::min(deadline, a.deadline);
       }
-      for (const auto& [step, r] : retries_) deadline = std::min(deadline, r.at);
+      // A retry that is due but does not fit the budget waits for a step to end.
+      for (const auto& [step, r] : retries_) {
+        if (r.at > now) deadline = std::min(deadline, r.at);
+      }
       hooks_.BeforeWait();
       CAIRN_ASSIGN_OR_RETURN(std::optional<JobResult> result, executor_.Wait(deadline));
       if (result) Ended(*result);
@@ -62,6 +66,18 @@ class Loop {
 
  private:
   void StartWhatIsReady() {
+    // Retries whose backoff is over first, as far as the budget allows.
+    const int64_t now = executor_.clock().NowMillis();
+    for (auto it = retries_.begin(); it != retries_.end();) {
+      if (it->second.at > now || !plan_.Resume(it->first)) {
+        ++it;
+        continue;
+      }
+      const size_t step = it->first;
+      const int attempt = it->second.attempt;
+      it = retries_.erase(it);
+      StartAttempt(step, attempt);
+    }
     // Reused steps complete at once and may make others ready: go round until none is.
     for (bool again = true; again;) {
       again = false;
@@ -76,17 +92,6 @@ class Loop {
           StartAttempt(step, 1);
         }
       }
-    }
-    const int64_t now = executor_.clock().NowMillis();
-    for (auto it = retries_.begin(); it != retries_.end();) {
-      if (it->second.at > now) {
-        ++it;
-        continue;
-      }
-      const size_t step = it->first;
-      const int attempt = it->second.attempt;
-      it = retries_.erase(it);
-      StartAttempt(step, attempt);
     }
   }
 
@@ -151,6 +156,8 @@ class Loop {
     if (reason.empty()) {
       Finish(result.step, StepState::kDone, "");
     } else if (retry_in >= 0) {
+      // Its resources are free for other steps during the backoff.
+      plan_.Pause(result.step);
       retries_[result.step] = {executor_.clock().NowMillis() + retry_in, a.job.attempt + 1};
     } else {
       Finish(result.step, stopping_ ? StepState::kCancelled : StepState::kFailed, reason);
@@ -175,15 +182,15 @@ class Loop {
   void Stop() {
     stopping_ = true;
     for (const auto& [step, a] : active_) executor_.Kill(step);
-    for (const auto& [step, r] : retries_) {
-      plan_.Finish(step, StepState::kCancelled);
-      hooks_.StepEnded(step, StepState::kCancelled, "interrupted before its retry");
-    }
-    retries_.clear();
-    std::vector<StepState> before = plan_.states();
+    // Every step whose state this changes is told, the users of a cancelled retry included.
+    const std::vector<StepState> before = plan_.states();
+    std::map<size_t, Retry> retrying = std::exchange(retries_, {});
+    for (const auto& [step, r] : retrying) plan_.Finish(step, StepState::kCancelled);
     plan_.CancelWaiting();
     for (size_t i = 0; i < before.size(); ++i) {
-      if (before[i] != plan_.state(i)) hooks_.StepEnded(i, plan_.state(i), "interrupted");
+      if (before[i] == plan_.state(i)) continue;
+      hooks_.StepEnded(i, plan_.state(i),
+                       retrying.count(i) != 0 ? "interrupted before its retry" : "interrupted");
     }
   }
 

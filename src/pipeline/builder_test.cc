@@ -11,6 +11,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::IsSupersetOf;
 
 // Jobs that take scripted time on a fake clock: nothing sleeps.
 class FakeExecutor : public Executor {
@@ -285,6 +286,7 @@ steps:
   b: {run: b}
   c: {run: c, needs: [a]}
   d: {run: d, retries: {limit: 5, backoff: 1m}}
+  e: {run: e, needs: [d]}
 )");
   FakeExecutor e;
   e.script["a"] = {{10'000, 0}};
@@ -300,7 +302,30 @@ steps:
   EXPECT_EQ(o.result.states[p.Find("b")], StepState::kDone);
   EXPECT_EQ(o.result.states[p.Find("c")], StepState::kCancelled);
   EXPECT_EQ(o.result.states[p.Find("d")], StepState::kCancelled);
+  EXPECT_EQ(o.result.states[p.Find("e")], StepState::kSkipped);
   EXPECT_LT(e.clock_.NowMillis(), 4'000) << "nothing waits for the retry or for a";
+  // Every step that did not complete is reported, e after d's cancelled retry too.
+  EXPECT_THAT(o.events, IsSupersetOf({"a cancelled (interrupted)", "c cancelled (interrupted)",
+                                      "d cancelled (interrupted before its retry)",
+                                      "e skipped (interrupted)"}));
+}
+
+TEST(BuilderTest, AStepWaitingToBeRetriedLeavesItsSlotToOthers) {
+  Pipeline p = Parse(R"(
+name: r
+steps:
+  flaky: {run: x, retries: {limit: 1, backoff: 10s}}
+  other: {run: y}
+  late: {run: z, needs: [other]}
+)");
+  FakeExecutor e;
+  e.script["flaky"] = {{1000, 1}, {1000, 0}};
+  e.script["other"] = {{20'000, 0}};
+  Outcome o = Drive(p, e, {1, 4, 0, 0});
+  EXPECT_TRUE(o.result.ok());
+  EXPECT_EQ(e.max_parallel, 1u);
+  // other runs during flaky's backoff; flaky's retry, due at 11 s, waits for the slot.
+  EXPECT_THAT(StartTimes(e), ElementsAre("flaky@0", "other@1000", "flaky@21000", "late@22000"));
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ Plan::Plan(const Pipeline& pipeline, const Budget& budget)
       budget_(budget),
       states_(pipeline.steps.size(), StepState::kWaiting),
       unmet_(pipeline.steps.size()),
-      users_(pipeline.steps.size()) {
+      users_(pipeline.steps.size()),
+      paused_(pipeline.steps.size(), false) {
   for (size_t i = 0; i < pipeline.steps.size(); ++i) {
     unmet_[i] = pipeline.steps[i].deps.size();
     for (size_t d : pipeline.steps[i].deps) users_[d].push_back(i);
@@ -67,27 +68,41 @@ bool Plan::Fits(size_t step) const {
   return true;
 }
 
+void Plan::Hold(size_t step, int sign) {
+  running_ = sign > 0 ? running_ + 1 : running_ - 1;
+  cpus_used_ += sign * cpus(step);
+  memory_used_ += sign * pipeline_.steps[step].resources.memory_mib;
+  gpus_used_ += sign * pipeline_.steps[step].resources.gpus;
+}
+
 std::vector<size_t> Plan::TakeReady() {
   std::vector<size_t> out;
   for (size_t i = 0; i < states_.size(); ++i) {
     if (states_[i] != StepState::kWaiting || unmet_[i] != 0 || !Fits(i)) continue;
     states_[i] = StepState::kRunning;
-    ++running_;
-    cpus_used_ += cpus(i);
-    memory_used_ += pipeline_.steps[i].resources.memory_mib;
-    gpus_used_ += pipeline_.steps[i].resources.gpus;
+    Hold(i, +1);
     out.push_back(i);
   }
   return out;
 }
 
+void Plan::Pause(size_t step) {
+  if (states_[step] != StepState::kRunning || paused_[step]) return;
+  Hold(step, -1);
+  paused_[step] = true;
+}
+
+bool Plan::Resume(size_t step) {
+  if (!paused_[step]) return true;
+  if (!Fits(step)) return false;
+  Hold(step, +1);
+  paused_[step] = false;
+  return true;
+}
+
 void Plan::Finish(size_t step, StepState outcome) {
-  if (states_[step] == StepState::kRunning) {
-    --running_;
-    cpus_used_ -= cpus(step);
-    memory_used_ -= pipeline_.steps[step].resources.memory_mib;
-    gpus_used_ -= pipeline_.steps[step].resources.gpus;
-  }
+  if (states_[step] == StepState::kRunning && !paused_[step]) Hold(step, -1);
+  paused_[step] = false;
   states_[step] = outcome;
   if (Completed(outcome)) {
     for (size_t u : users_[step]) --unmet_[u];

@@ -68,15 +68,22 @@ class Plan {
   bool Over() const;
   // Marks every step that has not completed and is not running as cancelled (Ctrl-C).
   void CancelWaiting();
+  // A running step waiting out a retry's backoff: it gives back its resources meanwhile, and
+  // takes them again with Resume, which is false while they do not fit.
+  void Pause(size_t step);
+  bool Resume(size_t step);
 
  private:
   bool Fits(size_t step) const;
+  // Adds (+1) or removes (-1) a step's resources from what running steps hold.
+  void Hold(size_t step, int sign);
 
   const Pipeline& pipeline_;
   Budget budget_;
   std::vector<StepState> states_;
   std::vector<size_t> unmet_;               // deps not yet completed
   std::vector<std::vector<size_t>> users_;  // steps that need each step
+  std::vector<bool> paused_;                // running steps holding no resources (Pause)
   size_t running_ = 0;
   double cpus_used_ = 0;
   int64_t memory_used_ = 0;

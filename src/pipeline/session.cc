@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "env/code_state.h"
@@ -55,11 +56,15 @@ Result<std::unique_ptr<Session>> Session::Create(const Pipeline& pipeline, RunSt
   s->cache_ = std::make_unique<StepCache>(s->options_.cache_root, s->stat_cache_.get());
 
   // The code part of steps that declare no code paths: the repository's commit and its
-  // uncommitted changes, leaving out the pipeline's data and outputs.
+  // uncommitted changes, leaving out the pipeline's data and outputs and cairn's own records.
+  // The whole patch counts (it is hashed, not stored), and so does every untracked file left
+  // out of it (binary or large), by content.
   bool needs_git = false;
   env::CodeStateOptions code_options;
+  code_options.max_patch_bytes = std::numeric_limits<int64_t>::max();
   std::error_code ec;
   const std::string workdir = fs::weakly_canonical(s->options_.workdir, ec).string();
+  code_options.exclude.push_back(workdir + "/.cairn");
   for (const Step& step : pipeline.steps) {
     if (step.code.empty()) needs_git = true;
     for (const auto* paths : {&step.inputs, &step.outputs}) {
@@ -77,7 +82,13 @@ Result<std::unique_ptr<Session>> Session::Create(const Pipeline& pipeline, RunSt
           "the pipeline is not in a git repository and some steps declare no `code`: a "
           "change to their scripts will not invalidate their cached results");
     } else {
-      s->git_code_["git"] = code->commit + ":" + Sha256Hex(code->patch);
+      std::string changes = code->patch;
+      for (const std::string& file : code->untracked_skipped) {
+        Result<std::string> digest = s->cache_->Hash(code->root, file);
+        changes += "\nuntracked " + file + " " + (digest.ok() ? *digest : "unreadable");
+      }
+      s->git_code_["git commit"] = code->commit;
+      s->git_code_["git uncommitted changes"] = Sha256Hex(changes);
     }
   }
   return s;
@@ -112,6 +123,10 @@ Result<std::pair<std::string, std::string>> Session::EnvironmentOf(const Step& s
 Result<KeyParts> Session::ComputeKeyParts(const Step& step) {
   KeyParts parts;
   parts.definition = CanonicalDefinition(step);
+  // Hashing may take long: the entries of the steps that ended before are written first.
+  bool hashes = !step.inputs.empty() || !step.code.empty();
+  for (size_t dep : step.deps) hashes = hashes || !pipeline_.steps[dep].outputs.empty();
+  if (hashes) FlushCache();
   for (const std::string& input : step.inputs) {
     Result<std::string> digest = cache_->Hash(options_.workdir, input);
     if (!digest.ok()) {

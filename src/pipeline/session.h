@@ -91,7 +91,7 @@ class Session : public StepHooks {
   Progress& progress_;
   std::unique_ptr<StatCache> stat_cache_;
   std::unique_ptr<StepCache> cache_;
-  std::map<std::string, std::string> git_code_;  // {"git": digest}, or empty outside git
+  std::map<std::string, std::string> git_code_;  // KeyParts::code of git; empty outside git
   std::map<std::string, std::pair<std::string, std::string>> envs_;  // env spec -> hash, prefix
   std::map<size_t, std::string> keys_;                               // step -> key (cache on)
   std::map<size_t, KeyParts> parts_;

@@ -457,6 +457,7 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
                         PathExists exists, std::vector<std::string>* problems) {
   Pipeline p;
   p.name = spec.name;
+  const std::string base = dir.starts_with('/') ? NormalisePath(dir) : "";
   std::map<std::string, ParamValue> params = spec.params;
   for (const auto& [name, value] : overrides) {
     auto it = params.find(name);
@@ -534,6 +535,11 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
             // "../x": fine to read, resolved against the pipeline's directory.
             path = outputs ? "" : NormalisePath((fs::path(dir) / text).lexically_normal().string());
           }
+          // An absolute path into the pipeline's directory is the relative one, so that it
+          // meets the same path written by another step.
+          if (path.starts_with('/') && !base.empty() && Within(path, base)) {
+            path = path == base ? "." : path.substr(base.size() + 1);
+          }
           if (outputs && (path.empty() || path.starts_with('/') || path == ".")) {
             problems->push_back(at + "." + field + ": " + text +
                                 " is outside the pipeline's directory; outputs must be inside it");
@@ -603,7 +609,13 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
     for (const std::string& input : steps[i].inputs) {
       bool produced = false;
       for (const auto& [path, j] : writers) {
-        if (Within(input, path) || Within(path, input)) {
+        if (j == i && Within(input, path)) {
+          // Outputs are removed before a step runs: this would delete the input.
+          problems->push_back("steps." + s->name + ".inputs: " + input +
+                              " is inside the step's own output " + path +
+                              ", which cairn removes before the step runs");
+          produced = true;
+        } else if (Within(input, path) || Within(path, input)) {
           produced = true;
           if (j != i) deps[i].insert(j);
         }

@@ -110,6 +110,43 @@ steps:
   EXPECT_THAT(p.steps[2].deps, ElementsAre(0u, 1u));
 }
 
+TEST(PipelineSpecTest, AnAbsolutePathIntoThePipelineIsTheRelativeOne) {
+  std::vector<std::string> problems;
+  Pipeline p = Expand(R"(
+name: x
+steps:
+  train:
+    run: python train.py
+    inputs: [/project/data/train.csv, /project/sub/../raw]
+  prepare:
+    run: python prep.py
+    outputs: [/project/data/]
+)",
+                      &problems);
+  ASSERT_THAT(problems, IsEmpty());
+  ASSERT_EQ(p.steps.size(), 2u);
+  EXPECT_EQ(p.steps[0].id, "prepare");
+  EXPECT_THAT(p.steps[0].outputs, ElementsAre("data"));
+  EXPECT_THAT(p.steps[1].inputs, ElementsAre("data/train.csv", "raw"));
+  EXPECT_THAT(p.steps[1].deps, ElementsAre(0u));
+}
+
+TEST(PipelineSpecTest, AnInputInsideTheStepsOwnOutputIsAProblem) {
+  // The output is removed before the step runs, and the input with it.
+  std::vector<std::string> problems;
+  Expand(R"(
+name: x
+steps:
+  clean:
+    run: sort raw/a.csv > raw/clean.csv
+    inputs: [raw/a.csv]
+    outputs: [raw/]
+)",
+         &problems);
+  EXPECT_THAT(problems, ElementsAre("steps.clean.inputs: raw/a.csv is inside the step's own "
+                                    "output raw, which cairn removes before the step runs"));
+}
+
 TEST(PipelineSpecTest, ForeachFansOutOverAListOrAListParameter) {
   std::vector<std::string> problems;
   Pipeline p = Expand(R"(

@@ -35,7 +35,9 @@ namespace cairn::pipeline {
 struct KeyParts {
   std::string definition;                     // canonical JSON of the definition
   std::map<std::string, std::string> inputs;  // path -> digest
-  std::map<std::string, std::string> code;    // path -> digest, or "git" -> commit:patch digest
+  // path -> digest; or, for a step without code paths, "git commit" -> the commit and
+  // "git uncommitted changes" -> the digest of the changes (untracked files included)
+  std::map<std::string, std::string> code;
   std::string env;                            // the lock's hash, or "none"
   // The key: SHA-256 over every part in a fixed order.
   std::string Key() const;

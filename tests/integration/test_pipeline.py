@@ -237,6 +237,38 @@ class PipelineTest(unittest.TestCase):
         self.assertIn("\r\x1b[K  done      slow", text)
         self.assertRegex(text, r"\r\x1b\[K2 done in [0-9.]+ s\r?\n$")
 
+    def test_code_in_git_counts_large_untracked_files_and_not_cairns_records(self):
+        # The pipeline lives in a subdirectory of the repository; its script is untracked and
+        # too large for the diff.
+        PipelineTest.count += 1
+        repo = os.path.join(self.root, "repo%d" % PipelineTest.count)
+        project = os.path.join(repo, "sub")
+        os.makedirs(project)
+        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+        for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "start"]):
+            subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+        with open(os.path.join(project, "pipeline.yaml"), "w") as f:
+            f.write("name: gen\nsteps:\n  gen: {run: python3 gen.py > out.txt, "
+                    "outputs: [out.txt]}\n")
+        padding = "#" * 300_000 + "\n"
+        with open(os.path.join(project, "gen.py"), "w") as f:
+            f.write("print(1)\n" + padding)
+        self.assertEqual(self.states(self.ok("run", "--no-track", cwd=project).stdout),
+                         {"gen": "done"})
+        # The first run's own records under sub/.cairn are not code changes.
+        self.assertEqual(self.states(self.ok("run", "--no-track", cwd=project).stdout),
+                         {"gen": "cached"})
+        with open(os.path.join(project, "gen.py"), "w") as f:
+            f.write("print(2)\n" + padding)  # same size
+        p = self.ok("run", "--no-track", cwd=project)
+        self.assertEqual(self.states(p.stdout), {"gen": "done"})
+        with open(os.path.join(project, "out.txt")) as f:
+            self.assertEqual(f.read(), "2\n")
+        run_id = self.last_run_id(project)
+        explained = self.ok("explain", run_id, "gen", cwd=project).stdout
+        self.assertIn("git uncommitted changes changed", explained)
+
     def test_records_wait_when_the_server_is_away(self):
         project = self.project("name: away\nsteps:\n  s: {run: echo hi}\n")
         env = dict(self.env, CAIRN_TRACKING_URI="http://127.0.0.1:9")
