@@ -55,8 +55,14 @@ class Executor {
   virtual Clock& clock() = 0;
 };
 
+struct LocalExecutorOptions {
+  // Waits on a pidfd per job; false polls each job every 10 ms, as happens anyway where the
+  // kernel has no pidfd_open (before Linux 5.3, or under a seccomp filter).
+  bool use_pidfd = true;
+};
+
 // Child processes on this machine, in their own process groups, output to their log files.
-std::unique_ptr<Executor> NewLocalExecutor();
+std::unique_ptr<Executor> NewLocalExecutor(const LocalExecutorOptions& options = {});
 
 // Kills the process groups of processes left running by an earlier session of the pipeline
 // run `run_id` (a runner killed with SIGKILL leaves its steps running): those whose

@@ -26,6 +26,7 @@ int PidFdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 
 
 class LocalExecutor : public Executor {
  public:
+  explicit LocalExecutor(const LocalExecutorOptions& options) : options_(options) {}
   ~LocalExecutor() override {
     for (auto& [step, job] : jobs_) {
       job.process.SignalGroup(SIGKILL);
@@ -43,7 +44,7 @@ class LocalExecutor : public Executor {
     options.output_path = job.log_path;
     for (const auto& [name, value] : job.env) options.env.push_back({name, value});
     CAIRN_ASSIGN_OR_RETURN(Process process, Process::Spawn(options));
-    int pidfd = PidFdOpen(process.pid());
+    const int pidfd = options_.use_pidfd ? PidFdOpen(process.pid()) : -1;
     jobs_.emplace(job.step, Running{std::move(process), pidfd});
     return Status::Ok();
   }
@@ -63,36 +64,23 @@ class LocalExecutor : public Executor {
         fds.push_back({job.pidfd, POLLIN, 0});
         steps.push_back(step);
       }
-      const int64_t now = SystemClock()->NowMillis();
-      if (now >= deadline_ms && !fds.empty()) {
-        // Past the deadline: report only what has already ended.
-        if (poll(fds.data(), fds.size(), 0) <= 0) return std::optional<JobResult>();
+      int64_t wait = std::max<int64_t>(0, deadline_ms - SystemClock()->NowMillis());
+      // Jobs without a pidfd (an old kernel, a seccomp filter) are looked at every 10 ms.
+      if (fds.size() != jobs_.size()) wait = std::min<int64_t>(wait, 10);
+      if (fds.empty()) {
+        if (wait > 0) usleep(static_cast<useconds_t>(std::min<int64_t>(wait, 1000) * 1000));
       } else {
-        int64_t wait = deadline_ms - now;
-        if (wait < 0) wait = 0;
-        // Jobs without a pidfd are looked at every 10 ms.
-        if (fds.size() != jobs_.size() && wait > 10) wait = 10;
-        if (jobs_.empty()) {
-          if (wait > 0) usleep(static_cast<useconds_t>(std::min<int64_t>(wait, 1000) * 1000));
-          if (SystemClock()->NowMillis() >= deadline_ms) return std::optional<JobResult>();
-          continue;
-        }
         int n = poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(wait, 1 << 30)));
         if (n < 0 && errno != EINTR) return Internal("poll: " + std::string(strerror(errno)));
-        if (n <= 0) {
-          if (SystemClock()->NowMillis() >= deadline_ms && fds.size() == jobs_.size()) {
-            return std::optional<JobResult>();
-          }
-          continue;
+        for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
+          if (fds[i].revents == 0) continue;
+          Running& job = jobs_.at(steps[i]);
+          Result<ExitStatus> status = job.process.Wait();
+          if (!status.ok()) return status.status();
+          return Reap(steps[i], *status);
         }
       }
-      for (size_t i = 0; i < fds.size(); ++i) {
-        if (fds[i].revents == 0) continue;
-        Running& job = jobs_.at(steps[i]);
-        Result<ExitStatus> status = job.process.Wait();
-        if (!status.ok()) return status.status();
-        return Reap(steps[i], *status);
-      }
+      if (SystemClock()->NowMillis() >= deadline_ms) return std::optional<JobResult>();
     }
   }
 
@@ -120,12 +108,15 @@ class LocalExecutor : public Executor {
     return r;
   }
 
+  LocalExecutorOptions options_;
   std::map<size_t, Running> jobs_;
 };
 
 }  // namespace
 
-std::unique_ptr<Executor> NewLocalExecutor() { return std::make_unique<LocalExecutor>(); }
+std::unique_ptr<Executor> NewLocalExecutor(const LocalExecutorOptions& options) {
+  return std::make_unique<LocalExecutor>(options);
+}
 
 int KillLeftoverSteps(const std::string& run_id) {
   const std::string marker = "CAIRN_PIPELINE_RUN=" + run_id;

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <filesystem>
@@ -53,15 +54,34 @@ TEST_F(LocalExecutorTest, RunsCommandsInTheirDirectoryWithOutputInTheLog) {
   EXPECT_EQ(*log, "hello\n" + dir_.string() + "\noops\n");
 }
 
-TEST_F(LocalExecutorTest, WaitReturnsAtTheDeadlineAndKillTakesTheWholeGroup) {
-  std::unique_ptr<Executor> e = NewLocalExecutor();
+// CPU time this process has used, in ms.
+int64_t CpuMillis() {
+  rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000 +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000;
+}
+
+class LocalExecutorWaitTest : public LocalExecutorTest,
+                              public ::testing::WithParamInterface<bool> {};
+
+TEST_P(LocalExecutorWaitTest, WaitReturnsAtTheDeadlineAndKillTakesTheWholeGroup) {
+  LocalExecutorOptions options;
+  options.use_pidfd = GetParam();
+  std::unique_ptr<Executor> e = NewLocalExecutor(options);
   // The shell starts a child that would outlive it if only the shell were killed.
   ASSERT_TRUE(e->Start(Job(7, "sleep 30 & echo $! > child.pid; wait")).ok());
   const auto t0 = std::chrono::steady_clock::now();
-  Result<std::optional<JobResult>> r = e->Wait(SystemClock()->NowMillis() + 200);
+  const int64_t cpu0 = CpuMillis();
+  Result<std::optional<JobResult>> r = e->Wait(SystemClock()->NowMillis() + 300);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->has_value());
-  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
+  EXPECT_LT(CpuMillis() - cpu0, 150) << "waiting sleeps rather than spins";
+  // Past the deadline, a wait returns at once.
+  r = e->Wait(SystemClock()->NowMillis() - 1);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->has_value());
   e->Kill(7);
   r = e->Wait(SystemClock()->NowMillis() + 10'000);
   ASSERT_TRUE(r.ok() && r->has_value());
@@ -81,6 +101,11 @@ TEST_F(LocalExecutorTest, WaitReturnsAtTheDeadlineAndKillTakesTheWholeGroup) {
   for (int i = 0; i < 100 && alive(); ++i) usleep(10'000);
   EXPECT_FALSE(alive());
 }
+
+INSTANTIATE_TEST_SUITE_P(PidfdOrPolling, LocalExecutorWaitTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("Pidfd") : std::string("Polling");
+                         });
 
 TEST_F(LocalExecutorTest, AMissingDirectoryIsAStartError) {
   std::unique_ptr<Executor> e = NewLocalExecutor();
