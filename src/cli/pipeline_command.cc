@@ -380,7 +380,7 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
   pipeline::SessionOptions session_options;
   session_options.tracker = tracker.get();
   session_options.workdir = cwd;
-  session_options.use_cache = !flags.no_cache;
+  session_options.use_cache = !flags.no_cache && !state.info().no_cache;
   session_options.completed = std::move(completed);
   Result<std::unique_ptr<pipeline::Session>> session =
       pipeline::Session::Create(p, state, std::move(session_options), progress);
@@ -461,10 +461,14 @@ int Run(const PipelineFlags& flags) {
   info.params = p->params;
   info.overrides = loaded->overrides;
   info.executor = flags.executor;
+  info.no_cache = flags.no_cache;
   info.started_ms = SystemClock()->NowMillis();
   if (!flags.no_track) info.tracking_uri = client::ResolveTrackingUri(flags.tracking_uri);
   Result<std::unique_ptr<RunState>> state =
       RunState::Create(RunState::RootOf(dir), info, loaded->text);
+  if (state.ok()) {
+    if (Status locked = (*state)->LockRunner(); !locked.ok()) state = locked;
+  }
   if (!state.ok()) {
     std::fprintf(stderr, "error: %s\n", state.status().message().c_str());
     return 1;
@@ -478,6 +482,11 @@ int Resume(const PipelineFlags& flags) {
   if (!state.ok()) {
     std::fprintf(stderr, "error: %s\n", state.status().message().c_str());
     return state.status().code() == StatusCode::kNotFound ? 1 : 2;
+  }
+  // One runner at a time: a second would kill the first one's steps below.
+  if (Status locked = (*state)->LockRunner(); !locked.ok()) {
+    std::fprintf(stderr, "error: %s\n", locked.message().c_str());
+    return 1;
   }
   Result<std::string> text = ReadFile((*state)->spec_path());
   if (!text.ok()) {
@@ -539,11 +548,16 @@ int Status_(const PipelineFlags& flags) {
   for (const auto& [step, e] : latest) {
     if (std::find(order.begin(), order.end(), step) == order.end()) order.push_back(step);
   }
+  // Steps last seen started were interrupted, unless a runner still runs them.
+  const pid_t runner = (*state)->Runner();
   int incomplete = 0;
   for (const std::string& step : order) {
     auto it = latest.find(step);
     std::string state_name = it == latest.end() ? "waiting" : it->second.state;
-    if (state_name == "started" || state_name == "retrying") state_name = "interrupted";
+    if (state_name == "started" || state_name == "retrying") {
+      state_name = runner != 0 ? (state_name == "started" ? "running" : "retrying")
+                               : "interrupted";
+    }
     if (state_name != "done" && state_name != "cached") ++incomplete;
     std::string detail = it == latest.end() ? "" : it->second.reason;
     if (it != latest.end() && !it->second.cached_from.empty() &&
@@ -552,10 +566,17 @@ int Status_(const PipelineFlags& flags) {
     }
     std::printf("  %-11s %-24s %s\n", state_name.c_str(), step.c_str(), detail.c_str());
   }
-  std::printf("%s\n", incomplete == 0 ? "complete"
-                                      : (std::to_string(incomplete) + " of " +
-                                         std::to_string(order.size()) + " steps did not complete")
-                                            .c_str());
+  if (runner != 0) {
+    std::printf("running%s: %d of %zu steps not complete yet\n",
+                runner > 0 ? (" (process " + std::to_string(runner) + ")").c_str() : "",
+                incomplete, order.size());
+  } else {
+    std::printf("%s\n", incomplete == 0 ? "complete"
+                                        : (std::to_string(incomplete) + " of " +
+                                           std::to_string(order.size()) +
+                                           " steps did not complete")
+                                              .c_str());
+  }
   return 0;
 }
 
@@ -620,9 +641,10 @@ int List(const PipelineFlags& flags) {
     Result<std::unique_ptr<RunState>> state = RunState::Open(RunState::RootOf(dir), info.id);
     std::map<std::string, int> counts;
     if (state.ok()) {
+      const bool running = (*state)->Runner() != 0;
       for (const auto& [step, e] : (*state)->Latest()) {
         const bool stopped = e.state == "started" || e.state == "retrying";
-        ++counts[stopped ? "interrupted" : e.state];
+        ++counts[!stopped ? e.state : running ? "running" : "interrupted"];
       }
     }
     std::string summary;
@@ -711,6 +733,9 @@ void RegisterPipeline(CLI::App& app, Action* action) {
   budget_flags(resume, resume_flags.get());
   resume->add_option("--sbatch-arg", resume_flags->sbatch_args,
                      "An extra sbatch argument for every step (with the slurm executor)");
+  resume->add_flag("--no-cache", resume_flags->no_cache,
+                   "Run every step that did not complete even when the cache holds its outputs "
+                   "(a run started with --no-cache resumes that way anyway)");
 
   auto [explain, explain_flags] =
       add("explain",

@@ -1,11 +1,13 @@
 #include "pipeline/run_state.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -26,6 +28,7 @@ Result<RunInfo> ReadInfo(const std::string& dir) {
   info.name = j.value("name", "");
   info.spec_file = j.value("spec_file", "");
   info.executor = j.value("executor", "");
+  info.no_cache = j.value("no_cache", false);
   info.started_ms = j.value("started_ms", int64_t{0});
   info.tracking_uri = j.value("tracking_uri", "");
   info.tracking_run_id = j.value("tracking_run_id", "");
@@ -59,6 +62,7 @@ Result<std::unique_ptr<RunState>> RunState::Create(const std::string& root, RunI
             {"params", info.params},
             {"overrides", info.overrides},
             {"executor", info.executor},
+            {"no_cache", info.no_cache},
             {"started_ms", info.started_ms},
             {"tracking_uri", info.tracking_uri},
             {"tracking_run_id", info.tracking_run_id}};
@@ -121,6 +125,46 @@ Status RunState::Append(const StepEvent& e) {
 RunState::~RunState() {
   if (events_fd_ >= 0) close(events_fd_);
   if (keys_fd_ >= 0) close(keys_fd_);
+  if (lock_fd_ >= 0) close(lock_fd_);
+}
+
+Status RunState::LockRunner() {
+  if (lock_fd_ >= 0) return Status::Ok();
+  const std::string path = info_.dir + "/runner.lock";
+  // Close-on-exec, so that no step keeps the lock after the runner is gone.
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Internal("cannot open " + path + ": " + strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    close(fd);
+    if (err != EWOULDBLOCK) return Internal("cannot lock " + path + ": " + strerror(err));
+    const pid_t pid = Runner();
+    return FailedPrecondition("run " + info_.id.substr(0, 8) + " is still running" +
+                              (pid > 0 ? " (process " + std::to_string(pid) + ")" : std::string()) +
+                              "; stop it first");
+  }
+  const std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    close(fd);
+    return Internal("cannot write " + path + ": " + strerror(errno));
+  }
+  lock_fd_ = fd;
+  return Status::Ok();
+}
+
+pid_t RunState::Runner() const {
+  const std::string path = info_.dir + "/runner.lock";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  pid_t pid = 0;
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    char buf[32] = {};
+    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    pid = n > 0 ? static_cast<pid_t>(std::atoi(buf)) : 0;
+    if (pid <= 0) pid = -1;  // locked, but the pid is not written yet
+  }
+  close(fd);
+  return pid;
 }
 
 Status RunState::AppendLine(int* fd, const std::string& file, const std::string& line) {

@@ -9,7 +9,11 @@
 //                 had recorded; a torn last line is ignored
 //   keys.jsonl    each step's cache key parts, one JSON line per computation (the last wins)
 //   logs/         each step's output, <step id>.log
+//   runner.lock   locked (flock) by the process running the run, holding its pid: `resume`
+//                 refuses a run that is still running, `status` and `ls` say it runs
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <map>
@@ -28,6 +32,7 @@ struct RunInfo {
   std::map<std::string, std::string> params;
   std::map<std::string, std::string> overrides;  // the -p values
   std::string executor;
+  bool no_cache = false;  // --no-cache: a resume runs every step too
   int64_t started_ms = 0;
   std::string tracking_uri;     // empty: not tracked
   std::string tracking_run_id;  // the parent run
@@ -68,6 +73,14 @@ class RunState {
   std::string spec_path() const { return info_.dir + "/spec.yaml"; }
   std::string log_dir() const { return info_.dir + "/logs"; }
 
+  // Marks this process as the run's runner until the RunState goes away (released by the
+  // kernel if the process dies). FailedPrecondition, with the runner's pid, when another
+  // process runs it.
+  Status LockRunner();
+  // The pid of the process running the run; 0 when none does, -1 when one does whose pid is
+  // not written yet.
+  pid_t Runner() const;
+
   Status Append(const StepEvent& event);
   // Records the cache key parts (KeyParts::ToJson) computed for a step.
   Status AppendKeyParts(const std::string& step, const std::string& parts_json);
@@ -87,6 +100,7 @@ class RunState {
   RunInfo info_;
   int events_fd_ = -1;
   int keys_fd_ = -1;
+  int lock_fd_ = -1;
 };
 
 }  // namespace cairn::pipeline

@@ -412,6 +412,22 @@ steps:
         p = self.ok("validate", cwd=good)
         self.assertIn("3 steps, no problems", p.stdout)
 
+    def test_a_run_without_the_cache_resumes_without_it(self):
+        project = self.project("""name: nocache
+steps:
+  a: {run: echo a > a.txt, outputs: [a.txt]}
+  b: {run: test -f go && echo x >> runs-b && echo b > b.txt, outputs: [b.txt], needs: [a]}
+""", {"go": ""})
+        self.ok("run", "--no-track", cwd=project)  # b's outputs are in the cache now
+        os.remove(os.path.join(project, "go"))
+        failed = self.cairn("run", "--no-track", "--no-cache", cwd=project)
+        self.assertEqual(failed.returncode, 1, failed.stdout + failed.stderr)
+        self.assertEqual(self.states(failed.stdout), {"a": "done", "b": "failed"})
+        open(os.path.join(project, "go"), "w").close()
+        p = self.ok("resume", self.last_run_id(project), cwd=project)
+        self.assertEqual(self.states(p.stdout), {"a": "kept", "b": "done"})
+        self.assertEqual(self.runs_of(project, "b"), 2)
+
     def test_resume_after_the_runner_is_killed(self):
         project = self.project("""name: long
 steps:
@@ -434,9 +450,19 @@ steps:
         while not os.path.exists(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertTrue(os.path.exists(marker), "the second step started")
+        # While its runner lives, the run is running: a resume would race it and is refused.
+        run_id = self.last_run_id(project)
+        status = self.ok("status", run_id, cwd=project).stdout
+        self.assertIn("running     second", status)
+        self.assertIn("running (process %d)" % runner.pid, status)
+        self.assertIn("1 done, 1 running", self.ok("ls", cwd=project).stdout)
+        refused = self.cairn("resume", run_id, cwd=project)
+        self.assertEqual(refused.returncode, 1, refused.stdout + refused.stderr)
+        self.assertIn("is still running (process %d); stop it first" % runner.pid,
+                      refused.stderr)
+        self.assertEqual(self.runs_of(project, "second"), 1, "the live step was left alone")
         runner.send_signal(signal.SIGKILL)
         runner.communicate(timeout=30)
-        run_id = self.last_run_id(project)
         status = self.ok("status", run_id, cwd=project).stdout
         self.assertIn("done        first", status)
         self.assertIn("interrupted second", status)
