@@ -216,9 +216,16 @@ bool BuildResult::ok() const {
 }
 
 std::string StepFileName(const std::string& step_id) {
-  std::string name = step_id;
-  for (char& c : name) {
-    if (c == '/' || c == '\0') c = '_';
+  // '/' cannot be in a file name; '%' is escaped too so that no two ids share a name.
+  std::string name;
+  for (char c : step_id) {
+    if (c == '%') {
+      name += "%25";
+    } else if (c == '/') {
+      name += "%2F";
+    } else {
+      name += c;
+    }
   }
   return name;
 }

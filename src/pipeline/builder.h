@@ -57,9 +57,9 @@ struct BuildResult {
   bool ok() const;  // every step done or cached
 };
 
-// A step id as a file name: "train[a/b]" -> "train[a_b]".
+// A step id as a file name, '/' and '%' escaped: "train[a/b]" -> "train[a%2Fb]".
 std::string StepFileName(const std::string& step_id);
-// The log file name of a step id: "train[a/b]" -> "train[a_b].log".
+// The log file name of a step id: "train[a/b]" -> "train[a%2Fb].log".
 std::string LogFileName(const std::string& step_id);
 
 Result<BuildResult> RunPipeline(const Pipeline& pipeline, Executor& executor, StepHooks& hooks,

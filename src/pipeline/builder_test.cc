@@ -328,5 +328,13 @@ steps:
   EXPECT_THAT(StartTimes(e), ElementsAre("flaky@0", "other@1000", "flaky@21000", "late@22000"));
 }
 
+TEST(BuilderTest, StepFileNamesAreDistinctForDistinctIds) {
+  EXPECT_EQ(StepFileName("train[1]"), "train[1]");
+  EXPECT_EQ(StepFileName("train[a/b]"), "train[a%2Fb]");
+  EXPECT_NE(StepFileName("train[a/b]"), StepFileName("train[a_b]"));
+  EXPECT_NE(StepFileName("train[a%2Fb]"), StepFileName("train[a/b]"));
+  EXPECT_EQ(LogFileName("x/y"), "x%2Fy.log");
+}
+
 }  // namespace
 }  // namespace cairn::pipeline

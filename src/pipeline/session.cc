@@ -288,7 +288,11 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
   }
   if (auto it = started_.find(index); it != started_.end() && state != StepState::kCached) {
     const std::string took = FormatSeconds(SystemClock()->NowMillis() - it->second);
-    detail = detail.empty() ? took : detail + " after " + took;
+    if (detail.empty()) {
+      detail = took;
+    } else if (detail.find(" after ") == std::string::npos) {  // "timed out after 1 s" says it
+      detail += " after " + took;
+    }
   }
   e.state = StepStateName(state);
   e.reason = reason;

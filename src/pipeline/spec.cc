@@ -468,7 +468,8 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
     if (it->second.is_list) {
       it->second.list.clear();
       size_t pos = 0;
-      while (pos <= value.size()) {
+      // "-p seeds=" is the empty list.
+      while (!value.empty() && pos <= value.size()) {
         size_t comma = value.find(',', pos);
         if (comma == std::string::npos) comma = value.size();
         it->second.list.push_back(value.substr(pos, comma - pos));
@@ -518,6 +519,7 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
       items.push_back("");
     }
 
+    instances[s.name];  // known even when its foreach has no items
     for (const std::string& item : items) {
       const std::string* item_ptr = s.has_foreach ? &item : nullptr;
       Substituter sub(own, item_ptr, problems);

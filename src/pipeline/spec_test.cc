@@ -192,6 +192,22 @@ steps:
   EXPECT_EQ(q.steps[1].command, "python train.py --seed 8");
 }
 
+TEST(PipelineSpecTest, AnEmptyForeachHasNoInstancesAndNeedingItWaitsForNothing) {
+  constexpr const char* kYaml = R"(
+name: x
+params: {seeds: [1, 2]}
+steps:
+  train: {foreach: "${params.seeds}", run: "train ${item}"}
+  report: {run: report, needs: [train]}
+)";
+  std::vector<std::string> problems;
+  Pipeline p = Expand(kYaml, &problems, {{"seeds", ""}});
+  ASSERT_THAT(problems, IsEmpty());
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.steps[0].id, "report");
+  EXPECT_THAT(p.steps[0].deps, IsEmpty());
+}
+
 TEST(PipelineSpecTest, ValidateNamesEveryProblemAtOnce) {
   std::vector<std::string> problems;
   Expand(R"(

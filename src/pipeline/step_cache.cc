@@ -165,7 +165,7 @@ std::string StepCache::ObjectPath(const std::string& digest, bool executable) co
          (executable ? ".x" : "");
 }
 
-Status StepCache::PutFile(const std::string& source, const FileEntry& entry) {
+Status StepCache::PutFile(const std::string& source, const FileEntry& entry, bool copy) {
   const bool executable = entry.mode == kModeExecutable;
   const std::string object = ObjectPath(entry.sha256, executable);
   struct stat st {};
@@ -179,6 +179,8 @@ Status StepCache::PutFile(const std::string& source, const FileEntry& entry) {
     const std::string target = fs::read_symlink(source, ec2).string();
     if (ec2) return Internal("cannot read link " + source + ": " + ec2.message());
     CAIRN_RETURN_IF_ERROR(WriteFileAtomic(tmp, target, Sync::kNoSync));
+  } else if (copy) {
+    CAIRN_RETURN_IF_ERROR(CopyFile(source, tmp, executable));
   } else if (link(source.c_str(), tmp.c_str()) == 0) {
     // Read-only, so that an accidental write through another link fails instead of
     // changing what the store holds (it does not stop root).
@@ -285,12 +287,16 @@ Result<CacheEntry> StepCache::Store(const std::string& workdir, const std::strin
     if (lstat(full.c_str(), &st) != 0) {
       return FailedPrecondition("the step did not write its output " + path);
     }
+    // An output that is a link to a file or directory elsewhere (the step's input, a shared
+    // dataset) is stored by what it points to, copied: linking those files into the store
+    // would make them read-only and tie them to it.
+    const bool copy = S_ISLNK(st.st_mode);
     HashOptions options;
     options.cache = stat_cache_;
     CAIRN_ASSIGN_OR_RETURN(TreeHash hash, HashPath(full, options));
     if (hash.is_directory) {
       for (const FileEntry& f : hash.files) {
-        CAIRN_RETURN_IF_ERROR(PutFile(full + "/" + f.path, f));
+        CAIRN_RETURN_IF_ERROR(PutFile(full + "/" + f.path, f, copy));
       }
       const std::string manifest = ObjectPath(hash.digest, false) + ".json";
       if (access(manifest.c_str(), F_OK) != 0) {
@@ -300,7 +306,7 @@ Result<CacheEntry> StepCache::Store(const std::string& workdir, const std::strin
       }
     } else {
       FileEntry f = hash.files.front();
-      CAIRN_RETURN_IF_ERROR(PutFile(full, f));
+      CAIRN_RETURN_IF_ERROR(PutFile(full, f, copy));
     }
     const uint32_t mode = hash.is_directory ? 0 : hash.files.front().mode;
     meta.outputs.push_back({path, hash.digest, hash.is_directory, hash.bytes, mode});

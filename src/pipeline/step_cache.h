@@ -109,7 +109,8 @@ class StepCache {
  private:
   std::optional<CacheEntry> ParseEntry(const std::string& key, const std::string& text) const;
   std::string ObjectPath(const std::string& digest, bool executable) const;
-  Status PutFile(const std::string& source, const FileEntry& entry);
+  // Enters a file into the object store: by hard link, or copied when `copy` is set.
+  Status PutFile(const std::string& source, const FileEntry& entry, bool copy);
   Status Materialise(const std::string& target, const FileEntry& entry);
 
   std::string root_;

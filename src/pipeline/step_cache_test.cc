@@ -160,6 +160,33 @@ TEST_F(StepCacheTest, AMissingOutputFailsAndAShortObjectIsAMiss) {
   EXPECT_FALSE(cache.Lookup(parts.Key())->has_value());
 }
 
+TEST_F(StepCacheTest, AnOutputThatIsALinkIsStoredByCopyOfWhatItPointsTo) {
+  Write("data/source.csv", "1,2\n");
+  Write("shared/a.txt", "a");
+  const fs::path work(work_);
+  fs::create_symlink("data/source.csv", work / "latest.csv");
+  fs::create_symlink(work / "shared", work / "view");
+  StepCache cache(cache_dir(), nullptr);
+  const KeyParts parts = Parts("link");
+  ASSERT_TRUE(cache.Store(work_, parts.Key(), parts, {"latest.csv", "view"}, {}).ok());
+  // What the links point to is the user's: still writable, not linked into the store.
+  for (const char* path : {"data/source.csv", "shared/a.txt"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat((work / path).c_str(), &st), 0);
+    EXPECT_NE(st.st_mode & S_IWUSR, 0u) << path;
+    EXPECT_EQ(st.st_nlink, 1u) << path;
+  }
+  // The store holds the content: changing the source does not change the cached output.
+  Write("data/source.csv", "9,9\n");
+  fs::remove(work / "latest.csv");
+  fs::remove(work / "view");
+  Result<std::optional<CacheEntry>> hit = cache.Lookup(parts.Key());
+  ASSERT_TRUE(hit.ok() && hit->has_value());
+  ASSERT_TRUE(cache.Restore(work_, **hit).ok());
+  EXPECT_EQ(Read("latest.csv"), "1,2\n");
+  EXPECT_EQ(Read("view/a.txt"), "a");
+}
+
 TEST_F(StepCacheTest, RemoveOutputs) {
   Write("out/a.txt", "a");
   Write("b.txt", "b");
