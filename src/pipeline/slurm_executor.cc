@@ -157,8 +157,16 @@ class SlurmExecutor : public Executor {
   Status Poll() {
     std::string ids;
     for (const auto& [step, job] : jobs_) ids += (ids.empty() ? "" : ",") + job.id;
-    CAIRN_ASSIGN_OR_RETURN(env::CommandOutput out, commands_->Run({"squeue", "-h", "-t", "all",
-                                                                   "-j", ids, "-o", "%i|%T|%r"}));
+    Result<env::CommandOutput> polled =
+        commands_->Run({"squeue", "-h", "-t", "all", "-j", ids, "-o", "%i|%T|%r"});
+    const int64_t now = clock_->NowMillis();
+    if (!polled.ok()) {
+      if (failing_since_ms_ < 0) failing_since_ms_ = now;
+      if (now - failing_since_ms_ < options_.give_up_ms) return Status::Ok();  // next poll
+      return polled.status().WithContext("asking Slurm about the pipeline's jobs");
+    }
+    failing_since_ms_ = -1;
+    const env::CommandOutput& out = *polled;
     std::map<std::string, SlurmJobState> known;
     if (out.exit_code == 0) {
       for (SlurmJobState& s : ParseSqueue(out.output)) known[s.job_id] = s;
@@ -217,6 +225,7 @@ class SlurmExecutor : public Executor {
   std::map<size_t, Job> jobs_;
   std::vector<JobResult> ended_;
   int64_t last_poll_ms_ = 0;
+  int64_t failing_since_ms_ = -1;  // when squeue first failed to run, or -1
 };
 
 }  // namespace

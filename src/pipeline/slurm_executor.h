@@ -35,6 +35,9 @@ std::unique_ptr<SlurmCommands> RealSlurmCommands(
 struct SlurmOptions {
   std::vector<std::string> sbatch_args;  // extra, e.g. --partition=gpu
   int64_t poll_ms = 500;                 // how often squeue is asked while jobs run
+  // squeue failing to run (a hung controller: the command's timeout) is retried at each poll;
+  // the run fails only when it has failed for this long.
+  int64_t give_up_ms = 10 * 60 * 1000;
 };
 
 std::unique_ptr<Executor> NewSlurmExecutor(std::unique_ptr<SlurmCommands> commands,

@@ -82,8 +82,14 @@ class FakeCommands : public SlurmCommands {
   std::map<std::string, std::deque<env::CommandOutput>> answers;
   std::vector<std::vector<std::string>> calls;
 
+  std::map<std::string, int> failures;  // runs of a command that fail before it answers
+
   Result<env::CommandOutput> Run(const std::vector<std::string>& argv) override {
     calls.push_back(argv);
+    if (int& left = failures[argv[0]]; left != 0) {
+      if (left > 0) --left;
+      return Unavailable(argv[0] + " timed out");
+    }
     std::deque<env::CommandOutput>& q = answers[argv[0]];
     if (q.empty()) return env::CommandOutput{1, "", "no answer recorded for " + argv[0]};
     env::CommandOutput out = q.front();
@@ -169,6 +175,32 @@ TEST_F(SlurmExecutorTest, AJobSlurmForgotIsAskedOfSacctAndARefusalIsAStartError)
   Status s = e2->Start(Job());
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("Requested node configuration is not available"));
+}
+
+TEST_F(SlurmExecutorTest, SqueueFailingToRunIsRetriedUntilItHasFailedTooLong) {
+  auto commands = std::make_unique<FakeCommands>();
+  FakeCommands& fake = *commands;
+  fake.answers["sbatch"] = {{0, "3\n", ""}};
+  fake.failures["squeue"] = 2;
+  fake.answers["squeue"] = {{0, "3|FAILED|NonZeroExitCode\n", ""}};
+  fake.answers["scontrol"] = {{0, Recorded("exit3.scontrol.out"), ""}};
+  SlurmOptions options;
+  options.poll_ms = 1;
+  std::unique_ptr<Executor> e = NewSlurmExecutor(std::move(commands), options);
+  ASSERT_TRUE(e->Start(Job()).ok());
+  Result<std::optional<JobResult>> r = e->Wait(SystemClock()->NowMillis() + 10'000);
+  ASSERT_TRUE(r.ok() && r->has_value()) << r.status().ToString();
+  EXPECT_EQ((*r)->exit_code, 3);
+
+  auto hung = std::make_unique<FakeCommands>();
+  hung->answers["sbatch"] = {{0, "3\n", ""}};
+  hung->failures["squeue"] = -1;  // always
+  options.give_up_ms = 50;
+  std::unique_ptr<Executor> e2 = NewSlurmExecutor(std::move(hung), options);
+  ASSERT_TRUE(e2->Start(Job()).ok());
+  r = e2->Wait(SystemClock()->NowMillis() + 10'000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("squeue timed out"));
 }
 
 TEST_F(SlurmExecutorTest, KillCancelsTheJob) {
