@@ -271,8 +271,9 @@ class TerminalProgress : public pipeline::Progress {
       std::vector<std::pair<int64_t, std::string>> by_start;
       for (const auto& [step, started] : running_) by_start.push_back({started, step});
       std::sort(by_start.begin(), by_start.end());
-      for (const auto& [started, step] : by_start) {
-        line += " " + step + " " + std::to_string((now - started) / 1000) + "s";
+      for (size_t k = 0; k < by_start.size(); ++k) {
+        line += (k == 0 ? " " : ", ") + by_start[k].second + " " +
+                std::to_string((now - by_start[k].first) / 1000) + "s";
       }
     }
     std::fputs(client::Truncate(line, width_ > 1 ? width_ - 1 : 1).c_str(), stdout);

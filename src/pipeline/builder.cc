@@ -66,10 +66,17 @@ class Loop {
 
  private:
   void StartWhatIsReady() {
-    // Retries whose backoff is over first, as far as the budget allows.
+    // Retries whose backoff is over first, as far as the budget allows; while one waits for
+    // room, nothing new starts, so that smaller steps do not keep taking it.
     const int64_t now = executor_.clock().NowMillis();
+    bool retry_waits = false;
     for (auto it = retries_.begin(); it != retries_.end();) {
-      if (it->second.at > now || !plan_.Resume(it->first)) {
+      if (it->second.at > now) {
+        ++it;
+        continue;
+      }
+      if (!plan_.Resume(it->first)) {
+        retry_waits = true;
         ++it;
         continue;
       }
@@ -78,6 +85,7 @@ class Loop {
       it = retries_.erase(it);
       StartAttempt(step, attempt);
     }
+    if (retry_waits) return;
     // Reused steps complete at once and may make others ready: go round until none is.
     for (bool again = true; again;) {
       again = false;
@@ -185,8 +193,8 @@ class Loop {
     // Every step whose state this changes is told, the users of a cancelled retry included.
     const std::vector<StepState> before = plan_.states();
     std::map<size_t, Retry> retrying = std::exchange(retries_, {});
-    for (const auto& [step, r] : retrying) plan_.Finish(step, StepState::kCancelled);
     plan_.CancelWaiting();
+    for (const auto& [step, r] : retrying) plan_.Finish(step, StepState::kCancelled);
     for (size_t i = 0; i < before.size(); ++i) {
       if (before[i] == plan_.state(i)) continue;
       hooks_.StepEnded(i, plan_.state(i),

@@ -302,12 +302,12 @@ steps:
   EXPECT_EQ(o.result.states[p.Find("b")], StepState::kDone);
   EXPECT_EQ(o.result.states[p.Find("c")], StepState::kCancelled);
   EXPECT_EQ(o.result.states[p.Find("d")], StepState::kCancelled);
-  EXPECT_EQ(o.result.states[p.Find("e")], StepState::kSkipped);
+  EXPECT_EQ(o.result.states[p.Find("e")], StepState::kCancelled);
   EXPECT_LT(e.clock_.NowMillis(), 4'000) << "nothing waits for the retry or for a";
   // Every step that did not complete is reported, e after d's cancelled retry too.
   EXPECT_THAT(o.events, IsSupersetOf({"a cancelled (interrupted)", "c cancelled (interrupted)",
                                       "d cancelled (interrupted before its retry)",
-                                      "e skipped (interrupted)"}));
+                                      "e cancelled (interrupted)"}));
 }
 
 TEST(BuilderTest, AStepWaitingToBeRetriedLeavesItsSlotToOthers) {
@@ -326,6 +326,23 @@ steps:
   EXPECT_EQ(e.max_parallel, 1u);
   // other runs during flaky's backoff; flaky's retry, due at 11 s, waits for the slot.
   EXPECT_THAT(StartTimes(e), ElementsAre("flaky@0", "other@1000", "flaky@21000", "late@22000"));
+}
+
+TEST(BuilderTest, ADueRetryIsNotOvertakenByStepsThatFitBetter) {
+  Pipeline p = Parse(R"(
+name: r
+steps:
+  big: {run: x, retries: {limit: 1, backoff: 1s}, resources: {cpus: 2}}
+  small: {run: y, foreach: [1, 2, 3, 4]}
+)");
+  FakeExecutor e;
+  e.script["big"] = {{500, 1}, {500, 0}};
+  Outcome o = Drive(p, e, {2, 2, 0, 0});
+  EXPECT_TRUE(o.result.ok());
+  // big fails at 0.5 s; the small items fill the cpus; its retry, due at 1.5 s, starts when
+  // the two running at that time have ended, before the other two.
+  EXPECT_THAT(StartTimes(e), ElementsAre("big@0", "small[1]@500", "small[2]@500", "big@1500",
+                                         "small[3]@2000", "small[4]@2000"));
 }
 
 TEST(BuilderTest, StepFileNamesAreDistinctForDistinctIds) {

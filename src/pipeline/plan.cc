@@ -121,6 +121,9 @@ void Plan::Finish(size_t step, StepState outcome) {
 
 bool Plan::Over() const {
   if (running_ > 0) return false;
+  for (bool paused : paused_) {
+    if (paused) return false;  // a retry is due
+  }
   for (size_t i = 0; i < states_.size(); ++i) {
     if (states_[i] == StepState::kWaiting && unmet_[i] == 0) return false;
   }

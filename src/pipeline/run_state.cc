@@ -134,7 +134,15 @@ Status RunState::LockRunner() {
   // Close-on-exec, so that no step keeps the lock after the runner is gone.
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Internal("cannot open " + path + ": " + strerror(errno));
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  // `status` and `ls` take the lock for a moment to see whether a runner holds it: a few
+  // tries tell them from a runner.
+  int locked = -1;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    locked = flock(fd, LOCK_EX | LOCK_NB);
+    if (locked == 0 || errno != EWOULDBLOCK) break;
+    usleep(10'000);
+  }
+  if (locked != 0) {
     const int err = errno;
     close(fd);
     if (err != EWOULDBLOCK) return Internal("cannot lock " + path + ": " + strerror(err));

@@ -290,7 +290,7 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
     const std::string took = FormatSeconds(SystemClock()->NowMillis() - it->second);
     if (detail.empty()) {
       detail = took;
-    } else if (detail.find(" after ") == std::string::npos) {  // "timed out after 1 s" says it
+    } else if (!detail.starts_with("timed out")) {  // "timed out after 1 s" says how long
       detail += " after " + took;
     }
   }

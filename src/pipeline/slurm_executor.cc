@@ -96,7 +96,8 @@ class SlurmExecutor : public Executor {
         "sbatch",
         "--parsable",
         "--job-name=cairn-" + run_prefix + job.id,
-        "--output=" + job.log_path,
+        // sbatch reads '%' in the path as a pattern; "%%" is a '%'.
+        "--output=" + EscapePercent(job.log_path),
         "--open-mode=append",
         "--chdir=" + job.cwd,
         "--cpus-per-task=" +
@@ -145,13 +146,22 @@ class SlurmExecutor : public Executor {
 
   void Kill(size_t step) override {
     auto it = jobs_.find(step);
-    if (it != jobs_.end()) (void)commands_->Run({"scancel", it->second.id});
+    if (it == jobs_.end()) return;
+    if (it->second.killed_ms < 0) it->second.killed_ms = clock_->NowMillis();
+    (void)commands_->Run({"scancel", it->second.id});
   }
 
  private:
   struct Job {
     std::string id;
+    int64_t killed_ms = -1;  // when scancel was sent, or -1
   };
+
+  static std::string EscapePercent(const std::string& path) {
+    std::string out;
+    for (char c : path) out += c == '%' ? std::string("%%") : std::string(1, c);
+    return out;
+  }
 
   // Asks squeue about every job; the ended ones move to ended_.
   Status Poll() {
@@ -162,8 +172,25 @@ class SlurmExecutor : public Executor {
     const int64_t now = clock_->NowMillis();
     if (!polled.ok()) {
       if (failing_since_ms_ < 0) failing_since_ms_ = now;
-      if (now - failing_since_ms_ < options_.give_up_ms) return Status::Ok();  // next poll
-      return polled.status().WithContext("asking Slurm about the pipeline's jobs");
+      if (now - failing_since_ms_ >= options_.give_up_ms) {
+        return polled.status().WithContext("asking Slurm about the pipeline's jobs");
+      }
+      // Cancelled jobs are not waited for past a grace period: Ctrl-C and timeouts must end.
+      for (auto it = jobs_.begin(); it != jobs_.end();) {
+        if (it->second.killed_ms < 0 || now - it->second.killed_ms < options_.cancel_grace_ms) {
+          ++it;
+          continue;
+        }
+        JobResult r;
+        r.step = it->first;
+        r.signaled = true;
+        r.exit_code = 128 + 9;
+        r.error = "cancelled Slurm job " + it->second.id +
+                  " (Slurm could not be asked how it ended: " + polled.status().message() + ")";
+        ended_.push_back(r);
+        it = jobs_.erase(it);
+      }
+      return Status::Ok();  // ask again at the next poll
     }
     failing_since_ms_ = -1;
     const env::CommandOutput& out = *polled;

@@ -38,6 +38,8 @@ struct SlurmOptions {
   // squeue failing to run (a hung controller: the command's timeout) is retried at each poll;
   // the run fails only when it has failed for this long.
   int64_t give_up_ms = 10 * 60 * 1000;
+  // A job cancelled (timeout, Ctrl-C) while squeue fails counts as ended after this long.
+  int64_t cancel_grace_ms = 30 * 1000;
 };
 
 std::unique_ptr<Executor> NewSlurmExecutor(std::unique_ptr<SlurmCommands> commands,

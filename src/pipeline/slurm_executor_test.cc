@@ -201,6 +201,31 @@ TEST_F(SlurmExecutorTest, SqueueFailingToRunIsRetriedUntilItHasFailedTooLong) {
   r = e2->Wait(SystemClock()->NowMillis() + 10'000);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("squeue timed out"));
+
+  // A job cancelled meanwhile ends after the grace period, long before giving up.
+  auto cancelled = std::make_unique<FakeCommands>();
+  cancelled->answers["sbatch"] = {{0, "3\n", ""}};
+  cancelled->failures["squeue"] = -1;
+  options.give_up_ms = 60'000;
+  options.cancel_grace_ms = 20;
+  std::unique_ptr<Executor> e3 = NewSlurmExecutor(std::move(cancelled), options);
+  ASSERT_TRUE(e3->Start(Job()).ok());
+  e3->Kill(4);
+  r = e3->Wait(SystemClock()->NowMillis() + 10'000);
+  ASSERT_TRUE(r.ok() && r->has_value()) << r.status().ToString();
+  EXPECT_TRUE((*r)->signaled);
+  EXPECT_THAT((*r)->error, HasSubstr("Slurm could not be asked how it ended"));
+}
+
+TEST_F(SlurmExecutorTest, APercentInTheLogPathIsNotAPattern) {
+  auto commands = std::make_unique<FakeCommands>();
+  FakeCommands& fake = *commands;
+  fake.answers["sbatch"] = {{0, "3\n", ""}};
+  std::unique_ptr<Executor> e = NewSlurmExecutor(std::move(commands), {});
+  StepJob job = Job();
+  job.log_path = (dir_ / "s[a%2Fb].log").string();
+  ASSERT_TRUE(e->Start(job).ok());
+  EXPECT_THAT(fake.calls[0], Contains("--output=" + (dir_ / "s[a%%2Fb].log").string()));
 }
 
 TEST_F(SlurmExecutorTest, KillCancelsTheJob) {

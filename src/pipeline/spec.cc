@@ -534,8 +534,9 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
           std::string text = sub.Apply(raw, at + "." + field);
           std::string path = NormalisePath(text);
           if (path.empty() && !text.starts_with('/')) {
-            // "../x": fine to read, resolved against the pipeline's directory.
-            path = outputs ? "" : NormalisePath((fs::path(dir) / text).lexically_normal().string());
+            // "../x": resolved against the pipeline's directory (fine to read; an output must
+            // come back inside it).
+            path = NormalisePath((fs::path(dir) / text).lexically_normal().string());
           }
           // An absolute path into the pipeline's directory is the relative one, so that it
           // meets the same path written by another step.
@@ -597,7 +598,14 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
     for (const StepSpec& candidate : spec.steps) {
       if (candidate.name == steps[i].spec_name) s = &candidate;
     }
-    for (const std::string& need : s->needs) {
+    // A needed step whose foreach has no items passes its own needs on, so that the order
+    // through it holds.
+    std::vector<std::string> needs(s->needs.begin(), s->needs.end());
+    std::set<std::string> seen_needs;
+    while (!needs.empty()) {
+      const std::string need = needs.back();
+      needs.pop_back();
+      if (!seen_needs.insert(need).second) continue;
       auto it = instances.find(need);
       if (it == instances.end()) {
         std::vector<std::string> names;
@@ -607,6 +615,11 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
         continue;
       }
       for (size_t j : it->second) deps[i].insert(j);
+      if (it->second.empty()) {
+        for (const StepSpec& other : spec.steps) {
+          if (other.name == need) needs.insert(needs.end(), other.needs.begin(), other.needs.end());
+        }
+      }
     }
     for (const std::string& input : steps[i].inputs) {
       bool produced = false;
@@ -616,6 +629,12 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
           problems->push_back("steps." + s->name + ".inputs: " + input +
                               " is inside the step's own output " + path +
                               ", which cairn removes before the step runs");
+          produced = true;
+        } else if (j == i && Within(path, input)) {
+          // Its content would count what the step wrote the time before.
+          problems->push_back("steps." + s->name + ".inputs: " + input +
+                              " holds the step's own output " + path +
+                              "; name the input files apart from the output");
           produced = true;
         } else if (Within(input, path) || Within(path, input)) {
           produced = true;

@@ -120,13 +120,13 @@ steps:
     inputs: [/project/data/train.csv, /project/sub/../raw]
   prepare:
     run: python prep.py
-    outputs: [/project/data/]
+    outputs: [/project/data/, ../project/log.txt]
 )",
                       &problems);
   ASSERT_THAT(problems, IsEmpty());
   ASSERT_EQ(p.steps.size(), 2u);
   EXPECT_EQ(p.steps[0].id, "prepare");
-  EXPECT_THAT(p.steps[0].outputs, ElementsAre("data"));
+  EXPECT_THAT(p.steps[0].outputs, ElementsAre("data", "log.txt"));
   EXPECT_THAT(p.steps[1].inputs, ElementsAre("data/train.csv", "raw"));
   EXPECT_THAT(p.steps[1].deps, ElementsAre(0u));
 }
@@ -145,6 +145,19 @@ steps:
          &problems);
   EXPECT_THAT(problems, ElementsAre("steps.clean.inputs: raw/a.csv is inside the step's own "
                                     "output raw, which cairn removes before the step runs"));
+  // The other way round: the input's content would include the last output.
+  problems.clear();
+  Expand(R"(
+name: x
+steps:
+  tidy:
+    run: tidy raw
+    inputs: [raw]
+    outputs: [raw/tidy.csv]
+)",
+         &problems);
+  EXPECT_THAT(problems, ElementsAre("steps.tidy.inputs: raw holds the step's own output "
+                                    "raw/tidy.csv; name the input files apart from the output"));
 }
 
 TEST(PipelineSpecTest, ForeachFansOutOverAListOrAListParameter) {
@@ -197,15 +210,18 @@ TEST(PipelineSpecTest, AnEmptyForeachHasNoInstancesAndNeedingItWaitsForNothing) 
 name: x
 params: {seeds: [1, 2]}
 steps:
-  train: {foreach: "${params.seeds}", run: "train ${item}"}
+  prepare: {run: prepare}
+  train: {foreach: "${params.seeds}", run: "train ${item}", needs: [prepare]}
   report: {run: report, needs: [train]}
 )";
   std::vector<std::string> problems;
   Pipeline p = Expand(kYaml, &problems, {{"seeds", ""}});
   ASSERT_THAT(problems, IsEmpty());
-  ASSERT_EQ(p.steps.size(), 1u);
-  EXPECT_EQ(p.steps[0].id, "report");
-  EXPECT_THAT(p.steps[0].deps, IsEmpty());
+  ASSERT_EQ(p.steps.size(), 2u);
+  EXPECT_EQ(p.steps[0].id, "prepare");
+  EXPECT_EQ(p.steps[1].id, "report");
+  // Through the empty fan-out, report still comes after what train needed.
+  EXPECT_THAT(p.steps[1].deps, ElementsAre(0u));
 }
 
 TEST(PipelineSpecTest, ValidateNamesEveryProblemAtOnce) {
