@@ -189,7 +189,18 @@ def bench_history(cairn, points, repeats):
             n = payload.count(b'"step"')
             if resp.status != 200 or n != points:
                 raise RuntimeError("get-history returned %d points (status %d)" % (n, resp.status))
-        return statistics.median(times), len(payload) / 1e6
+        # The same metric thinned for a chart.
+        series_times = []
+        path = "/api/cairn/v1/metrics/series?run_id=%s&key=loss&points=2000" % run
+        for _ in range(repeats):
+            t = time.perf_counter()
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            series = json.loads(resp.read())
+            series_times.append((time.perf_counter() - t) * 1000)
+            if resp.status != 200 or series["total_points"] != points or len(series["values"]) > 2000:
+                raise RuntimeError(("metrics/series answered %d: %r" % (resp.status, series))[:200])
+        return statistics.median(times), len(payload) / 1e6, statistics.median(series_times)
     finally:
         s.stop()
 
@@ -422,9 +433,10 @@ def main():
             "%.1f" % ms, "ms", "<= 50", ms <= 50)
     if want("history"):
         n = 100000 if args.quick else 1000000
-        ms, mb = bench_history(args.cairn, n, 5)
+        ms, mb, series_ms = bench_history(args.cairn, n, 5)
         row("get-history of %d points (%.0f MB JSON)" % (n, mb), "%.0f" % ms, "ms", "<= 1000",
             ms <= 1000)
+        row("metrics/series of %d points to 2000" % n, "%.0f" % series_ms, "ms", "(info)", True)
     if want("runoverhead"):
         ms = bench_run_overhead(args.cairn, 5 if args.quick else 21)
         row("cairn run overhead around a no-op command", "%.1f" % ms, "ms", "<= 50", ms <= 50)

@@ -74,6 +74,27 @@ Result<CairnResponse> ReadLog(ApiContext& ctx, const std::string& run_id, const 
   return out;
 }
 
+// GET metrics/series: a metric thinned for a chart (see docs/api/cairn.md).
+Result<CairnResponse> MetricSeries(ApiContext& ctx, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RequiredStr("run_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> points, f.Int("points"));
+  CAIRN_ASSIGN_OR_RETURN(service::MetricSeries series,
+                         ctx.tracking->GetMetricSeries(run_id, key, points.value_or(2000)));
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("run_id").String(run_id).Key("key").String(key);
+  w.Key("total_points").Int(series.total_points);
+  w.Key("steps").BeginArray();
+  for (int64_t v : series.steps) w.Int(v);
+  w.EndArray().Key("timestamps").BeginArray();
+  for (int64_t v : series.timestamps) w.Int(v);
+  w.EndArray().Key("values").BeginArray();
+  for (double v : series.values) w.Double(v);
+  w.EndArray().EndObject();
+  return CairnResponse{w.Take()};
+}
+
 // POST runs: creates a run under an id the client chose (see docs/api/cairn.md).
 Result<CairnResponse> CreateRun(ApiContext& ctx, const Fields& f) {
   service::CreateRunRequest req;
@@ -127,6 +148,11 @@ Result<CairnResponse> CreateRun(ApiContext& ctx, const Fields& f) {
 Result<CairnResponse> HandleCairnApi(ApiContext& ctx, std::string_view method,
                                      std::string_view path, const QueryParams& query,
                                      std::string_view body) {
+  if (path == "metrics/series") {
+    if (method != "GET") return NoEndpoint(method, path);
+    Fields f(&query);
+    return MetricSeries(ctx, f);
+  }
   if (path == "runs") {
     if (method != "POST") return NoEndpoint(method, path);
     CAIRN_ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));

@@ -1,4 +1,9 @@
-// cairn's own API, beside MLflow's, under /api/cairn/v1/. Today: a run's console log.
+// cairn's own API, beside MLflow's, under /api/cairn/v1/: a run's console log, and metric
+// series thinned for charts.
+//
+//   GET  /api/cairn/v1/metrics/series?run_id=R&key=K[&points=N]
+//        -> {"run_id", "key", "total_points", "steps": [], "timestamps": [], "values": []}
+//        at most N points (default 2000) that keep the series' peaks and troughs
 //
 //   POST /api/cairn/v1/runs/{run_id}/log   {"chunks": [{"offset", "stream", "timestamp",
 //                                           "data"}]}  ->  {"length": N}

@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/downsample.h"
 #include "core/search.h"
 #include "store/store_util.h"
 #include "util/hash.h"
@@ -485,6 +486,44 @@ Result<MetricHistoryCursor> TrackingService::OpenMetricHistory(const std::string
   cursor.page_size = max_results;
   CAIRN_RETURN_IF_ERROR(store_->GetRunInfo(run_id).status());
   return cursor;
+}
+
+Result<MetricSeries> TrackingService::GetMetricSeries(const std::string& run_id,
+                                                      const std::string& key,
+                                                      int64_t max_points) {
+  if (max_points < kMinSeriesPoints || max_points > kMaxSeriesPoints) {
+    return InvalidArgument("Invalid value " + std::to_string(max_points) +
+                           " for parameter 'points': expected " +
+                           std::to_string(kMinSeriesPoints) + " to " +
+                           std::to_string(kMaxSeriesPoints));
+  }
+  if (key.empty()) return InvalidArgument("Missing value for required parameter 'key'");
+  CAIRN_ASSIGN_OR_RETURN(MetricHistoryCursor cursor, OpenMetricHistory(run_id, key, 0, ""));
+  // The whole history as three columns (24 bytes a point), then the points to keep.
+  MetricSeries all;
+  std::string no_next_page;
+  CAIRN_RETURN_IF_ERROR(StreamMetricHistory(
+      cursor,
+      [&all](const core::Metric& m) {
+        all.steps.push_back(m.step);
+        all.timestamps.push_back(m.timestamp);
+        all.values.push_back(m.value);
+        return true;
+      },
+      &no_next_page));
+  MetricSeries out;
+  out.total_points = static_cast<int64_t>(all.values.size());
+  const std::vector<size_t> kept =
+      core::DownsampleMinMax(all.values, static_cast<size_t>(max_points));
+  out.steps.reserve(kept.size());
+  out.timestamps.reserve(kept.size());
+  out.values.reserve(kept.size());
+  for (size_t i : kept) {
+    out.steps.push_back(all.steps[i]);
+    out.timestamps.push_back(all.timestamps[i]);
+    out.values.push_back(all.values[i]);
+  }
+  return out;
 }
 
 Status TrackingService::StreamMetricHistory(const MetricHistoryCursor& cursor,

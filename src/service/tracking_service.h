@@ -78,6 +78,14 @@ struct RunMetric {
   core::Metric metric;
 };
 
+// A metric's points for a chart (GetMetricSeries), as columns.
+struct MetricSeries {
+  int64_t total_points = 0;  // in the whole history
+  std::vector<int64_t> steps;
+  std::vector<int64_t> timestamps;
+  std::vector<double> values;
+};
+
 class TrackingService {
  public:
   // Neither pointer is owned; both must outlive the service.
@@ -149,6 +157,14 @@ class TrackingService {
   Result<std::vector<RunMetric>> GetMetricHistoryBulkInterval(
       const std::vector<std::string>& run_ids, const std::string& key,
       std::optional<int64_t> start_step, std::optional<int64_t> end_step, int64_t max_results);
+
+  // A metric's whole history thinned to at most `max_points` points that keep its peaks and
+  // troughs (core::DownsampleMinMax), in (step, timestamp) order. max_points in
+  // [kMinSeriesPoints, kMaxSeriesPoints].
+  Result<MetricSeries> GetMetricSeries(const std::string& run_id, const std::string& key,
+                                       int64_t max_points);
+  static constexpr int64_t kMinSeriesPoints = 4;
+  static constexpr int64_t kMaxSeriesPoints = 100000;
 
  private:
   Status RequireActiveRun(const std::string& run_id);

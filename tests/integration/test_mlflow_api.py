@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cairn_testlib as tl  # noqa: E402
 
 API = "/api/2.0/mlflow/"
+CAIRN_API = "/api/cairn/v1/"
 AJAX = "/ajax-api/2.0/mlflow/"
 ARTIFACTS = "/api/2.0/mlflow-artifacts/artifacts"
 MPU = "/api/2.0/mlflow-artifacts/mpu"
@@ -629,6 +630,40 @@ class LoggingTest(ApiTestCase):
         self.log_batch(run_id, metrics=[metric("x", "NaN", 0, 1), metric("x", 2.0, 1, 2)])
         values = {h["step"]: h["value"] for h in self.history(run_id, "x")}
         self.assertEqual(values, {0: "NaN", 1: 2.0})
+
+    def test_metric_series_thins_a_long_history_and_keeps_its_spikes(self):
+        run_id = self.new_run_id()
+        values = [((i * 37) % 100) / 100.0 for i in range(5000)]
+        values[1234], values[4321] = 99.0, -99.0
+        for start in range(0, 5000, 1000):
+            self.log_batch(run_id, metrics=[metric("loss", values[i], i, 10_000 + i)
+                                            for i in range(start, start + 1000)])
+        series = self.ok(self.get("metrics/series", {"run_id": run_id, "key": "loss",
+                                                     "points": 200}, prefix=CAIRN_API))
+        self.assertEqual(series["total_points"], 5000)
+        steps, values_out = series["steps"], series["values"]
+        self.assertLessEqual(len(steps), 200)
+        self.assertGreater(len(steps), 150)
+        self.assertEqual(len(series["timestamps"]), len(steps))
+        self.assertEqual(len(values_out), len(steps))
+        self.assertEqual(steps, sorted(steps))
+        self.assertEqual((steps[0], steps[-1]), (0, 4999))
+        for step in (1234, 4321):
+            i = steps.index(step)
+            self.assertEqual((values_out[i], series["timestamps"][i]),
+                             (values[step], 10_000 + step))
+        # Short series come whole, NaN as on MLflow's wire; bad requests say what is wrong.
+        self.log_batch(run_id, metrics=[metric("acc", "NaN", 0, 1), metric("acc", 0.5, 1, 2)])
+        short = self.ok(self.get("metrics/series", {"run_id": run_id, "key": "acc"},
+                                 prefix=CAIRN_API))
+        self.assertEqual((short["steps"], short["values"]), ([0, 1], ["NaN", 0.5]))
+        self.assertError(self.get("metrics/series", {"run_id": run_id, "key": "loss",
+                                                     "points": 1}, prefix=CAIRN_API),
+                         400, "INVALID_PARAMETER_VALUE", "points")
+        self.assertError(self.get("metrics/series", {"run_id": run_id}, prefix=CAIRN_API),
+                         400, mentions="key")
+        self.assertError(self.get("metrics/series", {"run_id": "0" * 32, "key": "loss"},
+                                  prefix=CAIRN_API), 404, "RESOURCE_DOES_NOT_EXIST")
 
     def test_log_parameter_same_value_ok_changed_value_rejected(self):
         run_id = self.new_run_id()
