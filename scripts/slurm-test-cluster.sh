@@ -210,10 +210,18 @@ dbd_answers() { timeout 5 sacctmgr -n -P list cluster >/dev/null 2>&1; }
 # records its pid in run/NAME.pid. Every daemon runs in the foreground so that this pid is the
 # daemon's own.
 launch() {
-  local name=$1
+  local name=$1 pid
   shift
   env "$MARK=$DIR" setsid "$@" </dev/null >"$DIR/log/$name.out" 2>&1 &
-  echo $! >"$DIR/run/$name.pid"
+  pid=$!
+  echo "$pid" >"$DIR/run/$name.pid"
+  # Until env has exec'd the daemon, the process does not carry the mark yet, and a check in
+  # between would take it for a daemon that exited: wait for one or the other (at most 2 s).
+  for _ in $(seq 1 100); do
+    pid_ours "$pid" && return 0
+    pid_gone "$pid" && return 0
+    sleep 0.02
+  done
 }
 
 # --- stop ------------------------------------------------------------------------------------
