@@ -23,6 +23,7 @@ struct ServerFlags {
   int workers = 0;
   int threads = 64;
   int run_heartbeat_timeout = 120;
+  std::string ui_dir;
   std::string log_level = "info";
 };
 
@@ -42,6 +43,7 @@ int RunServer(ServerFlags flags) {
   options.port = flags.port;
   options.threads = flags.threads;
   options.run_heartbeat_timeout_seconds = flags.run_heartbeat_timeout;
+  options.ui_dir = flags.ui_dir;
   options.backend_store_uri = flags.backend_store_uri.empty()
                                   ? "sqlite:///" + flags.data_dir + "/cairn.db"
                                   : flags.backend_store_uri;
@@ -68,6 +70,11 @@ int RunServer(ServerFlags flags) {
   server::Server* s = srv->get();
   std::printf("cairn server listening on %s (store %s, artifacts %s)\n", s->url().c_str(),
               options.backend_store_uri.c_str(), options.artifacts_destination.c_str());
+  if (s->ui_dir().empty()) {
+    std::printf("web UI not built (make build builds it); %s/ says how\n", s->url().c_str());
+  } else {
+    std::printf("open %s/ in a browser for the web UI\n", s->url().c_str());
+  }
   std::fflush(stdout);
 
   std::thread watcher([&signals, s] {
@@ -92,9 +99,9 @@ void RegisterServer(CLI::App& app, Action* action) {
   auto flags = std::make_shared<ServerFlags>();
   CLI::App* cmd = app.add_subcommand(
       "server",
-      "Run the tracking server: the MLflow REST API (/api/2.0/mlflow/...) and the artifact\n"
-      "proxy (/api/2.0/mlflow-artifacts/...). MLflow clients log to it with\n"
-      "MLFLOW_TRACKING_URI=http://HOST:PORT. Stops cleanly on Ctrl-C or SIGTERM.");
+      "Run the tracking server: the MLflow REST API (/api/2.0/mlflow/...), the artifact\n"
+      "proxy (/api/2.0/mlflow-artifacts/...) and the web UI at /. MLflow clients log to it\n"
+      "with MLFLOW_TRACKING_URI=http://HOST:PORT. Stops cleanly on Ctrl-C or SIGTERM.");
   cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port,-p", flags->port, "Port to listen on; 0 picks a free port")
       ->capture_default_str();
@@ -122,6 +129,9 @@ void RegisterServer(CLI::App& app, Action* action) {
                   "marked FAILED (its wrapper or host died); 0 never does")
       ->capture_default_str()
       ->check(CLI::Range(0, 86400 * 365));
+  cmd->add_option("--ui-dir", flags->ui_dir,
+                  "The built web UI to serve at / (default $CAIRN_UI_DIR, else web/dist of the "
+                  "source tree the binary was built in)");
   cmd->add_option("--log-level", flags->log_level, "debug, info, warning or error")
       ->capture_default_str();
   cmd->callback([flags, action] { *action = [flags] { return RunServer(*flags); }; });

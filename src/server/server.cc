@@ -14,6 +14,7 @@
 #include "server/fields.h"
 #include "server/http_errors.h"
 #include "server/routes.h"
+#include "server/ui_files.h"
 #include "service/artifact_service.h"
 #include "service/tracking_service.h"
 #include "store/metadata_store.h"
@@ -143,6 +144,7 @@ struct Server::Impl {
   std::unordered_map<std::string, ApiHandler> routes;  // "POST runs/log-batch"
   std::unordered_map<std::string, StreamHandler> stream_routes;
   httplib::Server http;
+  UiFiles ui;  // the web UI at "/"
   int port = 0;
 
   // Marks runs whose wrapper stopped heartbeating FAILED, a few times per timeout.
@@ -242,7 +244,22 @@ struct Server::Impl {
     if (req.method == "GET" && path == "/version") {
       return res.set_content(Version(), "text/plain");
     }
+    if (req.method == "GET") {
+      if (std::optional<UiFile> f = ui.Find(path)) return ServeUiFile(*f, res);
+    }
     SendNotFound(res, req);
+  }
+
+  void ServeUiFile(const UiFile& f, httplib::Response& res) {
+    res.status = 200;
+    res.set_header("Cache-Control", f.cache_control);
+    res.set_header("Content-Security-Policy", std::string(UiFiles::kContentSecurityPolicy));
+    res.set_header("X-Content-Type-Options", "nosniff");
+    std::shared_ptr<const std::string> body = f.body;
+    res.set_content_provider(body->size(), f.content_type,
+                             [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                               return sink.write(body->data() + offset, length);
+                             });
   }
 
   void ServeApi(const httplib::Request& req, httplib::Response& res,
@@ -408,6 +425,8 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   impl->artifacts =
       std::make_unique<service::ArtifactService>(impl->store.get(), impl->blobs.get());
   impl->ctx = {impl->tracking.get(), impl->artifacts.get()};
+  CAIRN_ASSIGN_OR_RETURN(
+      impl->ui, UiFiles::Load(options.ui_dir.empty() ? UiFiles::DefaultDir() : options.ui_dir));
   impl->Install();
   if (options.port == 0) {
     impl->port = impl->http.bind_to_any_port(options.host);
@@ -427,6 +446,8 @@ int Server::port() const { return impl_->port; }
 std::string Server::url() const {
   return "http://" + impl_->options.host + ":" + std::to_string(impl_->port);
 }
+
+std::string Server::ui_dir() const { return impl_->ui.built() ? impl_->ui.dir() : ""; }
 
 void Server::Serve() { impl_->http.listen_after_bind(); }
 

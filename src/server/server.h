@@ -22,6 +22,8 @@ struct ServerOptions {
   // RUNNING runs of `cairn run` whose heartbeat is older than this are marked FAILED
   // (service::TrackingService::FailStaleRuns); 0 turns that off.
   int run_heartbeat_timeout_seconds = 120;
+  // The built web UI served at "/" (web/dist); empty: UiFiles::DefaultDir().
+  std::string ui_dir;
 };
 
 class Server {
@@ -31,6 +33,8 @@ class Server {
 
   int port() const;
   std::string url() const;
+  // The directory the web UI is served from; "" when no built UI was found.
+  std::string ui_dir() const;
   void Serve();
   void Stop();
 

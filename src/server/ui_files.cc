@@ -1,0 +1,109 @@
+#include "server/ui_files.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "util/file.h"
+
+namespace cairn::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ContentTypeOf(std::string_view name) {
+  const size_t dot = name.rfind('.');
+  const std::string_view ext = dot == std::string_view::npos ? "" : name.substr(dot + 1);
+  if (ext == "html") return "text/html; charset=utf-8";
+  if (ext == "js" || ext == "mjs") return "text/javascript; charset=utf-8";
+  if (ext == "css") return "text/css; charset=utf-8";
+  if (ext == "json" || ext == "map") return "application/json";
+  if (ext == "svg") return "image/svg+xml";
+  if (ext == "png") return "image/png";
+  if (ext == "ico") return "image/x-icon";
+  if (ext == "woff2") return "font/woff2";
+  if (ext == "txt") return "text/plain; charset=utf-8";
+  return "application/octet-stream";
+}
+
+const char kNotBuilt[] =
+    "<!doctype html><meta charset=utf-8><title>cairn</title>"
+    "<body style=\"font-family:sans-serif;max-width:40em;margin:3em auto\">"
+    "<h1>cairn</h1><p>The server runs, but its web UI is not built. In the source tree, "
+    "<code>make build</code> (or <code>cd web &amp;&amp; npm ci &amp;&amp; npm run build</code>) "
+    "builds it; <code>cairn server --ui-dir DIR</code> serves one built elsewhere.</p>"
+    "<p>The MLflow REST API is at <code>/api/2.0/mlflow/</code>.</p></body>";
+
+}  // namespace
+
+Result<UiFiles> UiFiles::Load(const std::string& dir) {
+  UiFiles ui;
+  ui.dir_ = dir;
+  if (!dir.empty()) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (!it->is_regular_file(ec)) continue;
+      const std::string rel = fs::relative(it->path(), dir, ec).generic_string();
+      if (ec || rel.empty()) continue;
+      CAIRN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(it->path()));
+      UiFile f;
+      f.body = std::make_shared<const std::string>(std::move(bytes));
+      f.content_type = ContentTypeOf(rel);
+      if (rel == "index.html") {
+        f.cache_control = "no-cache";
+      } else if (rel.starts_with("assets/")) {
+        f.cache_control = "public, max-age=31536000, immutable";
+      } else {
+        f.cache_control = "public, max-age=3600";
+      }
+      ui.files_.emplace(rel, std::move(f));
+    }
+    if (ec) return Unavailable("cannot read the UI in " + dir + ": " + ec.message());
+  }
+  if (!ui.built()) {
+    UiFile f;
+    f.body = std::make_shared<const std::string>(kNotBuilt);
+    f.content_type = "text/html; charset=utf-8";
+    f.cache_control = "no-cache";
+    ui.files_.clear();
+    ui.files_.emplace("", std::move(f));
+  }
+  return ui;
+}
+
+std::string UiFiles::DefaultDir() {
+  auto has_index = [](const fs::path& d) {
+    std::error_code ec;
+    return fs::is_regular_file(d / "index.html", ec);
+  };
+  if (const char* env = std::getenv("CAIRN_UI_DIR"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const fs::path& d : {exe.parent_path() / "../../web/dist",
+                            exe.parent_path() / "../share/cairn/web"}) {
+    if (has_index(d)) return d.lexically_normal().string();
+  }
+  return "";
+}
+
+std::optional<UiFile> UiFiles::Find(std::string_view path) const {
+  if (!path.starts_with('/')) return std::nullopt;
+  std::string_view rel = path.substr(1);
+  if (!built()) {
+    if (rel.empty() || rel == "index.html") return files_.begin()->second;
+    return std::nullopt;
+  }
+  if (rel.empty()) rel = "index.html";
+  // Only names as the build writes them: no "..", no empty or hidden parts.
+  if (rel.find("..") != std::string_view::npos || rel.find("//") != std::string_view::npos ||
+      rel.starts_with('.') || rel.find("/.") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto it = files_.find(rel);
+  if (it == files_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace cairn::server
