@@ -8,11 +8,14 @@ PRESET ?= release
 BUILD_DIR := build/$(PRESET)
 CAIRN := $(BUILD_DIR)/cairn
 NODE_TEST_DIR := tests/integration/node
+WEB_DIR := web
+WEB_SOURCES := $(shell find $(WEB_DIR)/src $(WEB_DIR)/public -type f 2>/dev/null) \
+               $(WEB_DIR)/index.html $(WEB_DIR)/vite.config.js
 HOST ?= 127.0.0.1
 PORT ?= 5000
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps npm-deps build run test sanitized-test debug-test bench clean
+.PHONY: all deps npm-deps ui build run test sanitized-test debug-test bench clean
 
 all: build
 
@@ -25,11 +28,22 @@ npm-deps: $(NODE_TEST_DIR)/node_modules/.package-lock.json
 $(NODE_TEST_DIR)/node_modules/.package-lock.json: $(NODE_TEST_DIR)/package-lock.json
 	cd $(NODE_TEST_DIR) && npm ci --no-audit --no-fund
 
+# The web UI: npm ci when web's lock file changed, vite build when a source did. The server
+# serves web/dist at /.
+ui: $(WEB_DIR)/dist/index.html
+
+$(WEB_DIR)/node_modules/.package-lock.json: $(WEB_DIR)/package-lock.json
+	cd $(WEB_DIR) && npm ci --no-audit --no-fund
+
+$(WEB_DIR)/dist/index.html: $(WEB_DIR)/node_modules/.package-lock.json $(WEB_SOURCES)
+	cd $(WEB_DIR) && npm run build
+
 $(BUILD_DIR)/build.ninja: CMakeLists.txt CMakePresets.json
 	cmake --preset $(PRESET)
 
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build --preset $(PRESET) -j $(JOBS)
+	@$(MAKE) --no-print-directory ui
 
 run: build npm-deps
 	$(CAIRN) server --host $(HOST) --port $(PORT)
@@ -49,7 +63,7 @@ test: build npm-deps
 	$(MAKE) --no-print-directory sanitized-test || status=1; \
 	exit $$status
 
-sanitized-test: deps npm-deps
+sanitized-test: deps npm-deps ui
 	cmake --preset debug
 	cmake --build --preset debug -j $(JOBS)
 	@status=0; LSAN_OPTIONS=$(LSAN_OPTIONS) ctest --preset debug -LE slow --output-on-failure \
@@ -68,4 +82,4 @@ bench: build
 	bench/run.sh $(CAIRN)
 
 clean:
-	rm -rf build
+	rm -rf build $(WEB_DIR)/dist

@@ -17,6 +17,8 @@ packages=(
   slurm-wlm slurm-client munge
   # sacct needs slurmdbd, and slurmdbd needs MySQL/MariaDB (start --accounting runs both)
   slurmdbd mariadb-server
+  # the web UI's browser tests drive Debian's chromium headless (tests/e2e/)
+  chromium fonts-dejavu-core
 )
 
 missing=()

@@ -1,0 +1,258 @@
+// The web UI in headless Chromium (Debian's, driven by playwright-core): a real server with
+// the built UI, data logged through the API, and what a person would see on each page.
+//
+// Usage: node tests/e2e/ui_test.mjs --cairn build/release/cairn [--ui-dir web/dist]
+//          [--chromium /usr/bin/chromium] [--screenshots DIR] [-k PATTERN]
+// Prints one line per test and "web_ui: N passed, N failed" last; exits 1 on a failure.
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, "../..");
+// playwright-core is a dependency of the UI's own package (web/).
+const require = createRequire(join(root, "web", "package.json"));
+const { chromium } = require("playwright-core");
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : fallback;
+}
+const CAIRN = resolve(arg("--cairn", join(root, "build/release/cairn")));
+const UI_DIR = resolve(arg("--ui-dir", join(root, "web/dist")));
+const CHROMIUM = arg("--chromium", "/usr/bin/chromium");
+const SHOTS = resolve(arg("--screenshots", join(root, "build/e2e-screenshots")));
+const PATTERN = arg("-k", "");
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+function assertEqual(a, b, message) {
+  const ja = JSON.stringify(a);
+  const jb = JSON.stringify(b);
+  if (ja !== jb) throw new Error(`${message}: got ${ja}, want ${jb}`);
+}
+
+// --- the server ------------------------------------------------------------------------------
+
+async function startServer() {
+  const data = mkdtempSync(join(tmpdir(), "cairn-e2e-"));
+  const proc = spawn(CAIRN, ["server", "--port", "0", "--data-dir", data, "--ui-dir", UI_DIR],
+                     { stdio: ["ignore", "pipe", "inherit"] });
+  const url = await new Promise((ok, fail) => {
+    let out = "";
+    const timer = setTimeout(() => fail(new Error("the server did not start: " + out)), 20000);
+    proc.stdout.on("data", (chunk) => {
+      out += chunk;
+      const m = out.match(/http:\/\/[0-9.]+:\d+/);
+      if (m) {
+        clearTimeout(timer);
+        ok(m[0]);
+      }
+    });
+    proc.on("exit", (code) => fail(new Error(`the server exited with ${code}: ${out}`)));
+  });
+  return { url, proc, data };
+}
+
+async function api(base, method, path, body) {
+  const resp = await fetch(base + path, {
+    method,
+    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : (typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body)),
+  });
+  const text = await resp.text();
+  if (!resp.ok) throw new Error(`${method} ${path}: ${resp.status} ${text}`);
+  return text ? JSON.parse(text) : {};
+}
+
+// Experiment "vision" with 30 finished runs (lr and optimizer differ, acc rises with i), one of
+// them with a 5,000-point loss curve, and a RUNNING run with a console log; artifacts on run 0.
+async function seed(base) {
+  const mlflow = (m, p, b) => api(base, m, "/api/2.0/mlflow/" + p, b);
+  const { experiment_id: exp } = await mlflow("POST", "experiments/create", { name: "vision" });
+  await mlflow("POST", "experiments/create", { name: "empty-experiment" });
+  const runs = [];
+  for (let i = 0; i < 30; i++) {
+    const { run } = await mlflow("POST", "runs/create", {
+      experiment_id: exp, run_name: `run-${String(i).padStart(2, "0")}`, start_time: 1764680000000 + i * 1000,
+    });
+    const id = run.info.run_id;
+    runs.push(id);
+    const metrics = [{ key: "acc", value: i / 30, timestamp: 1764680000000 + i, step: 0 }];
+    if (i === 0) {
+      for (let s = 0; s < 5000; s++) {
+        metrics.push({ key: "loss", value: 1 / (1 + s) + (s === 2500 ? 3 : 0), timestamp: 1764680000000 + s, step: s });
+      }
+    }
+    for (let k = 0; k < metrics.length; k += 990) {
+      await mlflow("POST", "runs/log-batch", {
+        run_id: id, metrics: metrics.slice(k, k + 990),
+        params: k === 0 ? [{ key: "lr", value: String(i % 3 === 0 ? 0.1 : 0.01) },
+                           { key: "optimizer", value: i % 2 ? "adam" : "sgd" },
+                           { key: "epochs", value: "10" }] : [],
+      });
+    }
+    await mlflow("POST", "runs/update", { run_id: id, status: "FINISHED", end_time: 1764680000000 + i * 1000 + 60000 });
+  }
+  const { run: live } = await mlflow("POST", "runs/create", { experiment_id: exp, run_name: "live" });
+  await api(base, "POST", `/api/cairn/v1/runs/${live.info.run_id}/log`, {
+    chunks: [{ offset: 0, stream: "stdout", timestamp: Date.now(), data: "epoch 1 started\n" }],
+  });
+  // Artifacts of run 0: a text file, JSON, CSV and bytes that must download intact.
+  const root = `${exp}/${runs[0]}/artifacts`;
+  const bytes = new Uint8Array(70000).map((_, i) => (i * 7 + 3) % 256);
+  const put = (path, body) => api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${root}/${path}`, body);
+  await put("notes.txt", "hello from the run\n");
+  await put("config.json", '{"layers": 3, "dropout": 0.1}');
+  await put("table.csv", "epoch,acc\n1,0.5\n2,0.7\n");
+  await put("model/weights.bin", bytes);
+  return { exp, runs, live: live.info.run_id, bytes };
+}
+
+// --- the tests -------------------------------------------------------------------------------
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+test("the experiments page lists experiments with their run counts", async ({ page, base, shot }) => {
+  await page.goto(base + "/");
+  const row = page.locator("#experiments tr", { hasText: "vision" });
+  await row.waitFor();
+  await page.locator("#experiments tr", { hasText: "vision" }).locator("td.num", { hasText: "31" }).waitFor();
+  assert(await page.locator("#experiments tr", { hasText: "empty-experiment" }).count() === 1,
+         "the empty experiment is listed");
+  await shot("experiments");
+});
+
+test("the runs table shows the runs, sorts by a column and stays virtual", async ({ page, base, data, shot }) => {
+  await page.goto(`${base}/#/experiments/${data.exp}`);
+  await page.locator("#run-count", { hasText: "31 runs" }).waitFor();
+  const rows = page.locator(".vtable-body [role=row]");
+  assert(await rows.count() > 5, "rows are drawn");
+  // Sort by acc, ascending then descending: the first row follows.
+  await page.locator("[role=columnheader]", { hasText: /^acc/ }).click();
+  const firstAcc = async () => (await rows.first().locator("[role=cell]").nth(5).textContent()).trim();
+  assertEqual(await firstAcc(), "0", "lowest acc first");
+  await page.locator("[role=columnheader]", { hasText: /^acc/ }).click();
+  assertEqual(await firstAcc(), String(+(29 / 30).toPrecision(6)), "highest acc first");
+  await shot("runs");
+});
+
+test("a filter narrows the rows and a bad one shows the server's error", async ({ page, base, data }) => {
+  await page.goto(`${base}/#/experiments/${data.exp}`);
+  await page.locator("#run-count", { hasText: "31 runs" }).waitFor();
+  await page.fill("#filter", "metrics.acc > 0.5 and params.optimizer = 'adam'");
+  await page.press("#filter", "Enter");
+  // acc = i/30 > 0.5 for i >= 16; adam for odd i: 17, 19, ..., 29.
+  await page.locator("#run-count", { hasText: "7 runs" }).waitFor();
+  await page.fill("#filter", "metrics.acc >>> 1");
+  await page.press("#filter", "Enter");
+  const error = page.locator("#filter-error");
+  await error.waitFor();
+  assert(/invalid|error|parse|expected/i.test(await error.textContent()), "the server's message is shown");
+});
+
+test("a run's metric chart is drawn from the thinned series", async ({ page, base, data, shot }) => {
+  await page.goto(`${base}/#/runs/${data.runs[0]}?tab=metrics`);
+  const chart = page.locator('.chart[data-metric="loss"]');
+  await chart.locator("canvas").waitFor();
+  await chart.locator(".muted", { hasText: "5,000 points" }).waitFor();
+  const painted = await chart.locator("canvas").evaluate((c) => {
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+    return n;
+  });
+  assert(painted > 500, `the canvas has a curve on it (${painted} painted pixels)`);
+  await shot("run-metrics");
+});
+
+test("compare highlights exactly the parameters that differ", async ({ page, base, data, shot }) => {
+  // Runs 1 and 2: lr 0.01 both; optimizer adam vs sgd; epochs 10 both.
+  await page.goto(`${base}/#/compare?runs=${data.runs[1]},${data.runs[2]}`);
+  await page.locator("#compare-table").waitFor();
+  const differing = await page.locator("#compare-table tr.differs").evaluateAll(
+    (rows) => rows.map((r) => r.dataset.key));
+  assertEqual(differing.filter((k) => k.startsWith("params.")), ["params.optimizer"], "differing parameters");
+  assert(differing.includes("metrics.acc"), "acc differs too");
+  await shot("compare");
+});
+
+test("an artifact downloads intact and text artifacts preview", async ({ page, base, data }) => {
+  await page.goto(`${base}/#/runs/${data.runs[0]}?tab=artifacts`);
+  await page.locator("#artifacts").waitFor();
+  await page.locator("#artifacts a", { hasText: "config.json" }).click();
+  await page.locator("#preview pre", { hasText: '"dropout": 0.1' }).waitFor();
+  await page.locator("#artifacts a", { hasText: "table.csv" }).click();
+  await page.locator("#preview table td", { hasText: "0.7" }).waitFor();
+  await page.locator("#artifacts a", { hasText: "model/" }).click();
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    page.locator("#artifacts a", { hasText: "download" }).first().click(),
+  ]);
+  const got = readFileSync(await download.path());
+  assertEqual(got.length, data.bytes.length, "downloaded size");
+  assert(Buffer.compare(got, Buffer.from(data.bytes)) === 0, "downloaded bytes are the uploaded ones");
+});
+
+test("the console log follows new lines of a running run", async ({ page, base, data }) => {
+  await page.goto(`${base}/#/runs/${data.live}?tab=log`);
+  await page.locator("#log", { hasText: "epoch 1 started" }).waitFor();
+  await api(base, "POST", `/api/cairn/v1/runs/${data.live}/log`, {
+    chunks: [{ offset: 16, stream: "stdout", timestamp: Date.now(), data: "epoch 2 started\n" }],
+  });
+  await page.locator("#log", { hasText: "epoch 2 started" }).waitFor({ timeout: 10000 });
+});
+
+// --- running them ----------------------------------------------------------------------------
+
+const server = await startServer();
+let browser;
+let passed = 0;
+let failed = 0;
+try {
+  const data = await seed(server.url);
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
+                                     args: ["--no-sandbox", "--disable-gpu"] });
+  mkdirSync(SHOTS, { recursive: true });
+  for (const t of tests) {
+    if (PATTERN && !t.name.includes(PATTERN)) continue;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    const pageErrors = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    // Nothing may leave the machine: any request to another host fails the test.
+    const foreign = [];
+    page.on("request", (r) => {
+      if (!r.url().startsWith(server.url) && !r.url().startsWith("data:") && !r.url().startsWith("blob:")) foreign.push(r.url());
+    });
+    const shot = (name) => page.screenshot({ path: join(SHOTS, name + ".png") });
+    try {
+      await t.fn({ page, base: server.url, data, shot });
+      assertEqual(pageErrors, [], "script errors on the page");
+      assertEqual(foreign, [], "requests to other machines");
+      passed++;
+      console.log(`ok    ${t.name}`);
+    } catch (e) {
+      failed++;
+      console.log(`FAIL  ${t.name}\n      ${String(e.message).split("\n").join("\n      ")}`);
+      await page.screenshot({ path: join(SHOTS, "failed-" + t.name.replace(/\W+/g, "-") + ".png") }).catch(() => {});
+    } finally {
+      await context.close();
+    }
+  }
+} catch (e) {
+  failed++;
+  console.log("FAIL  setting up: " + e.stack);
+} finally {
+  if (browser) await browser.close();
+  server.proc.kill("SIGTERM");
+  rmSync(server.data, { recursive: true, force: true });
+}
+console.log(`web_ui: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,111 @@
+// The server's APIs, as the UI uses them: MLflow's REST API under /api/2.0/mlflow/ and cairn's
+// own under /api/cairn/v1/. Every call resolves to the JSON answer or throws an ApiError that
+// carries the server's message, so pages can show it where the user acted.
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function call(method, url, body) {
+  const init = { method, headers: {} };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(url, init);
+  const text = await resp.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : {};
+  } catch {
+    json = null;
+  }
+  if (!resp.ok) {
+    const message = json && json.message ? json.message : text || resp.statusText;
+    throw new ApiError(resp.status, json && json.error_code, message);
+  }
+  return json;
+}
+
+function query(params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null) continue;
+    for (const item of Array.isArray(v) ? v : [v]) q.append(k, String(item));
+  }
+  return q.toString();
+}
+
+const MLFLOW = "/api/2.0/mlflow/";
+export const mlflow = {
+  get: (endpoint, params = {}) => call("GET", MLFLOW + endpoint + "?" + query(params)),
+  post: (endpoint, body = {}) => call("POST", MLFLOW + endpoint, body),
+};
+
+const CAIRN = "/api/cairn/v1/";
+export const cairn = {
+  get: (endpoint, params = {}) => call("GET", CAIRN + endpoint + "?" + query(params)),
+};
+
+// Every experiment, following page tokens.
+export async function listExperiments() {
+  const out = [];
+  let token;
+  do {
+    const page = await mlflow.post("experiments/search", {
+      max_results: 1000,
+      page_token: token,
+      view_type: "ACTIVE_ONLY",
+    });
+    out.push(...(page.experiments || []));
+    token = page.next_page_token;
+  } while (token);
+  return out;
+}
+
+// Runs of one experiment page by page: `onPage(runs, done)` is called as each page arrives,
+// so the first rows show before the last page is read. Returns a function that stops it.
+export function streamRuns({ experimentId, filter, orderBy, pageSize = 1000 }, onPage, onError) {
+  let stopped = false;
+  (async () => {
+    let token;
+    try {
+      do {
+        const page = await mlflow.post("runs/search", {
+          experiment_ids: [experimentId],
+          filter: filter || "",
+          order_by: orderBy ? [orderBy] : [],
+          max_results: pageSize,
+          page_token: token,
+        });
+        if (stopped) return;
+        token = page.next_page_token;
+        onPage(page.runs || [], !token);
+      } while (token && !stopped);
+    } catch (e) {
+      if (!stopped) onError(e);
+    }
+  })();
+  return () => {
+    stopped = true;
+  };
+}
+
+export function metricSeries(runId, key, points = 2000) {
+  return cairn.get("metrics/series", { run_id: runId, key, points });
+}
+
+// A run's console log from `offset` (text, and where to continue).
+export async function runLog(runId, offset = 0) {
+  const resp = await fetch(CAIRN + "runs/" + encodeURIComponent(runId) + "/log?" +
+                           query({ offset, format: "json" }));
+  if (!resp.ok) {
+    const json = await resp.json().catch(() => ({}));
+    throw new ApiError(resp.status, json.error_code, json.message || resp.statusText);
+  }
+  return resp.json();
+}

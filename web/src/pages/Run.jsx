@@ -1,0 +1,227 @@
+// One run: overview (status, times, command, code state with the uncommitted diff),
+// parameters, metric charts, the console log (following it while the run is active),
+// artifacts with previews, and the environment it ran in.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { mlflow, runLog } from "../api.js";
+import { artifactUrl, fetchArtifactText, listArtifacts, previewKind } from "../artifacts.js";
+import { MetricChart } from "../components/Chart.jsx";
+import { href } from "../router.js";
+import { formatDuration, formatTime, formatValue, runDuration, runFields, runName } from "../util.js";
+
+const TABS = ["overview", "parameters", "metrics", "log", "artifacts", "environment"];
+
+export function Run({ runId, params }) {
+  const [run, setRun] = useState(null);
+  const [error, setError] = useState(null);
+  const tab = TABS.includes(params.get("tab")) ? params.get("tab") : "overview";
+  useEffect(() => {
+    mlflow.get("runs/get", { run_id: runId })
+      .then((r) => setRun(r.run))
+      .catch((e) => setError(e.message));
+  }, [runId]);
+  if (error) return <p class="error" role="alert">{error}</p>;
+  if (!run) return <p class="muted">Loading…</p>;
+  const f = runFields(run);
+  return (
+    <section>
+      <p class="crumbs">
+        <a href="#/">Experiments</a> / <a href={href("experiments", run.info.experiment_id)}>
+          experiment {run.info.experiment_id}</a> /
+      </p>
+      <h1>{runName(run)} <span class={"status " + run.info.status.toLowerCase()}>{run.info.status}</span></h1>
+      <nav class="tabs">
+        {TABS.map((t) => (
+          <a key={t} class={t === tab ? "active" : ""} href={href("runs", runId) + "?tab=" + t}>{t}</a>
+        ))}
+      </nav>
+      {tab === "overview" && <Overview run={run} f={f} />}
+      {tab === "parameters" && <KeyValues rows={f.params} id="params" />}
+      {tab === "metrics" && <Metrics run={run} f={f} />}
+      {tab === "log" && <Log run={run} />}
+      {tab === "artifacts" && <Artifacts run={run} />}
+      {tab === "environment" && <Environment run={run} f={f} />}
+    </section>
+  );
+}
+
+function KeyValues({ rows, id }) {
+  const keys = Object.keys(rows).sort();
+  if (!keys.length) return <p class="muted">None.</p>;
+  return (
+    <table class="table kv" id={id}>
+      <tbody>
+        {keys.map((k) => <tr key={k}><th>{k}</th><td>{formatValue(rows[k])}</td></tr>)}
+      </tbody>
+    </table>
+  );
+}
+
+function Overview({ run, f }) {
+  const [diff, setDiff] = useState(null);
+  const t = f.tags;
+  const commit = t["mlflow.source.git.commit"];
+  const showDiff = () =>
+    fetchArtifactText(run, "cairn/code.diff").then(setDiff).catch((e) => setDiff("(" + e.message + ")"));
+  return (
+    <div>
+      <table class="table kv" id="overview">
+        <tbody>
+          <tr><th>Run id</th><td><code>{run.info.run_id}</code></td></tr>
+          <tr><th>Started</th><td>{formatTime(run.info.start_time)}</td></tr>
+          <tr><th>Ended</th><td>{formatTime(run.info.end_time)}</td></tr>
+          <tr><th>Duration</th><td>{formatDuration(runDuration(run))}</td></tr>
+          {t["cairn.command"] && <tr><th>Command</th><td><code>{t["cairn.command"]}</code></td></tr>}
+          {t["cairn.exit_code"] && <tr><th>Exit code</th><td>{t["cairn.exit_code"]}</td></tr>}
+          {t["cairn.failure_reason"] && <tr><th>Failure</th><td>{t["cairn.failure_reason"]}</td></tr>}
+          {t["mlflow.user"] && <tr><th>User</th><td>{t["mlflow.user"]}</td></tr>}
+          {t["mlflow.parentRunId"] && (
+            <tr><th>Parent run</th><td><a href={href("runs", t["mlflow.parentRunId"])}>{t["mlflow.parentRunId"]}</a></td></tr>
+          )}
+          {commit && (
+            <tr><th>Code</th><td>
+              <code>{commit.slice(0, 12)}</code>{t["mlflow.source.git.branch"] ? ` on ${t["mlflow.source.git.branch"]}` : ""}
+              {t["mlflow.source.git.repoURL"] ? ` · ${t["mlflow.source.git.repoURL"]}` : ""}
+              {t["cairn.git.dirty"] === "true" && (
+                <> · uncommitted changes <button onClick={showDiff}>show diff</button></>
+              )}
+            </td></tr>
+          )}
+        </tbody>
+      </table>
+      {diff !== null && <pre class="diff" id="code-diff">{diff.split("\n").map((line, i) => (
+        <span key={i} class={line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : ""}>{line + "\n"}</span>
+      ))}</pre>}
+      <h2>Tags</h2>
+      <KeyValues rows={Object.fromEntries(Object.entries(t).filter(([k]) => !k.startsWith("mlflow.log")))} id="tags" />
+    </div>
+  );
+}
+
+function Metrics({ run, f }) {
+  const keys = Object.keys(f.metrics).sort();
+  if (!keys.length) return <p class="muted">No metrics.</p>;
+  const runs = [{ id: run.info.run_id, label: runName(run) }];
+  return <div class="charts">{keys.map((k) => <MetricChart key={k} metric={k} runs={runs} />)}</div>;
+}
+
+function Log({ run }) {
+  const [text, setText] = useState("");
+  const [follow, setFollow] = useState(true);
+  const [error, setError] = useState(null);
+  const state = useRef({ offset: 0, status: run.info.status });
+  const pre = useRef(null);
+  useEffect(() => {
+    let stop = false;
+    let timer;
+    const poll = async () => {
+      try {
+        const out = await runLog(run.info.run_id, state.current.offset);
+        if (stop) return;
+        const added = out.chunks.map((c) => c.data).join("");
+        state.current = { offset: out.next_offset, status: out.run_status };
+        if (added) setText((t) => t + added);
+        if (follow && out.run_status === "RUNNING") timer = setTimeout(poll, 1000);
+      } catch (e) {
+        if (!stop) setError(e.message);
+      }
+    };
+    poll();
+    return () => {
+      stop = true;
+      clearTimeout(timer);
+    };
+  }, [run.info.run_id, follow]);
+  useEffect(() => {
+    if (follow && pre.current) pre.current.scrollTop = pre.current.scrollHeight;
+  }, [text, follow]);
+  return (
+    <div>
+      <label><input type="checkbox" checked={follow} onChange={(e) => setFollow(e.currentTarget.checked)} /> follow</label>
+      {error && <p class="error">{error}</p>}
+      <pre class="log" id="log" ref={pre}>{text || "(no output yet)"}</pre>
+    </div>
+  );
+}
+
+function Artifacts({ run }) {
+  const [path, setPath] = useState("");
+  const [files, setFiles] = useState(null);
+  const [preview, setPreview] = useState(null);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    setFiles(null);
+    listArtifacts(run, path).then(setFiles).catch((e) => setError(e.message));
+  }, [path]);
+  const open = (file) => {
+    if (file.is_dir) return setPath(file.path);
+    const kind = previewKind(file.path);
+    if (kind === "image") return setPreview({ path: file.path, kind });
+    if (!kind) return setPreview({ path: file.path, kind: null });
+    fetchArtifactText(run, file.path)
+      .then((text) => setPreview({ path: file.path, kind, text }))
+      .catch((e) => setError(e.message));
+  };
+  const up = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
+  return (
+    <div class="artifacts">
+      {error && <p class="error">{error}</p>}
+      <div class="artifact-list">
+        <p class="muted">/{path}</p>
+        {path && <p><a href="javascript:void 0" onClick={() => setPath(up)}>..</a></p>}
+        {!files ? <p class="muted">Loading…</p> : files.length === 0 ? <p class="muted">No artifacts.</p> : (
+          <ul id="artifacts">
+            {files.map((f) => (
+              <li key={f.path}>
+                <a href="javascript:void 0" onClick={() => open(f)}>{f.path.split("/").pop()}{f.is_dir ? "/" : ""}</a>
+                {!f.is_dir && <span class="muted"> {Number(f.file_size).toLocaleString()} B · <a href={artifactUrl(run, f.path)} download>download</a></span>}
+              </li>
+            ))}
+          </ul>
+        )}
+      </div>
+      {preview && <div class="artifact-preview" id="preview"><h3>{preview.path}</h3><Preview run={run} p={preview} /></div>}
+    </div>
+  );
+}
+
+function Preview({ run, p }) {
+  if (p.kind === "image") return <img src={artifactUrl(run, p.path)} alt={p.path} />;
+  if (p.kind === "json") {
+    let pretty = p.text;
+    try {
+      pretty = JSON.stringify(JSON.parse(p.text), null, 2);
+    } catch { /* shown as it is */ }
+    return <pre>{pretty}</pre>;
+  }
+  if (p.kind === "csv") {
+    const sep = p.path.endsWith(".tsv") ? "\t" : ",";
+    const rows = p.text.split("\n").filter(Boolean).slice(0, 200).map((l) => l.split(sep));
+    return (
+      <table class="table csv"><tbody>
+        {rows.map((r, i) => <tr key={i}>{r.map((c, j) => (i === 0 ? <th key={j}>{c}</th> : <td key={j}>{c}</td>))}</tr>)}
+      </tbody></table>
+    );
+  }
+  if (p.kind === "text") return <pre>{p.text}</pre>;
+  return <p class="muted">No preview for this file; <a href={artifactUrl(run, p.path)} download>download it</a>.</p>;
+}
+
+function Environment({ run, f }) {
+  const [lock, setLock] = useState(null);
+  const [host, setHost] = useState(null);
+  useEffect(() => {
+    fetchArtifactText(run, "cairn/environment/pylock.toml").then(setLock).catch(() => setLock(""));
+    fetchArtifactText(run, "cairn/host.json").then(setHost).catch(() => setHost(""));
+  }, [run.info.run_id]);
+  const facts = Object.fromEntries(Object.entries(f.tags).filter(([k]) =>
+    /^cairn\.(host|gpu|python|env)\./.test(k)));
+  return (
+    <div>
+      <h2>Host and interpreter</h2>
+      <KeyValues rows={facts} id="env-facts" />
+      <h2>Packages (pylock.toml)</h2>
+      {lock === null ? <p class="muted">Loading…</p> : lock ? <pre>{lock}</pre> : <p class="muted">No environment snapshot.</p>}
+      {host && <><h2>Host facts</h2><pre>{host}</pre></>}
+    </div>
+  );
+}

@@ -1,0 +1,167 @@
+// The runs of one experiment: a virtualised table with sortable columns, a filter in MLflow's
+// grammar (the server's error shown under it), a column chooser, multi-select to compare, and
+// a refresh every 5 s while runs are active.
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { mlflow, streamRuns } from "../api.js";
+import { VirtualTable } from "../components/VirtualTable.jsx";
+import { href } from "../router.js";
+import {
+  compareCells, formatDuration, formatTime, formatValue, runDuration, runFields, runName,
+} from "../util.js";
+
+const REFRESH_MS = 5000;
+
+export function Runs({ experimentId, params }) {
+  const [experiment, setExperiment] = useState(null);
+  const [runs, setRuns] = useState([]);
+  const [loading, setLoading] = useState(true);
+  const [error, setError] = useState(null);
+  const [filterText, setFilterText] = useState(params.get("filter") || "");
+  const [filter, setFilter] = useState(params.get("filter") || "");
+  const [sort, setSort] = useState({ key: "start", desc: true });
+  const [chosen, setChosen] = useState(null); // column keys, null: the defaults
+  const [choosing, setChoosing] = useState(false);
+  const [selected, setSelected] = useState(new Set());
+  const [generation, setGeneration] = useState(0);
+
+  useEffect(() => {
+    mlflow.get("experiments/get", { experiment_id: experimentId })
+      .then((r) => setExperiment(r.experiment))
+      .catch((e) => setError(e.message));
+  }, [experimentId]);
+
+  useEffect(() => {
+    setLoading(true);
+    setError(null);
+    const pages = [];
+    return streamRuns(
+      { experimentId, filter },
+      (page, done) => {
+        pages.push(...page);
+        setRuns([...pages]);
+        if (done) setLoading(false);
+      },
+      (e) => {
+        setError(e.message);
+        setRuns([]);
+        setLoading(false);
+      },
+    );
+  }, [experimentId, filter, generation]);
+
+  // While runs are active, look again every few seconds.
+  const active = runs.some((r) => r.info.status === "RUNNING");
+  useEffect(() => {
+    if (!active || loading) return undefined;
+    const t = setTimeout(() => setGeneration((g) => g + 1), REFRESH_MS);
+    return () => clearTimeout(t);
+  }, [active, loading, runs]);
+
+  const keys = useMemo(() => {
+    const out = { params: new Set(), metrics: new Set(), tags: new Set() };
+    for (const r of runs.slice(0, 2000)) {
+      const f = runFields(r);
+      for (const kind of ["params", "metrics", "tags"]) {
+        for (const k of Object.keys(f[kind])) {
+          if (kind !== "tags" || !k.startsWith("mlflow.")) out[kind].add(k);
+        }
+      }
+    }
+    return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, [...v].sort()]));
+  }, [runs]);
+  const columnKeys = chosen ||
+    [...keys.metrics.slice(0, 5).map((k) => "metrics." + k),
+     ...keys.params.slice(0, 5).map((k) => "params." + k)];
+
+  const fieldsCache = useMemo(() => new Map(runs.map((r) => [r.info.run_id, runFields(r)])), [runs]);
+  const cell = (run, key) => {
+    const [kind, ...rest] = key.split(".");
+    return fieldsCache.get(run.info.run_id)[kind][rest.join(".")];
+  };
+
+  const toggle = (id) => setSelected((s) => {
+    const next = new Set(s);
+    if (next.has(id)) next.delete(id); else next.add(id);
+    return next;
+  });
+
+  const columns = [
+    { key: "select", label: "", width: "3em", sortable: false,
+      render: (r) => (
+        <input type="checkbox" aria-label={"select " + runName(r)}
+               checked={selected.has(r.info.run_id)} onChange={() => toggle(r.info.run_id)} />
+      ) },
+    { key: "name", label: "Run", width: "minmax(10em, 1.5fr)", value: runName,
+      render: (r) => <a href={href("runs", r.info.run_id)}>{runName(r)}</a> },
+    { key: "status", label: "Status", width: "7em", value: (r) => r.info.status,
+      render: (r) => <span class={"status " + r.info.status.toLowerCase()}>{r.info.status}</span> },
+    { key: "start", label: "Started", width: "11em", value: (r) => Number(r.info.start_time),
+      render: (r) => formatTime(r.info.start_time) },
+    { key: "duration", label: "Duration", width: "7em", value: runDuration,
+      render: (r) => formatDuration(runDuration(r)) },
+    ...columnKeys.map((k) => ({
+      key: k, label: k.split(".").slice(1).join("."), title: k,
+      value: (r) => cell(r, k), render: (r) => formatValue(cell(r, k)),
+    })),
+  ];
+
+  const sorted = useMemo(() => {
+    const col = columns.find((c) => c.key === sort.key);
+    if (!col || !col.value) return runs;
+    return [...runs].sort((a, b) => compareCells(col.value(a), col.value(b), sort.desc));
+  }, [runs, sort, columnKeys.join("|")]);
+
+  const onSort = (key) =>
+    setSort((s) => (s.key === key ? { key, desc: !s.desc } : { key, desc: false }));
+  const applyFilter = (e) => {
+    e.preventDefault();
+    setFilter(filterText.trim());
+  };
+  const chooseColumn = (key, on) => {
+    const now = new Set(columnKeys);
+    if (on) now.add(key); else now.delete(key);
+    setChosen([...now]);
+  };
+
+  return (
+    <section>
+      <p class="crumbs"><a href="#/">Experiments</a> /</p>
+      <h1>{experiment ? experiment.name : "…"}</h1>
+      <form class="inline-form filter" onSubmit={applyFilter}>
+        <input id="filter" class="wide" placeholder="filter, e.g. metrics.acc > 0.9 and params.opt = 'adam'"
+               value={filterText} onInput={(e) => setFilterText(e.currentTarget.value)} />
+        <button type="submit">Filter</button>
+        <button type="button" onClick={() => setChoosing(!choosing)}>Columns</button>
+        <a class={"button" + (selected.size >= 2 && selected.size <= 10 ? "" : " disabled")}
+           id="compare"
+           href={selected.size >= 2 ? "#/compare?runs=" + [...selected].join(",") : undefined}>
+          Compare {selected.size ? `(${selected.size})` : ""}
+        </a>
+      </form>
+      {error && <p class="error" role="alert" id="filter-error">{error}</p>}
+      {choosing && (
+        <div class="chooser" id="chooser">
+          {["metrics", "params", "tags"].map((kind) => (
+            <fieldset key={kind}>
+              <legend>{kind}</legend>
+              {keys[kind].map((k) => (
+                <label key={k}>
+                  <input type="checkbox" checked={columnKeys.includes(kind + "." + k)}
+                         onChange={(e) => chooseColumn(kind + "." + k, e.currentTarget.checked)} />
+                  {k}
+                </label>
+              ))}
+            </fieldset>
+          ))}
+        </div>
+      )}
+      <p class="muted" id="run-count">
+        {runs.length.toLocaleString()} run{runs.length === 1 ? "" : "s"}
+        {loading ? " (loading…)" : ""}{active ? " · refreshing while runs are active" : ""}
+      </p>
+      <VirtualTable columns={columns} rows={sorted} rowKey={(r) => r.info.run_id}
+                    sort={sort} onSort={onSort}
+                    rowClass={(r) => (selected.has(r.info.run_id) ? "selected" : "")} />
+    </section>
+  );
+}
