@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "client/run_journal.h"
@@ -47,6 +48,7 @@ struct Tracker::Impl {
   RunInfo run;
   std::unique_ptr<RunJournal> parent;
   std::map<std::string, std::unique_ptr<RunJournal>> steps;  // step id -> its run's journal
+  std::vector<std::string> step_ids;                         // by index in the pipeline
   bool server_up = true;
   bool warned = false;
 
@@ -128,6 +130,7 @@ Result<std::unique_ptr<Tracker>> Tracker::Start(const std::string& tracking_uri,
   impl->progress = &progress;
   impl->experiment = pipeline.name;
   impl->run = run;
+  for (const Step& step : pipeline.steps) impl->step_ids.push_back(step.id);
   CAIRN_ASSIGN_OR_RETURN(impl->parent, impl->Open(run.id));
   // A resumed run continues its parent run; a new one creates it.
   Result<core::Run> existing = [&]() -> Result<core::Run> {
@@ -182,6 +185,12 @@ std::string Tracker::StepRun(const Step& step) {
       {"cairn.pipeline.name", d.experiment},    {"cairn.step.id", step.id},
       {"cairn.step.command", Cut(step.command)}};
   if (!step.item.empty()) tags.push_back({"cairn.step.item", Cut(step.item)});
+  // The steps it waits for, as a JSON array of ids: with these the DAG can be drawn.
+  nlohmann::json needs = nlohmann::json::array();
+  for (size_t dep : step.deps) {
+    if (dep < d.step_ids.size()) needs.push_back(d.step_ids[dep]);
+  }
+  if (!needs.empty()) tags.push_back({"cairn.step.needs", Cut(needs.dump())});
   Status s = (*journal)->AppendCreate(d.experiment, step.id, SystemClock()->NowMillis(), tags);
   std::vector<core::Param> params;
   for (const auto& [k, v] : step.params) params.push_back({k, Cut(v)});

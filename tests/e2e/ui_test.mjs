@@ -110,7 +110,25 @@ async function seed(base) {
   await put("config.json", '{"layers": 3, "dropout": 0.1}');
   await put("table.csv", "epoch,acc\n1,0.5\n2,0.7\n");
   await put("model/weights.bin", bytes);
-  return { exp, runs, live: live.info.run_id, bytes };
+  // A pipeline run as `cairn pipeline run` records it: a parent run and a child run per step,
+  // in an experiment named after the pipeline.
+  const { experiment_id: pipelines } = await mlflow("POST", "experiments/create", { name: "recsys" });
+  const { run: parent } = await mlflow("POST", "runs/create", {
+    experiment_id: pipelines, run_name: "recsys",
+    tags: [{ key: "cairn.pipeline.name", value: "recsys" }, { key: "cairn.pipeline.steps", value: "5" },
+           { key: "cairn.pipeline.state", value: "failed" }],
+  });
+  const steps = {};
+  for (const [id, state, needs] of [["prepare", "done", []], ["train[1]", "done", ["prepare"]],
+                                    ["train[2]", "failed", ["prepare"]], ["publish", "cached", ["check"]]]) {
+    const tags = [{ key: "mlflow.parentRunId", value: parent.info.run_id },
+                  { key: "cairn.step.id", value: id }, { key: "cairn.step.state", value: state }];
+    if (needs.length) tags.push({ key: "cairn.step.needs", value: JSON.stringify(needs) });
+    const { run } = await mlflow("POST", "runs/create", { experiment_id: pipelines, run_name: id, tags });
+    await mlflow("POST", "runs/update", { run_id: run.info.run_id, status: state === "failed" ? "FAILED" : "FINISHED" });
+    steps[id] = run.info.run_id;
+  }
+  return { exp, runs, live: live.info.run_id, bytes, pipeline: parent.info.run_id, steps };
 }
 
 // --- the tests -------------------------------------------------------------------------------
@@ -206,6 +224,24 @@ test("the console log follows new lines of a running run", async ({ page, base, 
     chunks: [{ offset: 16, stream: "stdout", timestamp: Date.now(), data: "epoch 2 started\n" }],
   });
   await page.locator("#log", { hasText: "epoch 2 started" }).waitFor({ timeout: 10000 });
+});
+
+test("a pipeline run is drawn as its DAG with each step's state", async ({ page, base, data, shot }) => {
+  await page.goto(`${base}/#/runs/${data.pipeline}`);
+  await page.click("#pipeline-link");
+  await page.locator("#dag").waitFor();
+  const states = Object.fromEntries(await page.locator("#dag g.node").evaluateAll(
+    (nodes) => nodes.map((n) => [n.dataset.step, n.dataset.state])));
+  assertEqual(states, { check: "not started", prepare: "done", publish: "cached", "train[1]": "done",
+                        "train[2]": "failed" }, "steps and states");
+  const edges = await page.locator("#dag path.edge").evaluateAll((p) => p.map((e) => e.dataset.edge).sort());
+  assertEqual(edges, ["check>publish", "prepare>train[1]", "prepare>train[2]"], "edges");
+  // needs come first: prepare is left of what needs it
+  const x = async (step) => (await page.locator(`#dag g.node[data-step="${step}"]`).boundingBox()).x;
+  assert(await x("prepare") < await x("train[2]"), "prepare is drawn before train[2]");
+  await shot("pipeline");
+  await page.locator('#dag g.node[data-step="train[2]"]').click();
+  await page.locator("h1", { hasText: "train[2]" }).waitFor();
 });
 
 // --- running them ----------------------------------------------------------------------------

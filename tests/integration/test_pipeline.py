@@ -10,6 +10,7 @@ outputs, and records kept for `cairn sync` when the server is away.
 Usage: test_pipeline.py --cairn build/release/cairn
 """
 import fcntl
+import json
 import os
 import pty
 import re
@@ -180,6 +181,9 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual(train_tags["cairn.step.state"], "done")
         self.assertEqual(train_tags["cairn.step.exit_code"], "0")
         self.assertEqual(len(train_tags["cairn.step.cache_key"]), 64)
+        # What each step waits for, so that the DAG can be drawn from the runs alone.
+        self.assertEqual(json.loads(train_tags["cairn.step.needs"]), ["prepare"])
+        self.assertNotIn("cairn.step.needs", children["prepare"][1])
         self.assertIn({"key": "lr", "value": "0.1"}, train_run["data"]["params"])
         log = self.server.client().get("/api/cairn/v1/runs/%s/log" %
                                        train_run["info"]["run_id"], {"offset": 0})

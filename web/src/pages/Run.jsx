@@ -77,6 +77,12 @@ function Overview({ run, f }) {
           {t["mlflow.parentRunId"] && (
             <tr><th>Parent run</th><td><a href={href("runs", t["mlflow.parentRunId"])}>{t["mlflow.parentRunId"]}</a></td></tr>
           )}
+          {(t["cairn.pipeline.steps"] || t["cairn.step.id"]) && (
+            <tr><th>Pipeline</th><td>
+              <a id="pipeline-link" href={href("pipelines", t["cairn.step.id"] ? t["mlflow.parentRunId"] : run.info.run_id)}>
+                {t["cairn.pipeline.name"] || "pipeline"}: its steps as a graph</a>
+            </td></tr>
+          )}
           {commit && (
             <tr><th>Code</th><td>
               <code>{commit.slice(0, 12)}</code>{t["mlflow.source.git.branch"] ? ` on ${t["mlflow.source.git.branch"]}` : ""}

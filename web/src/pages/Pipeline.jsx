@@ -1,0 +1,159 @@
+// A pipeline run: its steps laid out as the DAG they form, each with its state, duration and
+// a link to its run. Drawn from the runs alone: the parent run of the pipeline and a child run
+// per step (tags cairn.step.id, cairn.step.state, cairn.step.needs). A step another one waits
+// for but that never got a run is drawn as "not started". Read again every 3 s while running.
+import { useEffect, useState } from "preact/hooks";
+import { mlflow } from "../api.js";
+import { href } from "../router.js";
+import { formatDuration, runDuration, runFields } from "../util.js";
+
+const W = 190;
+const H = 48;
+const GAP_X = 70;
+const GAP_Y = 22;
+
+async function childRuns(parent) {
+  const out = [];
+  let token;
+  do {
+    const page = await mlflow.post("runs/search", {
+      experiment_ids: [parent.info.experiment_id],
+      filter: `tags.mlflow.parentRunId = '${parent.info.run_id}'`,
+      max_results: 50000,
+      page_token: token,
+    });
+    out.push(...(page.runs || []));
+    token = page.next_page_token;
+  } while (token);
+  return out;
+}
+
+function parseNeeds(text) {
+  try {
+    const v = JSON.parse(text || "[]");
+    return Array.isArray(v) ? v.map(String) : [];
+  } catch {
+    return [];
+  }
+}
+
+// Steps with their level (the longest chain of needs before them) and position.
+export function layout(steps) {
+  const byId = new Map(steps.map((s) => [s.id, s]));
+  const level = new Map();
+  const visit = (id, seen = new Set()) => {
+    if (level.has(id)) return level.get(id);
+    if (seen.has(id)) return 0; // a cycle cannot come from cairn; do not loop on bad tags
+    seen.add(id);
+    const s = byId.get(id);
+    const l = s && s.needs.length ? 1 + Math.max(...s.needs.map((n) => visit(n, seen))) : 0;
+    level.set(id, l);
+    return l;
+  };
+  steps.forEach((s) => visit(s.id));
+  const columns = [];
+  for (const s of steps) (columns[level.get(s.id)] ||= []).push(s);
+  const placed = new Map();
+  columns.forEach((col, x) => col.forEach((s, y) => placed.set(s.id, {
+    ...s, x: 20 + x * (W + GAP_X), y: 20 + y * (H + GAP_Y),
+  })));
+  return placed;
+}
+
+export function Pipeline({ runId }) {
+  const [parent, setParent] = useState(null);
+  const [steps, setSteps] = useState(null);
+  const [error, setError] = useState(null);
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    (async () => {
+      const { run } = await mlflow.get("runs/get", { run_id: runId });
+      const children = await childRuns(run);
+      if (!live) return;
+      const found = children.map((r) => {
+        const t = runFields(r).tags;
+        return {
+          id: t["cairn.step.id"] || r.info.run_name,
+          runId: r.info.run_id,
+          state: t["cairn.step.state"] || (r.info.status === "RUNNING" ? "running" : r.info.status.toLowerCase()),
+          duration: runDuration(r),
+          needs: parseNeeds(t["cairn.step.needs"]),
+        };
+      });
+      const known = new Set(found.map((s) => s.id));
+      for (const s of [...found]) {
+        for (const n of s.needs) {
+          if (!known.has(n)) {
+            known.add(n);
+            found.push({ id: n, state: "not started", needs: [] });
+          }
+        }
+      }
+      found.sort((a, b) => a.id.localeCompare(b.id));
+      setParent(run);
+      setSteps(found);
+    })().catch((e) => live && setError(e.message));
+    return () => {
+      live = false;
+    };
+  }, [runId, tick]);
+  const running = parent && parent.info.status === "RUNNING";
+  useEffect(() => {
+    if (!running) return undefined;
+    const t = setTimeout(() => setTick((n) => n + 1), 3000);
+    return () => clearTimeout(t);
+  }, [running, steps]);
+
+  if (error) return <p class="error" role="alert">{error}</p>;
+  if (!steps) return <p class="muted">Loading…</p>;
+  const placed = layout(steps);
+  const nodes = [...placed.values()];
+  const width = Math.max(...nodes.map((n) => n.x + W), 200) + 20;
+  const height = Math.max(...nodes.map((n) => n.y + H), 60) + 20;
+  const counts = {};
+  for (const s of steps) counts[s.state] = (counts[s.state] || 0) + 1;
+  const tags = runFields(parent).tags;
+  return (
+    <section>
+      <p class="crumbs">
+        <a href="#/">Experiments</a> / <a href={href("experiments", parent.info.experiment_id)}>
+          experiment {parent.info.experiment_id}</a> /
+      </p>
+      <h1>Pipeline {tags["cairn.pipeline.name"] || parent.info.run_name}{" "}
+        <span class="muted">{tags["cairn.pipeline.state"] || parent.info.status.toLowerCase()}</span></h1>
+      <p class="muted" id="pipeline-summary">
+        {steps.length} steps: {Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ")}
+        {" · "}<a href={href("runs", runId)}>the pipeline's run</a>
+      </p>
+      <div class="dag">
+        <svg id="dag" width={width} height={height} role="img" aria-label="the pipeline's steps">
+          {nodes.flatMap((n) => n.needs.filter((d) => placed.has(d)).map((d) => {
+            const from = placed.get(d);
+            const x1 = from.x + W;
+            const y1 = from.y + H / 2;
+            const x2 = n.x;
+            const y2 = n.y + H / 2;
+            const mid = (x1 + x2) / 2;
+            return <path key={d + ">" + n.id} class="edge" data-edge={d + ">" + n.id}
+                         d={`M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`} />;
+          }))}
+          {nodes.map((n) => {
+            const box = (
+              <g class={"node " + n.state.replace(/\s/g, "-")} data-step={n.id} data-state={n.state}
+                 transform={`translate(${n.x},${n.y})`}>
+                <rect width={W} height={H} rx="6" />
+                <text x="10" y="19" class="node-id">{n.id.length > 24 ? n.id.slice(0, 23) + "…" : n.id}</text>
+                <text x="10" y="37" class="node-detail">
+                  {n.state}{n.duration !== undefined && n.duration !== null ? " · " + formatDuration(n.duration) : ""}
+                </text>
+                <title>{n.id}</title>
+              </g>
+            );
+            return n.runId ? <a key={n.id} href={href("runs", n.runId)}>{box}</a> : <g key={n.id}>{box}</g>;
+          })}
+        </svg>
+      </div>
+    </section>
+  );
+}
