@@ -110,6 +110,16 @@ async function seed(base) {
   await put("config.json", '{"layers": 3, "dropout": 0.1}');
   await put("table.csv", "epoch,acc\n1,0.5\n2,0.7\n");
   await put("model/weights.bin", bytes);
+  // Environment snapshots of runs 1 and 2 (numpy changed, scipy only in 2, torch the same)
+  // and run 1's uncommitted changes.
+  const lock = (pkgs) => 'lock-version = "1.0"\n' +
+    pkgs.map(([n, v]) => `\n[[packages]]\nname = "${n}"\nversion = "${v}"\n`).join("");
+  for (const [i, pkgs] of [[1, [["numpy", "1.26.4"], ["torch", "2.3.0"]]],
+                           [2, [["numpy", "2.0.1"], ["scipy", "1.13.1"], ["torch", "2.3.0"]]]]) {
+    await api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${exp}/${runs[i]}/artifacts/cairn/environment/pylock.toml`, lock(pkgs));
+  }
+  await api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${exp}/${runs[1]}/artifacts/cairn/code.diff`,
+            "--- a/train.py\n+++ b/train.py\n-lr = 0.1\n+lr = 0.01\n");
   // A pipeline run as `cairn pipeline run` records it: a parent run and a child run per step,
   // in an experiment named after the pipeline.
   const { experiment_id: pipelines } = await mlflow("POST", "experiments/create", { name: "recsys" });
@@ -197,6 +207,11 @@ test("compare highlights exactly the parameters that differ", async ({ page, bas
     (rows) => rows.map((r) => r.dataset.key));
   assertEqual(differing.filter((k) => k.startsWith("params.")), ["params.optimizer"], "differing parameters");
   assert(differing.includes("metrics.acc"), "acc differs too");
+  const packages = await page.locator("#package-diff tr.differs").evaluateAll(
+    (rows) => rows.map((r) => [r.dataset.package, ...[...r.querySelectorAll("td")].map((td) => td.textContent)]));
+  assertEqual(packages, [["numpy", "1.26.4", "2.0.1"], ["scipy", "absent", "1.13.1"]], "packages that differ");
+  await page.locator("#package-summary", { hasText: "2 of 3 packages differ" }).waitFor();
+  await page.locator("pre.diff .add", { hasText: "+lr = 0.01" }).waitFor();
   await shot("compare");
 });
 

@@ -2,9 +2,41 @@
 // whose values differ highlighted; then each metric's curves overlaid.
 import { useEffect, useState } from "preact/hooks";
 import { mlflow } from "../api.js";
+import { fetchArtifactText } from "../artifacts.js";
 import { MetricChart } from "../components/Chart.jsx";
 import { href } from "../router.js";
 import { formatValue, runFields, runName } from "../util.js";
+
+// name -> version of each [[packages]] table of a pylock.toml (the lines cairn writes).
+export function lockPackages(text) {
+  const out = {};
+  let name = null;
+  for (const line of text.split("\n")) {
+    if (line.trim() === "[[packages]]") {
+      name = null;
+      continue;
+    }
+    const m = line.match(/^(name|version)\s*=\s*"([^"]*)"/);
+    if (!m) continue;
+    if (m[1] === "name") name = m[2];
+    else if (name) out[name] = m[2];
+  }
+  return out;
+}
+
+// Each run's packages (from its environment snapshot) and uncommitted changes, when recorded.
+function useRunFiles(runs) {
+  const [files, setFiles] = useState(null);
+  useEffect(() => {
+    if (!runs) return;
+    const optional = (run, path) => fetchArtifactText(run, path).catch(() => null);
+    Promise.all(runs.map(async (r) => ({
+      packages: await optional(r, "cairn/environment/pylock.toml").then((t) => (t ? lockPackages(t) : null)),
+      diff: await optional(r, "cairn/code.diff"),
+    }))).then(setFiles);
+  }, [runs]);
+  return files;
+}
 
 export function Compare({ params }) {
   const ids = (params.get("runs") || "").split(",").filter(Boolean);
@@ -19,6 +51,7 @@ export function Compare({ params }) {
       .then(setRuns)
       .catch((e) => setError(e.message));
   }, [params.get("runs")]);
+  const files = useRunFiles(runs);
   if (error) return <p class="error" role="alert">{error}</p>;
   if (!runs) return <p class="muted">Loading…</p>;
 
@@ -63,8 +96,57 @@ export function Compare({ params }) {
           {section("Environment", "env", env)}
         </tbody>
       </table>
+      <h2>Packages</h2>
+      {!files ? <p class="muted">Loading…</p> : files.every((f) => !f.packages) ? (
+        <p class="muted">No run has an environment snapshot (cairn run records one).</p>
+      ) : (
+        <PackageDiff runs={runs} files={files} />
+      )}
+      {files && files.some((f) => f.diff) && (
+        <>
+          <h2>Uncommitted changes</h2>
+          <div class="diffs">
+            {runs.map((r, i) => (
+              <div key={r.info.run_id}>
+                <h3>{runName(r)}</h3>
+                {files[i].diff ? <pre class="diff">{files[i].diff.split("\n").map((line, k) => (
+                  <span key={k} class={line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : ""}>{line + "\n"}</span>
+                ))}</pre> : <p class="muted">none recorded</p>}
+              </div>
+            ))}
+          </div>
+        </>
+      )}
       <h2>Metrics</h2>
       <div class="charts">{metricKeys.map((k) => <MetricChart key={k} metric={k} runs={chartRuns} />)}</div>
     </section>
+  );
+}
+
+// Packages whose versions differ between the runs (added, removed or changed), then a count
+// of the ones they share.
+function PackageDiff({ runs, files }) {
+  const names = [...new Set(files.flatMap((f) => Object.keys(f.packages || {})))].sort();
+  const rows = names.map((n) => ({ name: n, versions: files.map((f) => (f.packages ? f.packages[n] : undefined)) }));
+  const differing = rows.filter((r) => r.versions.some((v) => v !== r.versions[0]));
+  return (
+    <>
+      <p class="muted" id="package-summary">
+        {differing.length} of {names.length} packages differ
+      </p>
+      {differing.length > 0 && (
+        <table class="table compare" id="package-diff">
+          <thead><tr><th />{runs.map((r) => <th key={r.info.run_id}>{runName(r)}</th>)}</tr></thead>
+          <tbody>
+            {differing.map((r) => (
+              <tr key={r.name} class="differs" data-package={r.name}>
+                <th>{r.name}</th>
+                {r.versions.map((v, i) => <td key={i}>{v ?? <span class="muted">absent</span>}</td>)}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
   );
 }
