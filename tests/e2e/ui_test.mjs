@@ -118,6 +118,11 @@ async function seed(base) {
                            [2, [["numpy", "2.0.1"], ["scipy", "1.13.1"], ["torch", "2.3.0"]]]]) {
     await api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${exp}/${runs[i]}/artifacts/cairn/environment/pylock.toml`, lock(pkgs));
   }
+  await mlflow("POST", "runs/log-batch", { run_id: runs[1], tags: [
+    { key: "mlflow.source.git.commit", value: "3f1c2a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39" },
+    { key: "mlflow.source.git.branch", value: "main" }, { key: "cairn.git.dirty", value: "true" },
+    { key: "cairn.command", value: "python train.py --lr 0.01" },
+    { key: "cairn.python.version", value: "3.11.2" }] });
   await api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${exp}/${runs[1]}/artifacts/cairn/code.diff`,
             "--- a/train.py\n+++ b/train.py\n-lr = 0.1\n+lr = 0.01\n");
   // A pipeline run as `cairn pipeline run` records it: a parent run and a child run per step,
@@ -197,6 +202,19 @@ test("a run's metric chart is drawn from the thinned series", async ({ page, bas
   });
   assert(painted > 500, `the canvas has a curve on it (${painted} painted pixels)`);
   await shot("run-metrics");
+});
+
+test("a run's overview shows its code state and diff, and its environment", async ({ page, base, data }) => {
+  await page.goto(`${base}/#/runs/${data.runs[1]}`);
+  await page.locator("#overview td", { hasText: "python train.py --lr 0.01" }).waitFor();
+  await page.locator("#overview td", { hasText: "3f1c2a9d8e7b on main" }).waitFor();
+  await page.locator("#overview button", { hasText: "show diff" }).click();
+  await page.locator("#code-diff .add", { hasText: "+lr = 0.01" }).waitFor();
+  await page.locator(".tabs a", { hasText: "parameters" }).click();
+  await page.locator("#params tr", { hasText: "optimizer" }).locator("td", { hasText: "adam" }).waitFor();
+  await page.locator(".tabs a", { hasText: "environment" }).click();
+  await page.locator("#env-facts tr", { hasText: "cairn.python.version" }).waitFor();
+  await page.locator("pre", { hasText: 'name = "numpy"' }).waitFor();
 });
 
 test("compare highlights exactly the parameters that differ", async ({ page, base, data, shot }) => {
