@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import { mlflow } from "../api.js";
 import { fetchArtifactText } from "../artifacts.js";
 import { MetricChart } from "../components/Chart.jsx";
+import { Diff } from "../components/Diff.jsx";
 import { href } from "../router.js";
 import { formatValue, runFields, runName } from "../util.js";
 
@@ -109,9 +110,7 @@ export function Compare({ params }) {
             {runs.map((r, i) => (
               <div key={r.info.run_id}>
                 <h3>{runName(r)}</h3>
-                {files[i].diff ? <pre class="diff">{files[i].diff.split("\n").map((line, k) => (
-                  <span key={k} class={line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : ""}>{line + "\n"}</span>
-                ))}</pre> : <p class="muted">none recorded</p>}
+                {files[i].diff ? <Diff text={files[i].diff} /> : <p class="muted">none recorded</p>}
               </div>
             ))}
           </div>

@@ -5,6 +5,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { mlflow, runLog } from "../api.js";
 import { artifactUrl, fetchArtifactText, listArtifacts, previewKind } from "../artifacts.js";
 import { MetricChart } from "../components/Chart.jsx";
+import { Diff } from "../components/Diff.jsx";
 import { href } from "../router.js";
 import { formatDuration, formatTime, formatValue, runDuration, runFields, runName } from "../util.js";
 
@@ -94,9 +95,7 @@ function Overview({ run, f }) {
           )}
         </tbody>
       </table>
-      {diff !== null && <pre class="diff" id="code-diff">{diff.split("\n").map((line, i) => (
-        <span key={i} class={line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : ""}>{line + "\n"}</span>
-      ))}</pre>}
+      {diff !== null && <Diff text={diff} id="code-diff" />}
       <h2>Tags</h2>
       <KeyValues rows={Object.fromEntries(Object.entries(t).filter(([k]) => !k.startsWith("mlflow.log")))} id="tags" />
     </div>
