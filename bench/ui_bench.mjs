@@ -85,7 +85,7 @@ try {
     return times;
   };
   const table = await measure(`${base}/#/experiments/${exp}`,
-    (page) => page.locator(".vtable-body [role=row]").first().waitFor({ timeout: 30000 }));
+    (page) => page.locator(".vtable-row").first().waitFor({ timeout: 30000 }));
   const chart = await measure(`${base}/#/runs/${long}?tab=metrics`, async (page) => {
     const canvas = page.locator('.chart[data-metric="curve"] canvas');
     await canvas.waitFor({ timeout: 30000 });

@@ -93,6 +93,11 @@ std::string ContentTypeFor(std::string_view name) {
   if (ends(".html")) return "text/plain";  // never rendered as a page of the server's origin
   if (ends(".png")) return "image/png";
   if (ends(".jpg") || ends(".jpeg")) return "image/jpeg";
+  if (ends(".gif")) return "image/gif";
+  if (ends(".webp")) return "image/webp";
+  // Shown in an <img> by the UI; opened directly, it is a download under a CSP that runs no
+  // script (see Download).
+  if (ends(".svg")) return "image/svg+xml";
   return "application/octet-stream";
 }
 
@@ -343,7 +348,7 @@ struct Server::Impl {
     Result<std::string> path =
         service::NormalizeArtifactPath(rest.substr(std::string_view("artifacts/").size()), false);
     if (!path.ok()) return SendError(res, path.status());
-    if (req.method == "GET") return Download(*path, res);
+    if (req.method == "GET") return Download(req, *path, res);
     if (req.method == "PUT") return Upload(*path, *reader, res);
     if (req.method == "DELETE") {
       Status s = artifacts->Delete(*path);
@@ -374,12 +379,21 @@ struct Server::Impl {
     SendJson(res, 200, w.Take());
   }
 
-  void Download(const std::string& path, httplib::Response& res) {
+  void Download(const httplib::Request& req, const std::string& path, httplib::Response& res) {
     Result<service::Download> d = artifacts->Open(path);
     if (!d.ok()) return SendError(res, d.status());
+    // A range that runs past the end means up to the end (RFC 9110, 14.1.2); cpp-httplib
+    // would answer the requested length and then run out of bytes. It reads the ranges after
+    // this handler returns, from the request it owns.
+    auto& ranges = const_cast<httplib::Request&>(req).ranges;
+    for (auto& [first, last] : ranges) {
+      if (d->size > 0 && last >= static_cast<ssize_t>(d->size)) last = d->size - 1;
+    }
     res.set_header("Content-Disposition",
                    "attachment; filename=\"" + DispositionName(d->file_name) + "\"");
     res.set_header("X-Content-Type-Options", "nosniff");
+    // An artifact is the user's data, never a page of this origin: nothing in it may run.
+    res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox");
     std::shared_ptr<blob::BlobReader> blob = std::move(d->reader);
     // One buffer per download, reused for every piece.
     auto buf = std::make_shared<std::string>(kIoChunk, '\0');

@@ -125,6 +125,22 @@ async function seed(base) {
     { key: "cairn.python.version", value: "3.11.2" }] });
   await api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${exp}/${runs[1]}/artifacts/cairn/code.diff`,
             "--- a/train.py\n+++ b/train.py\n-lr = 0.1\n+lr = 0.01\n");
+  // 300 runs in an experiment of their own, for the table's virtual scrolling.
+  const { experiment_id: many } = await mlflow("POST", "experiments/create", { name: "many" });
+  for (let i = 0; i < 300; i += 50) {
+    await Promise.all(Array.from({ length: 50 }, (_, k) => mlflow("POST", "runs/create", {
+      experiment_id: many, run_name: `m-${String(i + k).padStart(3, "0")}`, start_time: 1764680000000 + i + k,
+    })));
+  }
+  // A finished run whose log is longer than one read (1 MiB).
+  const { run: chatty } = await mlflow("POST", "runs/create", { experiment_id: exp, run_name: "chatty" });
+  const line = (n) => `line ${String(n).padStart(6, "0")} ${"x".repeat(80)}\n`;
+  let text = "";
+  for (let n = 0; n < 20000; n++) text += line(n);
+  await api(base, "POST", `/api/cairn/v1/runs/${chatty.info.run_id}/log`, {
+    chunks: [{ offset: 0, stream: "stdout", timestamp: Date.now(), data: text }],
+  });
+  await mlflow("POST", "runs/update", { run_id: chatty.info.run_id, status: "FINISHED", end_time: Date.now() });
   // A pipeline run as `cairn pipeline run` records it: a parent run and a child run per step,
   // in an experiment named after the pipeline.
   const { experiment_id: pipelines } = await mlflow("POST", "experiments/create", { name: "recsys" });
@@ -143,7 +159,8 @@ async function seed(base) {
     await mlflow("POST", "runs/update", { run_id: run.info.run_id, status: state === "failed" ? "FAILED" : "FINISHED" });
     steps[id] = run.info.run_id;
   }
-  return { exp, runs, live: live.info.run_id, bytes, pipeline: parent.info.run_id, steps };
+  return { exp, runs, live: live.info.run_id, bytes, pipeline: parent.info.run_id, steps, many,
+           chatty: chatty.info.run_id, logBytes: text.length };
 }
 
 // --- the tests -------------------------------------------------------------------------------
@@ -155,16 +172,16 @@ test("the experiments page lists experiments with their run counts", async ({ pa
   await page.goto(base + "/");
   const row = page.locator("#experiments tr", { hasText: "vision" });
   await row.waitFor();
-  await page.locator("#experiments tr", { hasText: "vision" }).locator("td.num", { hasText: "31" }).waitFor();
+  await page.locator("#experiments tr", { hasText: "vision" }).locator("td.num", { hasText: "32" }).waitFor();
   assert(await page.locator("#experiments tr", { hasText: "empty-experiment" }).count() === 1,
          "the empty experiment is listed");
   await shot("experiments");
 });
 
-test("the runs table shows the runs, sorts by a column and stays virtual", async ({ page, base, data, shot }) => {
+test("the runs table shows the runs, sorts by a column, and keeps headers over columns", async ({ page, base, data, shot }) => {
   await page.goto(`${base}/#/experiments/${data.exp}`);
-  await page.locator("#run-count", { hasText: "31 runs" }).waitFor();
-  const rows = page.locator(".vtable-body [role=row]");
+  await page.locator("#run-count", { hasText: "32 runs" }).waitFor();
+  const rows = page.locator(".vtable-row");
   assert(await rows.count() > 5, "rows are drawn");
   // Sort by acc, ascending then descending: the first row follows.
   await page.locator("[role=columnheader]", { hasText: /^acc/ }).click();
@@ -173,11 +190,29 @@ test("the runs table shows the runs, sorts by a column and stays virtual", async
   await page.locator("[role=columnheader]", { hasText: /^acc/ }).click();
   assertEqual(await firstAcc(), String(+(29 / 30).toPrecision(6)), "highest acc first");
   await shot("runs");
+  // Scrolled sideways, the headers stay above their columns.
+  await page.locator(".vtable-body").evaluate((b) => { b.scrollLeft = 300; });
+  const head = await page.locator("[role=columnheader]", { hasText: /^acc/ }).boundingBox();
+  const cellBox = await rows.first().locator("[role=cell]").nth(5).boundingBox();
+  assert(Math.abs(head.x - cellBox.x) < 1, `header at ${head.x}, its cells at ${cellBox.x}`);
+});
+
+test("a long runs table draws only the rows in view", async ({ page, base, data }) => {
+  await page.goto(`${base}/#/experiments/${data.many}`);
+  await page.locator("#run-count", { hasText: "300 runs" }).waitFor();
+  const rows = page.locator(".vtable-row");
+  const drawn = await rows.count();
+  assert(drawn > 10 && drawn < 100, `${drawn} rows drawn of 300`);
+  // Newest first; scrolled to the bottom, the oldest run is drawn.
+  await page.locator(".vtable-body").evaluate((b) => { b.scrollTop = b.scrollHeight; });
+  await page.locator(".vtable-row", { hasText: "m-000" }).waitFor();
+  assert(await page.locator(".vtable-row", { hasText: "m-299" }).count() === 0,
+         "the newest run is no longer drawn");
 });
 
 test("a filter narrows the rows and a bad one shows the server's error", async ({ page, base, data }) => {
   await page.goto(`${base}/#/experiments/${data.exp}`);
-  await page.locator("#run-count", { hasText: "31 runs" }).waitFor();
+  await page.locator("#run-count", { hasText: "32 runs" }).waitFor();
   await page.fill("#filter", "metrics.acc > 0.5 and params.optimizer = 'adam'");
   await page.press("#filter", "Enter");
   // acc = i/30 > 0.5 for i >= 16; adam for odd i: 17, 19, ..., 29.
@@ -190,7 +225,12 @@ test("a filter narrows the rows and a bad one shows the server's error", async (
 });
 
 test("a run's metric chart is drawn from the thinned series", async ({ page, base, data, shot }) => {
+  const series = page.waitForResponse((r) => r.url().includes("metrics/series") && r.url().includes("key=loss"));
   await page.goto(`${base}/#/runs/${data.runs[0]}?tab=metrics`);
+  const answer = await (await series).json();
+  assert(answer.total_points === 5000 && answer.values.length <= 2000,
+         `thinned: ${answer.values.length} of ${answer.total_points} points`);
+  assert(answer.values.includes(3 + 1 / 2501), "the spike at step 2500 survives the thinning");
   const chart = page.locator('.chart[data-metric="loss"]');
   await chart.locator("canvas").waitFor();
   await chart.locator(".muted", { hasText: "5,000 points" }).waitFor();
@@ -236,11 +276,11 @@ test("compare highlights exactly the parameters that differ", async ({ page, bas
 test("an artifact downloads intact and text artifacts preview", async ({ page, base, data }) => {
   await page.goto(`${base}/#/runs/${data.runs[0]}?tab=artifacts`);
   await page.locator("#artifacts").waitFor();
-  await page.locator("#artifacts a", { hasText: "config.json" }).click();
+  await page.locator("#artifacts button", { hasText: "config.json" }).click();
   await page.locator("#preview pre", { hasText: '"dropout": 0.1' }).waitFor();
-  await page.locator("#artifacts a", { hasText: "table.csv" }).click();
+  await page.locator("#artifacts button", { hasText: "table.csv" }).click();
   await page.locator("#preview table td", { hasText: "0.7" }).waitFor();
-  await page.locator("#artifacts a", { hasText: "model/" }).click();
+  await page.locator("#artifacts button", { hasText: "model/" }).click();
   const [download] = await Promise.all([
     page.waitForEvent("download"),
     page.locator("#artifacts a", { hasText: "download" }).first().click(),
@@ -248,6 +288,13 @@ test("an artifact downloads intact and text artifacts preview", async ({ page, b
   const got = readFileSync(await download.path());
   assertEqual(got.length, data.bytes.length, "downloaded size");
   assert(Buffer.compare(got, Buffer.from(data.bytes)) === 0, "downloaded bytes are the uploaded ones");
+});
+
+test("a finished run's long log is shown to its end", async ({ page, base, data }) => {
+  await page.goto(`${base}/#/runs/${data.chatty}?tab=log`);
+  await page.locator("#log", { hasText: "line 019999" }).waitFor();
+  const shown = await page.locator("#log").evaluate((e) => e.textContent.length);
+  assertEqual(shown, data.logBytes, "characters shown");
 });
 
 test("the console log follows new lines of a running run", async ({ page, base, data }) => {
@@ -295,6 +342,10 @@ try {
     page.setDefaultTimeout(15000);
     const pageErrors = [];
     page.on("pageerror", (e) => pageErrors.push(e.message));
+    // Console errors count too, but not the browser's note of an answer with an error status:
+    // the tests ask for some (a bad filter).
+    page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") &&
+                              pageErrors.push("console: " + m.text()));
     // Nothing may leave the machine: any request to another host fails the test.
     const foreign = [];
     page.on("request", (r) => {
@@ -303,7 +354,7 @@ try {
     const shot = (name) => page.screenshot({ path: join(SHOTS, name + ".png") });
     try {
       await t.fn({ page, base: server.url, data, shot });
-      assertEqual(pageErrors, [], "script errors on the page");
+      assertEqual(pageErrors, [], "script and console errors on the page");
       assertEqual(foreign, [], "requests to other machines");
       passed++;
       console.log(`ok    ${t.name}`);

@@ -1048,6 +1048,18 @@ class ArtifactsTest(ApiTestCase):
         self.assertIn("blob.bin", disposition)
         self.assertEqual(resp.header("X-Content-Type-Options", "").lower(), "nosniff")
 
+    def test_a_range_past_the_end_is_served_up_to_the_end(self):
+        _, root = self.new_run_with_root()
+        self.assertEqual(self.put_artifact(root, "r.txt", b"0123456789abcdef").status, 200)
+        path = ARTIFACTS + "/" + root + "/r.txt"
+        resp = C.get(path, raw=True, headers={"Range": "bytes=3-5"})
+        self.assertEqual((resp.status, resp.raw), (206, b"345"))
+        # How a preview asks for "at most the first 2 MiB".
+        resp = C.get(path, raw=True, headers={"Range": "bytes=0-2097151"})
+        self.assertEqual((resp.status, resp.raw), (206, b"0123456789abcdef"))
+        self.assertEqual(resp.header("Content-Range"), "bytes 0-15/16")
+        self.assertIn("sandbox", resp.header("Content-Security-Policy", ""))
+
     def test_put_overwrites_and_empty_file_round_trips(self):
         _, root = self.new_run_with_root()
         self.assertEqual(self.put_artifact(root, "f.txt", b"first version").status, 200)

@@ -16,10 +16,15 @@ export async function listArtifacts(run, path = "") {
   return out.files || [];
 }
 
+// The first `maxBytes` of an artifact as text (a Range request: a large file is not read
+// whole for a preview).
 export async function fetchArtifactText(run, path, maxBytes = 2 << 20) {
-  const resp = await fetch(artifactUrl(run, path));
+  const resp = await fetch(artifactUrl(run, path), { headers: { Range: `bytes=0-${maxBytes - 1}` } });
   if (!resp.ok) throw new Error(`${path}: ${resp.status} ${resp.statusText}`);
   const text = await resp.text();
+  const range = resp.headers.get("Content-Range"); // "bytes 0-N/TOTAL" when cut
+  const total = range ? Number(range.split("/")[1]) : text.length;
+  if (resp.status === 206 && total > maxBytes) return text + "\n… (the first " + maxBytes + " of " + total + " bytes)";
   return text.length > maxBytes ? text.slice(0, maxBytes) + "\n… (cut)" : text;
 }
 

@@ -14,30 +14,29 @@ export function VirtualTable({ columns, rows, rowKey, sort, onSort, height = 560
   const first = Math.max(0, Math.floor(top / ROW) - 10);
   const last = Math.min(rows.length, Math.ceil((top + height) / ROW) + 10);
   const visible = rows.slice(first, last);
-  const template = columns.map((c) => c.width || "minmax(8em, 1fr)").join(" ");
+  // Widths in em, so that the header and the rows line up however far the table scrolls
+  // sideways: both are in the one scrolling box, the header sticking to its top.
+  const template = columns.map((c) => `${c.width || 9}em`).join(" ");
+  const width = `max(100%, ${columns.reduce((n, c) => n + (c.width || 9), 0)}em)`;
   return (
     <div class="vtable" data-rows={rows.length}>
-      <div class="vtable-head" style={{ gridTemplateColumns: template }} role="row">
-        {columns.map((c) => (
-          <div
-            key={c.key}
-            role="columnheader"
-            class={"vtable-cell" + (c.sortable === false ? "" : " sortable")}
-            title={c.title || c.label}
-            onClick={() => c.sortable !== false && onSort && onSort(c.key)}
-          >
-            {c.label}
-            {sort && sort.key === c.key ? (sort.desc ? " ▼" : " ▲") : ""}
-          </div>
-        ))}
-      </div>
-      <div
-        class="vtable-body"
-        ref={box}
-        style={{ height: `${height}px` }}
-        onScroll={(e) => setTop(e.currentTarget.scrollTop)}
-      >
-        <div style={{ height: `${rows.length * ROW}px`, position: "relative" }}>
+      <div class="vtable-body" ref={box} style={{ height: `${height}px` }}
+           onScroll={(e) => setTop(e.currentTarget.scrollTop)}>
+        <div class="vtable-head" style={{ gridTemplateColumns: template, width }} role="row">
+          {columns.map((c) => (
+            <div
+              key={c.key}
+              role="columnheader"
+              class={"vtable-cell" + (c.sortable === false ? "" : " sortable")}
+              title={c.title || c.label}
+              onClick={() => c.sortable !== false && onSort && onSort(c.key)}
+            >
+              {c.label}
+              {sort && sort.key === c.key ? (sort.desc ? " ▼" : " ▲") : ""}
+            </div>
+          ))}
+        </div>
+        <div style={{ height: `${rows.length * ROW}px`, position: "relative", width }}>
           {visible.map((row, i) => (
             <div
               key={rowKey(row)}

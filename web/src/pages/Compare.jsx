@@ -29,14 +29,20 @@ export function lockPackages(text) {
 function useRunFiles(runs) {
   const [files, setFiles] = useState(null);
   useEffect(() => {
-    if (!runs) return;
+    setFiles(null);
+    if (!runs) return undefined;
+    let live = true;
     const optional = (run, path) => fetchArtifactText(run, path).catch(() => null);
     Promise.all(runs.map(async (r) => ({
       packages: await optional(r, "cairn/environment/pylock.toml").then((t) => (t ? lockPackages(t) : null)),
       diff: await optional(r, "cairn/code.diff"),
-    }))).then(setFiles);
+    }))).then((f) => live && setFiles(f));
+    return () => {
+      live = false;
+    };
   }, [runs]);
-  return files;
+  // Only files read for these very runs.
+  return files && runs && files.length === runs.length ? files : null;
 }
 
 export function Compare({ params }) {
@@ -44,13 +50,19 @@ export function Compare({ params }) {
   const [runs, setRuns] = useState(null);
   const [error, setError] = useState(null);
   useEffect(() => {
+    setRuns(null);
+    setError(null);
     if (ids.length < 2 || ids.length > 10) {
       setError(`Compare takes 2 to 10 runs; ${ids.length} given.`);
-      return;
+      return undefined;
     }
+    let live = true;
     Promise.all(ids.map((id) => mlflow.get("runs/get", { run_id: id }).then((r) => r.run)))
-      .then(setRuns)
-      .catch((e) => setError(e.message));
+      .then((r) => live && setRuns(r))
+      .catch((e) => live && setError(e.message));
+    return () => {
+      live = false;
+    };
   }, [params.get("runs")]);
   const files = useRunFiles(runs);
   if (error) return <p class="error" role="alert">{error}</p>;

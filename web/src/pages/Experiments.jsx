@@ -4,18 +4,23 @@ import { listExperiments, mlflow } from "../api.js";
 import { href } from "../router.js";
 import { formatTime } from "../util.js";
 
-async function runCount(experimentId) {
-  // Pages of the largest size the API allows; a count, so only ids are kept.
+// The number of runs and the time of the latest start or end among them (the experiment's own
+// last_update_time changes only when the experiment itself does).
+async function runStats(experimentId) {
   let n = 0;
+  let last = 0;
   let token;
   do {
     const page = await mlflow.post("runs/search", {
       experiment_ids: [experimentId], max_results: 50000, page_token: token,
     });
-    n += (page.runs || []).length;
+    for (const r of page.runs || []) {
+      n++;
+      last = Math.max(last, Number(r.info.end_time || 0), Number(r.info.start_time || 0));
+    }
     token = page.next_page_token;
   } while (token);
-  return n;
+  return { n, last };
 }
 
 export function Experiments() {
@@ -29,8 +34,8 @@ export function Experiments() {
       .then((list) => {
         setExperiments(list);
         for (const e of list) {
-          runCount(e.experiment_id).then((n) =>
-            setCounts((c) => ({ ...c, [e.experiment_id]: n })));
+          runStats(e.experiment_id).then((st) =>
+            setCounts((c) => ({ ...c, [e.experiment_id]: st })));
         }
       })
       .catch((e) => setError(e.message));
@@ -76,8 +81,9 @@ export function Experiments() {
             {experiments.map((e) => (
               <tr key={e.experiment_id} data-experiment={e.experiment_id}>
                 <td><a href={href("experiments", e.experiment_id)}>{e.name}</a></td>
-                <td class="num">{counts[e.experiment_id] ?? "…"}</td>
-                <td>{formatTime(e.last_update_time)}</td>
+                <td class="num">{counts[e.experiment_id] ? counts[e.experiment_id].n : "…"}</td>
+                <td>{formatTime(Math.max(Number(e.last_update_time || 0),
+                                         counts[e.experiment_id] ? counts[e.experiment_id].last : 0))}</td>
                 <td class="actions">
                   <button onClick={() => rename(e)}>Rename</button>
                   <button onClick={() => remove(e)}>Delete</button>

@@ -71,10 +71,17 @@ export function Pipeline({ runId }) {
       const { run } = await mlflow.get("runs/get", { run_id: runId });
       const children = await childRuns(run);
       if (!live) return;
-      const found = children.map((r) => {
+      // A resumed pipeline may have several runs of one step: its newest tells.
+      const newest = new Map();
+      for (const r of children) {
+        const id = runFields(r).tags["cairn.step.id"] || r.info.run_name;
+        const before = newest.get(id);
+        if (!before || Number(r.info.start_time) >= Number(before.info.start_time)) newest.set(id, r);
+      }
+      const found = [...newest.entries()].map(([id, r]) => {
         const t = runFields(r).tags;
         return {
-          id: t["cairn.step.id"] || r.info.run_name,
+          id,
           runId: r.info.run_id,
           state: t["cairn.step.state"] || (r.info.status === "RUNNING" ? "running" : r.info.status.toLowerCase()),
           duration: runDuration(r),

@@ -123,9 +123,13 @@ function Log({ run }) {
         const out = await runLog(run.info.run_id, state.current.offset);
         if (stop) return;
         const added = out.chunks.map((c) => c.data).join("");
+        const moved = out.next_offset > state.current.offset;
         state.current = { offset: out.next_offset, status: out.run_status };
         if (added) setText((t) => t + added);
-        if (follow && out.run_status === "RUNNING") timer = setTimeout(poll, 1000);
+        // A long log comes a megabyte at a time: read on until caught up, then look again
+        // every second while the run is active and the log is followed.
+        if (moved) timer = setTimeout(poll, 0);
+        else if (follow && out.run_status === "RUNNING") timer = setTimeout(poll, 1000);
       } catch (e) {
         if (!stop) setError(e.message);
       }
@@ -153,18 +157,29 @@ function Artifacts({ run }) {
   const [files, setFiles] = useState(null);
   const [preview, setPreview] = useState(null);
   const [error, setError] = useState(null);
+  const latest = useRef(0); // the newest preview asked for; older answers are dropped
   useEffect(() => {
+    let live = true;
     setFiles(null);
-    listArtifacts(run, path).then(setFiles).catch((e) => setError(e.message));
+    setError(null);
+    listArtifacts(run, path)
+      .then((f) => live && setFiles(f))
+      .catch((e) => live && setError(e.message));
+    return () => {
+      live = false;
+    };
   }, [path]);
   const open = (file) => {
     if (file.is_dir) return setPath(file.path);
+    const ask = ++latest.current;
+    setError(null);
     const kind = previewKind(file.path);
     if (kind === "image") return setPreview({ path: file.path, kind });
     if (!kind) return setPreview({ path: file.path, kind: null });
+    setPreview({ path: file.path, kind: "loading" });
     fetchArtifactText(run, file.path)
-      .then((text) => setPreview({ path: file.path, kind, text }))
-      .catch((e) => setError(e.message));
+      .then((text) => ask === latest.current && setPreview({ path: file.path, kind, text }))
+      .catch((e) => ask === latest.current && setError(e.message));
   };
   const up = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
   return (
@@ -172,12 +187,12 @@ function Artifacts({ run }) {
       {error && <p class="error">{error}</p>}
       <div class="artifact-list">
         <p class="muted">/{path}</p>
-        {path && <p><a href="javascript:void 0" onClick={() => setPath(up)}>..</a></p>}
+        {path && <p><button class="link" onClick={() => setPath(up)}>..</button></p>}
         {!files ? <p class="muted">Loading…</p> : files.length === 0 ? <p class="muted">No artifacts.</p> : (
           <ul id="artifacts">
             {files.map((f) => (
               <li key={f.path}>
-                <a href="javascript:void 0" onClick={() => open(f)}>{f.path.split("/").pop()}{f.is_dir ? "/" : ""}</a>
+                <button class="link" onClick={() => open(f)}>{f.path.split("/").pop()}{f.is_dir ? "/" : ""}</button>
                 {!f.is_dir && <span class="muted"> {Number(f.file_size).toLocaleString()} B · <a href={artifactUrl(run, f.path)} download>download</a></span>}
               </li>
             ))}
@@ -190,6 +205,7 @@ function Artifacts({ run }) {
 }
 
 function Preview({ run, p }) {
+  if (p.kind === "loading") return <p class="muted">Loading…</p>;
   if (p.kind === "image") return <img src={artifactUrl(run, p.path)} alt={p.path} />;
   if (p.kind === "json") {
     let pretty = p.text;

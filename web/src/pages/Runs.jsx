@@ -1,7 +1,7 @@
 // The runs of one experiment: a virtualised table with sortable columns, a filter in MLflow's
 // grammar (the server's error shown under it), a column chooser, multi-select to compare, and
 // a refresh every 5 s while runs are active.
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { mlflow, streamRuns } from "../api.js";
 import { VirtualTable } from "../components/VirtualTable.jsx";
 import { href } from "../router.js";
@@ -23,6 +23,7 @@ export function Runs({ experimentId, params }) {
   const [choosing, setChoosing] = useState(false);
   const [selected, setSelected] = useState(new Set());
   const [generation, setGeneration] = useState(0);
+  const shown = useRef(null); // the filter whose runs are all in the table
 
   useEffect(() => {
     mlflow.get("experiments/get", { experiment_id: experimentId })
@@ -34,12 +35,18 @@ export function Runs({ experimentId, params }) {
     setLoading(true);
     setError(null);
     const pages = [];
+    // A first load shows rows page by page; a refresh keeps what is shown until the whole
+    // new list is in, so the table neither shrinks nor loses its scroll position.
+    const refreshing = shown.current === filter;
     return streamRuns(
       { experimentId, filter },
       (page, done) => {
         pages.push(...page);
-        setRuns([...pages]);
-        if (done) setLoading(false);
+        if (!refreshing || done) setRuns([...pages]);
+        if (done) {
+          shown.current = filter;
+          setLoading(false);
+        }
       },
       (e) => {
         setError(e.message);
@@ -57,10 +64,10 @@ export function Runs({ experimentId, params }) {
     return () => clearTimeout(t);
   }, [active, loading, runs]);
 
+  const fieldsCache = useMemo(() => new Map(runs.map((r) => [r.info.run_id, runFields(r)])), [runs]);
   const keys = useMemo(() => {
     const out = { params: new Set(), metrics: new Set(), tags: new Set() };
-    for (const r of runs.slice(0, 2000)) {
-      const f = runFields(r);
+    for (const f of fieldsCache.values()) {
       for (const kind of ["params", "metrics", "tags"]) {
         for (const k of Object.keys(f[kind])) {
           if (kind !== "tags" || !k.startsWith("mlflow.")) out[kind].add(k);
@@ -68,12 +75,11 @@ export function Runs({ experimentId, params }) {
       }
     }
     return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, [...v].sort()]));
-  }, [runs]);
+  }, [fieldsCache]);
   const columnKeys = chosen ||
     [...keys.metrics.slice(0, 5).map((k) => "metrics." + k),
      ...keys.params.slice(0, 5).map((k) => "params." + k)];
 
-  const fieldsCache = useMemo(() => new Map(runs.map((r) => [r.info.run_id, runFields(r)])), [runs]);
   const cell = (run, key) => {
     const [kind, ...rest] = key.split(".");
     return fieldsCache.get(run.info.run_id)[kind][rest.join(".")];
@@ -86,21 +92,21 @@ export function Runs({ experimentId, params }) {
   });
 
   const columns = [
-    { key: "select", label: "", width: "3em", sortable: false,
+    { key: "select", label: "", width: 3, sortable: false,
       render: (r) => (
         <input type="checkbox" aria-label={"select " + runName(r)}
                checked={selected.has(r.info.run_id)} onChange={() => toggle(r.info.run_id)} />
       ) },
-    { key: "name", label: "Run", width: "minmax(10em, 1.5fr)", value: runName,
+    { key: "name", label: "Run", width: 14, value: runName,
       render: (r) => <a href={href("runs", r.info.run_id)}>{runName(r)}</a> },
-    { key: "status", label: "Status", width: "7em", value: (r) => r.info.status,
+    { key: "status", label: "Status", width: 8, value: (r) => r.info.status,
       render: (r) => <span class={"status " + r.info.status.toLowerCase()}>{r.info.status}</span> },
-    { key: "start", label: "Started", width: "11em", value: (r) => Number(r.info.start_time),
+    { key: "start", label: "Started", width: 12.5, value: (r) => Number(r.info.start_time),
       render: (r) => formatTime(r.info.start_time) },
-    { key: "duration", label: "Duration", width: "7em", value: runDuration,
+    { key: "duration", label: "Duration", width: 7, value: runDuration,
       render: (r) => formatDuration(runDuration(r)) },
     ...columnKeys.map((k) => ({
-      key: k, label: k.split(".").slice(1).join("."), title: k,
+      key: k, label: k.split(".").slice(1).join("."), title: k, width: 9,
       value: (r) => cell(r, k), render: (r) => formatValue(cell(r, k)),
     })),
   ];
