@@ -51,20 +51,32 @@ export const cairn = {
   get: (endpoint, params = {}) => call("GET", CAIRN + endpoint + "?" + query(params)),
 };
 
-// Every experiment, following page tokens.
-export async function listExperiments() {
-  const out = [];
+// The pages of an MLflow search (`endpoint` answering `field` and next_page_token), one at a
+// time.
+async function* searchPages(endpoint, body, field) {
   let token;
   do {
-    const page = await mlflow.post("experiments/search", {
-      max_results: 1000,
-      page_token: token,
-      view_type: "ACTIVE_ONLY",
-    });
-    out.push(...(page.experiments || []));
+    const page = await mlflow.post(endpoint, { ...body, page_token: token });
     token = page.next_page_token;
+    yield { items: page[field] || [], last: !token };
   } while (token);
+}
+
+async function searchAll(endpoint, body, field) {
+  const out = [];
+  for await (const page of searchPages(endpoint, body, field)) out.push(...page.items);
   return out;
+}
+
+// Every active experiment.
+export function listExperiments() {
+  return searchAll("experiments/search", { max_results: 1000, view_type: "ACTIVE_ONLY" },
+                   "experiments");
+}
+
+// Every run a runs/search body matches, in pages of the largest size the API allows.
+export function searchRuns(body) {
+  return searchAll("runs/search", { max_results: 50000, ...body }, "runs");
 }
 
 // Runs of one experiment page by page: `onPage(runs, done)` is called as each page arrives,
@@ -72,20 +84,17 @@ export async function listExperiments() {
 export function streamRuns({ experimentId, filter, orderBy, pageSize = 1000 }, onPage, onError) {
   let stopped = false;
   (async () => {
-    let token;
     try {
-      do {
-        const page = await mlflow.post("runs/search", {
-          experiment_ids: [experimentId],
-          filter: filter || "",
-          order_by: orderBy ? [orderBy] : [],
-          max_results: pageSize,
-          page_token: token,
-        });
+      const body = {
+        experiment_ids: [experimentId],
+        filter: filter || "",
+        order_by: orderBy ? [orderBy] : [],
+        max_results: pageSize,
+      };
+      for await (const page of searchPages("runs/search", body, "runs")) {
         if (stopped) return;
-        token = page.next_page_token;
-        onPage(page.runs || [], !token);
-      } while (token && !stopped);
+        onPage(page.items, page.last);
+      }
     } catch (e) {
       if (!stopped) onError(e);
     }

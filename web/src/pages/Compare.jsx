@@ -5,6 +5,7 @@ import { mlflow } from "../api.js";
 import { fetchArtifactText } from "../artifacts.js";
 import { MetricChart } from "../components/Chart.jsx";
 import { Diff } from "../components/Diff.jsx";
+import { Crumbs } from "../components/Crumbs.jsx";
 import { href } from "../router.js";
 import { formatValue, runFields, runName } from "../util.js";
 
@@ -96,7 +97,7 @@ export function Compare({ params }) {
   const chartRuns = runs.map((r) => ({ id: r.info.run_id, label: runName(r) }));
   return (
     <section>
-      <p class="crumbs"><a href="#/">Experiments</a> /</p>
+      <Crumbs />
       <h1>Compare {runs.length} runs</h1>
       <table class="table compare" id="compare-table">
         <thead>

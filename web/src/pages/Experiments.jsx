@@ -1,26 +1,18 @@
 // Experiments: each with its runs' count and last activity; create, rename and delete.
 import { useEffect, useState } from "preact/hooks";
-import { listExperiments, mlflow } from "../api.js";
+import { listExperiments, mlflow, searchRuns } from "../api.js";
 import { href } from "../router.js";
 import { formatTime } from "../util.js";
 
 // The number of runs and the time of the latest start or end among them (the experiment's own
 // last_update_time changes only when the experiment itself does).
 async function runStats(experimentId) {
-  let n = 0;
+  const runs = await searchRuns({ experiment_ids: [experimentId] });
   let last = 0;
-  let token;
-  do {
-    const page = await mlflow.post("runs/search", {
-      experiment_ids: [experimentId], max_results: 50000, page_token: token,
-    });
-    for (const r of page.runs || []) {
-      n++;
-      last = Math.max(last, Number(r.info.end_time || 0), Number(r.info.start_time || 0));
-    }
-    token = page.next_page_token;
-  } while (token);
-  return { n, last };
+  for (const r of runs) {
+    last = Math.max(last, Number(r.info.end_time || 0), Number(r.info.start_time || 0));
+  }
+  return { n: runs.length, last };
 }
 
 export function Experiments() {

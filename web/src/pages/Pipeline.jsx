@@ -3,7 +3,8 @@
 // per step (tags cairn.step.id, cairn.step.state, cairn.step.needs). A step another one waits
 // for but that never got a run is drawn as "not started". Read again every 3 s while running.
 import { useEffect, useState } from "preact/hooks";
-import { mlflow } from "../api.js";
+import { mlflow, searchRuns } from "../api.js";
+import { Crumbs } from "../components/Crumbs.jsx";
 import { href } from "../router.js";
 import { formatDuration, runDuration, runFields } from "../util.js";
 
@@ -12,20 +13,11 @@ const H = 48;
 const GAP_X = 70;
 const GAP_Y = 22;
 
-async function childRuns(parent) {
-  const out = [];
-  let token;
-  do {
-    const page = await mlflow.post("runs/search", {
-      experiment_ids: [parent.info.experiment_id],
-      filter: `tags.mlflow.parentRunId = '${parent.info.run_id}'`,
-      max_results: 50000,
-      page_token: token,
-    });
-    out.push(...(page.runs || []));
-    token = page.next_page_token;
-  } while (token);
-  return out;
+function childRuns(parent) {
+  return searchRuns({
+    experiment_ids: [parent.info.experiment_id],
+    filter: `tags.mlflow.parentRunId = '${parent.info.run_id}'`,
+  });
 }
 
 function parseNeeds(text) {
@@ -123,10 +115,7 @@ export function Pipeline({ runId }) {
   const tags = runFields(parent).tags;
   return (
     <section>
-      <p class="crumbs">
-        <a href="#/">Experiments</a> / <a href={href("experiments", parent.info.experiment_id)}>
-          experiment {parent.info.experiment_id}</a> /
-      </p>
+      <Crumbs experimentId={parent.info.experiment_id} />
       <h1>Pipeline {tags["cairn.pipeline.name"] || parent.info.run_name}{" "}
         <span class="muted">{tags["cairn.pipeline.state"] || parent.info.status.toLowerCase()}</span></h1>
       <p class="muted" id="pipeline-summary">

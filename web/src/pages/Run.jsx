@@ -5,6 +5,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { mlflow, runLog } from "../api.js";
 import { artifactUrl, fetchArtifactText, listArtifacts, previewKind } from "../artifacts.js";
 import { MetricChart } from "../components/Chart.jsx";
+import { Crumbs } from "../components/Crumbs.jsx";
 import { Diff } from "../components/Diff.jsx";
 import { href } from "../router.js";
 import { formatDuration, formatTime, formatValue, runDuration, runFields, runName } from "../util.js";
@@ -25,10 +26,7 @@ export function Run({ runId, params }) {
   const f = runFields(run);
   return (
     <section>
-      <p class="crumbs">
-        <a href="#/">Experiments</a> / <a href={href("experiments", run.info.experiment_id)}>
-          experiment {run.info.experiment_id}</a> /
-      </p>
+      <Crumbs experimentId={run.info.experiment_id} />
       <h1>{runName(run)} <span class={"status " + run.info.status.toLowerCase()}>{run.info.status}</span></h1>
       <nav class="tabs">
         {TABS.map((t) => (

@@ -4,6 +4,7 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { mlflow, streamRuns } from "../api.js";
 import { VirtualTable } from "../components/VirtualTable.jsx";
+import { Crumbs } from "../components/Crumbs.jsx";
 import { href } from "../router.js";
 import {
   compareCells, formatDuration, formatTime, formatValue, runDuration, runFields, runName,
@@ -131,7 +132,7 @@ export function Runs({ experimentId, params }) {
 
   return (
     <section>
-      <p class="crumbs"><a href="#/">Experiments</a> /</p>
+      <Crumbs />
       <h1>{experiment ? experiment.name : "…"}</h1>
       <form class="inline-form filter" onSubmit={applyFilter}>
         <input id="filter" class="wide" placeholder="filter, e.g. metrics.acc > 0.9 and params.opt = 'adam'"
