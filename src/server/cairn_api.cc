@@ -95,6 +95,23 @@ Result<CairnResponse> MetricSeries(ApiContext& ctx, const Fields& f) {
   return CairnResponse{w.Take()};
 }
 
+// GET experiments/stats: run counts and last activity per experiment (see docs/api/cairn.md).
+Result<CairnResponse> ExperimentStats(ApiContext& ctx) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<store::ExperimentRunStats> stats,
+                         ctx.tracking->RunStatsByExperiment());
+  JsonWriter w;
+  w.BeginObject().Key("experiments").BeginArray();
+  for (const store::ExperimentRunStats& st : stats) {
+    w.BeginObject();
+    w.Key("experiment_id").String(st.experiment_id);
+    w.Key("runs").Int(st.runs).Key("running").Int(st.running);
+    w.Key("last_activity").Int(st.last_activity);
+    w.EndObject();
+  }
+  w.EndArray().EndObject();
+  return CairnResponse{w.Take()};
+}
+
 // POST runs: creates a run under an id the client chose (see docs/api/cairn.md).
 Result<CairnResponse> CreateRun(ApiContext& ctx, const Fields& f) {
   service::CreateRunRequest req;
@@ -152,6 +169,10 @@ Result<CairnResponse> HandleCairnApi(ApiContext& ctx, std::string_view method,
     if (method != "GET") return NoEndpoint(method, path);
     Fields f(&query);
     return MetricSeries(ctx, f);
+  }
+  if (path == "experiments/stats") {
+    if (method != "GET") return NoEndpoint(method, path);
+    return ExperimentStats(ctx);
   }
   if (path == "runs") {
     if (method != "POST") return NoEndpoint(method, path);

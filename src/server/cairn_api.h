@@ -32,7 +32,7 @@ inline constexpr size_t kMaxCairnApiBody = 20 << 20;
 struct CairnResponse {
   std::string body;
   std::string content_type = "application/json";
-  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 // `path` is the part after kCairnApiPrefix; `body` is empty for GET. kNotFound for an unknown

@@ -289,6 +289,10 @@ Result<core::RunInfo> TrackingService::GetRunInfo(const std::string& run_id) {
   return store_->GetRunInfo(run_id);
 }
 
+Result<std::vector<store::ExperimentRunStats>> TrackingService::RunStatsByExperiment() {
+  return store_->RunStatsByExperiment();
+}
+
 Result<RunPage> TrackingService::SearchRuns(const RunSearchRequest& request) {
   CAIRN_ASSIGN_OR_RETURN(int64_t max_results, ResolveMaxResults(request.max_results));
   store::RunSearchQuery query;
@@ -498,19 +502,19 @@ Result<MetricSeries> TrackingService::GetMetricSeries(const std::string& run_id,
                            std::to_string(kMaxSeriesPoints));
   }
   if (key.empty()) return InvalidArgument("Missing value for required parameter 'key'");
-  CAIRN_ASSIGN_OR_RETURN(MetricHistoryCursor cursor, OpenMetricHistory(run_id, key, 0, ""));
-  // The whole history as three columns (24 bytes a point), then the points to keep.
+  CAIRN_RETURN_IF_ERROR(store_->GetRunInfo(run_id).status());
+  // The whole history as three columns (24 bytes a point), read in one pass: unlike
+  // get-history nothing waits on the client while the snapshot is open. Then the points to keep.
+  store::MetricHistoryQuery query;
+  query.run_id = run_id;
+  query.key = key;
   MetricSeries all;
-  std::string no_next_page;
-  CAIRN_RETURN_IF_ERROR(StreamMetricHistory(
-      cursor,
-      [&all](const core::Metric& m) {
-        all.steps.push_back(m.step);
-        all.timestamps.push_back(m.timestamp);
-        all.values.push_back(m.value);
-        return true;
-      },
-      &no_next_page));
+  CAIRN_RETURN_IF_ERROR(store_->ScanMetricHistory(query, [&all](const core::Metric& m) {
+    all.steps.push_back(m.step);
+    all.timestamps.push_back(m.timestamp);
+    all.values.push_back(m.value);
+    return true;
+  }));
   MetricSeries out;
   out.total_points = static_cast<int64_t>(all.values.size());
   const std::vector<size_t> kept =

@@ -112,6 +112,8 @@ class TrackingService {
   Result<core::Run> GetRun(const std::string& run_id);
   Result<core::RunInfo> GetRunInfo(const std::string& run_id);
   Result<RunPage> SearchRuns(const RunSearchRequest& request);
+  // Run counts and last activity of every experiment with active runs.
+  Result<std::vector<store::ExperimentRunStats>> RunStatsByExperiment();
 
   Status LogMetric(const std::string& run_id, const core::Metric& metric);
   Status LogParam(const std::string& run_id, const core::Param& param);

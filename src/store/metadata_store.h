@@ -63,6 +63,14 @@ struct ArtifactEntry {
   int64_t size = 0;  // files only
 };
 
+// What an experiment's active runs add up to (deleted runs are left out).
+struct ExperimentRunStats {
+  std::string experiment_id;
+  int64_t runs = 0;
+  int64_t running = 0;        // with status RUNNING
+  int64_t last_activity = 0;  // the latest start or end time among them, in ms
+};
+
 class MetadataStore {
  public:
   virtual ~MetadataStore() = default;
@@ -97,6 +105,8 @@ class MetadataStore {
                            std::optional<int64_t> end_time,
                            std::optional<std::string> run_name) = 0;
   virtual Status SetRunStage(std::string_view run_id, core::LifecycleStage stage) = 0;
+  // One entry for each experiment that has active runs, in experiment id order (numeric).
+  virtual Result<std::vector<ExperimentRunStats>> RunStatsByExperiment() = 0;
 
   // Appends metrics (exact duplicates dropped), adds params, upserts tags, all or nothing.
   // A param already stored with another value, or a run that is not active, is

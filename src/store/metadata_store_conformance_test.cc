@@ -154,6 +154,31 @@ TYPED_TEST(MetadataStoreTest, RunRoundTripsInfoAndRejectsUnknownExperiment) {
   EXPECT_EQ(run->FindTag("mlflow.runName")->value, "renamed");
 }
 
+TYPED_TEST(MetadataStoreTest, RunStatsCountActiveRunsPerExperiment) {
+  std::string a = this->NewExperiment("a");
+  std::string b = this->NewExperiment("b");
+  this->NewExperiment("no runs");
+  std::string a1 = this->NewRun(a, 100);
+  this->NewRun(a, 300);
+  std::string a3 = this->NewRun(a, 900);
+  std::string b1 = this->NewRun(b, 50);
+  ASSERT_TRUE(this->store_->UpdateRun(a1, core::RunStatus::kFinished, 500, std::nullopt).ok());
+  ASSERT_TRUE(this->store_->UpdateRun(b1, core::RunStatus::kFailed, 70, std::nullopt).ok());
+  // A deleted run counts for nothing, not even its later start.
+  ASSERT_TRUE(this->store_->SetRunStage(a3, core::LifecycleStage::kDeleted).ok());
+  auto stats = this->store_->RunStatsByExperiment();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_EQ(stats->size(), 2u);
+  EXPECT_EQ((*stats)[0].experiment_id, a);
+  EXPECT_EQ((*stats)[0].runs, 2);
+  EXPECT_EQ((*stats)[0].running, 1);
+  EXPECT_EQ((*stats)[0].last_activity, 500);
+  EXPECT_EQ((*stats)[1].experiment_id, b);
+  EXPECT_EQ((*stats)[1].runs, 1);
+  EXPECT_EQ((*stats)[1].running, 0);
+  EXPECT_EQ((*stats)[1].last_activity, 70);
+}
+
 TYPED_TEST(MetadataStoreTest, LogBatchKeepsParamsImmutableAndTagsLastValue) {
   std::string run = this->NewRun(this->NewExperiment("batch"));
   ASSERT_TRUE(this->store_->LogBatch(run, {}, {{"lr", "0.1"}}, {{"t", "a"}}).ok());

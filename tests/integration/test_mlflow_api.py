@@ -665,6 +665,23 @@ class LoggingTest(ApiTestCase):
         self.assertError(self.get("metrics/series", {"run_id": "0" * 32, "key": "loss"},
                                   prefix=CAIRN_API), 404, "RESOURCE_DOES_NOT_EXIST")
 
+    def test_experiment_stats_count_active_runs(self):
+        exp = self.new_experiment()
+        empty = self.new_experiment()
+        first = self.new_run_id(exp, start_time=1_000)
+        self.new_run_id(exp, start_time=2_000)
+        deleted = self.new_run_id(exp, start_time=9_000)
+        self.ok(self.post("runs/update", {"run_id": first, "status": "FINISHED", "end_time": 5_000}))
+        self.ok(self.post("runs/delete", {"run_id": deleted}))
+        stats = self.ok(self.get("experiments/stats", prefix=CAIRN_API))["experiments"]
+        by_id = {e["experiment_id"]: e for e in stats}
+        self.assertEqual(by_id[exp], {"experiment_id": exp, "runs": 2, "running": 1,
+                                      "last_activity": 5_000})
+        self.assertNotIn(empty, by_id)
+        ids = [int(e["experiment_id"]) for e in stats]
+        self.assertEqual(ids, sorted(ids))
+        self.assertError(self.post("experiments/stats", {}, prefix=CAIRN_API), 404)
+
     def test_log_parameter_same_value_ok_changed_value_rejected(self):
         run_id = self.new_run_id()
         self.ok(self.post("runs/log-parameter", {"run_id": run_id, "key": "lr", "value": "0.1"}))

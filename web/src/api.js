@@ -118,3 +118,8 @@ export async function runLog(runId, offset = 0) {
   }
   return resp.json();
 }
+
+// Active runs, running ones and last activity of every experiment that has runs.
+export async function experimentStats() {
+  return (await cairn.get("experiments/stats")).experiments;
+}

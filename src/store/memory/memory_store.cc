@@ -141,6 +141,23 @@ class MemoryStore : public MetadataStore {
     return it->second.run;
   }
 
+  Result<std::vector<ExperimentRunStats>> RunStatsByExperiment() override {
+    std::shared_lock lock(mu_);
+    std::map<int64_t, ExperimentRunStats> by_id;
+    for (const auto& [id, rec] : runs_) {
+      const core::RunInfo& info = rec.run.info;
+      if (info.lifecycle_stage != LifecycleStage::kActive) continue;
+      ExperimentRunStats& st = by_id[std::stoll(info.experiment_id)];
+      st.experiment_id = info.experiment_id;
+      ++st.runs;
+      if (info.status == core::RunStatus::kRunning) ++st.running;
+      st.last_activity = std::max({st.last_activity, info.start_time, info.end_time.value_or(0)});
+    }
+    std::vector<ExperimentRunStats> out;
+    for (auto& [id, st] : by_id) out.push_back(std::move(st));
+    return out;
+  }
+
   Result<core::RunInfo> GetRunInfo(std::string_view run_id) override {
     std::shared_lock lock(mu_);
     auto it = runs_.find(std::string(run_id));

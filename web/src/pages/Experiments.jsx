@@ -1,19 +1,8 @@
 // Experiments: each with its runs' count and last activity; create, rename and delete.
 import { useEffect, useState } from "preact/hooks";
-import { listExperiments, mlflow, searchRuns } from "../api.js";
+import { experimentStats, listExperiments, mlflow } from "../api.js";
 import { href } from "../router.js";
 import { formatTime } from "../util.js";
-
-// The number of runs and the time of the latest start or end among them (the experiment's own
-// last_update_time changes only when the experiment itself does).
-async function runStats(experimentId) {
-  const runs = await searchRuns({ experiment_ids: [experimentId] });
-  let last = 0;
-  for (const r of runs) {
-    last = Math.max(last, Number(r.info.end_time || 0), Number(r.info.start_time || 0));
-  }
-  return { n: runs.length, last };
-}
 
 export function Experiments() {
   const [experiments, setExperiments] = useState(null);
@@ -21,14 +10,14 @@ export function Experiments() {
   const [error, setError] = useState(null);
   const [name, setName] = useState("");
 
+  // Run counts come from one request over all experiments; the experiment's own
+  // last_update_time changes only when the experiment itself does, so the last activity is the
+  // later of it and its runs' latest start or end.
   const load = () =>
-    listExperiments()
-      .then((list) => {
+    Promise.all([listExperiments(), experimentStats()])
+      .then(([list, stats]) => {
         setExperiments(list);
-        for (const e of list) {
-          runStats(e.experiment_id).then((st) =>
-            setCounts((c) => ({ ...c, [e.experiment_id]: st })));
-        }
+        setCounts(Object.fromEntries(stats.map((st) => [st.experiment_id, st])));
       })
       .catch((e) => setError(e.message));
   useEffect(() => {
@@ -70,18 +59,23 @@ export function Experiments() {
             <tr><th>Name</th><th>Runs</th><th>Last activity</th><th /></tr>
           </thead>
           <tbody>
-            {experiments.map((e) => (
-              <tr key={e.experiment_id} data-experiment={e.experiment_id}>
-                <td><a href={href("experiments", e.experiment_id)}>{e.name}</a></td>
-                <td class="num">{counts[e.experiment_id] ? counts[e.experiment_id].n : "…"}</td>
-                <td>{formatTime(Math.max(Number(e.last_update_time || 0),
-                                         counts[e.experiment_id] ? counts[e.experiment_id].last : 0))}</td>
-                <td class="actions">
-                  <button onClick={() => rename(e)}>Rename</button>
-                  <button onClick={() => remove(e)}>Delete</button>
-                </td>
-              </tr>
-            ))}
+            {experiments.map((e) => {
+              const st = counts[e.experiment_id] || { runs: 0, running: 0, last_activity: 0 };
+              return (
+                <tr key={e.experiment_id} data-experiment={e.experiment_id}>
+                  <td><a href={href("experiments", e.experiment_id)}>{e.name}</a></td>
+                  <td class="num">
+                    {st.runs}
+                    {st.running > 0 && <span class="muted"> ({st.running} running)</span>}
+                  </td>
+                  <td>{formatTime(Math.max(Number(e.last_update_time || 0), st.last_activity))}</td>
+                  <td class="actions">
+                    <button onClick={() => rename(e)}>Rename</button>
+                    <button onClick={() => remove(e)}>Delete</button>
+                  </td>
+                </tr>
+              );
+            })}
           </tbody>
         </table>
       )}
