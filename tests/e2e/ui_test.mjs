@@ -225,6 +225,41 @@ test("a filter narrows the rows and a bad one shows the server's error", async (
   assert(/invalid|error|parse|expected/i.test(await error.textContent()), "the server's message is shown");
 });
 
+test("a live runs table reads again only the running runs and new ones", async ({ page, base }) => {
+  const mlflow = (m, p, b) => api(base, m, "/api/2.0/mlflow/" + p, b);
+  const { experiment_id: exp } = await mlflow("POST", "experiments/create", { name: "watched" });
+  const t0 = Date.now();
+  const make = async (name, kind, start) => {
+    const { run } = await mlflow("POST", "runs/create", { experiment_id: exp, run_name: name, start_time: start });
+    await mlflow("POST", "runs/log-batch", { run_id: run.info.run_id, params: [{ key: "kind", value: kind }] });
+    return run.info.run_id;
+  };
+  const busy = await make("busy", "w", t0);
+  const done = await make("done", "w", t0 - 1000);
+  await mlflow("POST", "runs/update", { run_id: done, status: "FINISHED", end_time: t0 });
+  const filters = [];
+  page.on("request", (r) => {
+    if (r.url().includes("runs/search")) filters.push(r.postDataJSON().filter);
+  });
+  await page.goto(`${base}/#/experiments/${exp}?filter=${encodeURIComponent("params.kind = 'w'")}`);
+  await page.locator("#run-count", { hasText: "2 runs · refreshing while runs are active" }).waitFor();
+  // Before the next read: the running run logs a metric and ends; two runs start, one of
+  // which the filter excludes.
+  await mlflow("POST", "runs/log-batch", { run_id: busy, metrics: [{ key: "acc", value: 0.75, timestamp: t0, step: 1 }] });
+  await make("fresh", "w", t0 + 1000);
+  await make("other", "x", t0 + 2000);
+  await mlflow("POST", "runs/update", { run_id: busy, status: "FINISHED", end_time: t0 + 3000 });
+  await page.locator(".vtable-row", { hasText: "fresh" }).waitFor({ timeout: 15000 });
+  const busyRow = page.locator(".vtable-row", { hasText: "busy" });
+  await busyRow.locator(".status", { hasText: "FINISHED" }).waitFor({ timeout: 15000 });
+  assert((await busyRow.textContent()).includes("0.75"), "the metric logged meanwhile is shown");
+  // "fresh" runs on, so the table keeps watching.
+  await page.locator("#run-count", { hasText: "3 runs · refreshing" }).waitFor();
+  assertEqual(await page.locator(".vtable-row", { hasText: "other" }).count(), 0, "rows of the excluded run");
+  assert(filters.some((f) => f.startsWith("params.kind = 'w' and attributes.run_id IN ('")),
+         `a refresh asked for the running runs only: ${JSON.stringify(filters)}`);
+});
+
 test("a run's metric chart is drawn from the thinned series", async ({ page, base, data, shot }) => {
   const series = page.waitForResponse((r) => r.url().includes("metrics/series") && r.url().includes("key=loss"));
   await page.goto(`${base}/#/runs/${data.runs[0]}?tab=metrics`);

@@ -2,7 +2,7 @@
 // grammar (the server's error shown under it), a column chooser, multi-select to compare, and
 // a refresh every 5 s while runs are active.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { mlflow, streamRuns } from "../api.js";
+import { mlflow, searchRuns, streamRuns } from "../api.js";
 import { VirtualTable } from "../components/VirtualTable.jsx";
 import { Crumbs } from "../components/Crumbs.jsx";
 import { href } from "../router.js";
@@ -10,7 +10,14 @@ import {
   compareCells, formatDuration, formatTime, formatValue, runDuration, runFields, runName,
 } from "../util.js";
 
+// While runs are active the table is read again every REFRESH_MS. A refresh reads only what
+// can have changed: the runs shown as RUNNING (their status, metrics and tags move) and the
+// runs started since the newest one shown. Every FULL_EVERY-th refresh, or with more than
+// MAX_WATCHED runs running, it reads the whole list, which also brings runs recorded late with
+// an earlier start time (`cairn run` uploading its journal) and runs deleted meanwhile.
 const REFRESH_MS = 5000;
+const FULL_EVERY = 6;
+const MAX_WATCHED = 200;
 
 export function Runs({ experimentId, params }) {
   const [experiment, setExperiment] = useState(null);
@@ -35,10 +42,39 @@ export function Runs({ experimentId, params }) {
   useEffect(() => {
     setLoading(true);
     setError(null);
-    const pages = [];
-    // A first load shows rows page by page; a refresh keeps what is shown until the whole
-    // new list is in, so the table neither shrinks nor loses its scroll position.
+    const fail = (e) => {
+      setError(e.message);
+      setRuns([]);
+      setLoading(false);
+    };
     const refreshing = shown.current === filter;
+    const watched = runs.filter((r) => r.info.status === "RUNNING").map((r) => r.info.run_id);
+    if (refreshing && generation % FULL_EVERY !== 0 && watched.length <= MAX_WATCHED) {
+      let stopped = false;
+      const since = Math.max(0, ...runs.map((r) => Number(r.info.start_time)));
+      const and = (clause) => (filter ? `${filter} and ${clause}` : clause);
+      const ids = watched.map((id) => `'${id}'`).join(", ");
+      Promise.all([
+        searchRuns({ experiment_ids: [experimentId], filter: and(`attributes.run_id IN (${ids})`) }),
+        searchRuns({ experiment_ids: [experimentId], filter: and(`attributes.start_time >= ${since}`) }),
+      ]).then(([updated, started]) => {
+        if (stopped) return;
+        setRuns((current) => {
+          const byId = new Map(current.map((r) => [r.info.run_id, r]));
+          // A watched run that no longer matches (or was deleted) leaves the table.
+          for (const id of watched) byId.delete(id);
+          for (const r of [...updated, ...started]) byId.set(r.info.run_id, r);
+          return [...byId.values()];
+        });
+        setLoading(false);
+      }, (e) => !stopped && fail(e));
+      return () => {
+        stopped = true;
+      };
+    }
+    // A first load shows rows page by page; a full refresh keeps what is shown until the whole
+    // new list is in, so the table neither shrinks nor loses its scroll position.
+    const pages = [];
     return streamRuns(
       { experimentId, filter },
       (page, done) => {
@@ -49,11 +85,7 @@ export function Runs({ experimentId, params }) {
           setLoading(false);
         }
       },
-      (e) => {
-        setError(e.message);
-        setRuns([]);
-        setLoading(false);
-      },
+      fail,
     );
   }, [experimentId, filter, generation]);
 
