@@ -109,14 +109,15 @@ try {
                  () => document.querySelector(".vtable-row") !== null && performance.now(), "runs/search", 1500);
   }
   if (ONLY !== "table") {
-    // Drawn: the canvas holds more than 2,000 painted pixels (axes alone paint fewer).
+    // Drawn: over 1,000 pixels of the canvas in the curve's colour (#2f6db5; axes and grid are
+    // grey).
     await report(`chart of a ${POINTS}-point metric, drawn`, `${base}/#/runs/${long}?tab=metrics`, () => {
       const c = document.querySelector('.chart[data-metric="curve"] canvas');
       if (!c) return false;
       const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
       let n = 0;
-      for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
-      return n > 2000 && performance.now();
+      for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && d[i + 2] > 120 && d[i + 2] - d[i] > 60) n++;
+      return n > 1000 && performance.now();
     }, "metrics/series", 1000);
   }
 } finally {

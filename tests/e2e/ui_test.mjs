@@ -84,6 +84,7 @@ async function seed(base) {
     runs.push(id);
     const metrics = [{ key: "acc", value: i / 30, timestamp: 1764680000000 + i, step: 0 }];
     if (i === 0) {
+      metrics.push(...[0, 1, 2].map((s) => ({ key: "broken", value: "NaN", timestamp: 1764680000000 + s, step: s })));
       for (let s = 0; s < 5000; s++) {
         metrics.push({ key: "loss", value: 1 / (1 + s) + (s === 2500 ? 3 : 0), timestamp: 1764680000000 + s, step: s });
       }
@@ -212,17 +213,28 @@ test("a long runs table draws only the rows in view", async ({ page, base, data 
 });
 
 test("a filter narrows the rows and a bad one shows the server's error", async ({ page, base, data }) => {
+  // The "live" run is running, so the table is read again after 5 s; the filters below come
+  // after that, as they would for a person watching the table.
+  const refreshed = page.waitForRequest((r) => r.url().includes("runs/search") &&
+                                              (r.postDataJSON().filter || "").includes("run_id IN ("),
+                                        { timeout: 15000 });
   await page.goto(`${base}/#/experiments/${data.exp}`);
-  await page.locator("#run-count", { hasText: "32 runs" }).waitFor();
-  await page.fill("#filter", "metrics.acc > 0.5 and params.optimizer = 'adam'");
-  await page.press("#filter", "Enter");
-  // acc = i/30 > 0.5 for i >= 16; adam for odd i: 17, 19, ..., 29.
-  await page.locator("#run-count", { hasText: "7 runs" }).waitFor();
+  await page.locator("#run-count", { hasText: /^\s*32 runs/ }).waitFor();
+  await refreshed;
   await page.fill("#filter", "metrics.acc >>> 1");
   await page.press("#filter", "Enter");
   const error = page.locator("#filter-error");
   await error.waitFor();
   assert(/invalid|error|parse|expected/i.test(await error.textContent()), "the server's message is shown");
+  // Back to no filter: every run again, and the error gone.
+  await page.fill("#filter", "");
+  await page.press("#filter", "Enter");
+  await page.locator("#run-count", { hasText: /^\s*32 runs/ }).waitFor();
+  await error.waitFor({ state: "detached" });
+  await page.fill("#filter", "metrics.acc > 0.5 and params.optimizer = 'adam'");
+  await page.press("#filter", "Enter");
+  // acc = i/30 > 0.5 for i >= 16; adam for odd i: 17, 19, ..., 29.
+  await page.locator("#run-count", { hasText: /^\s*7 runs/ }).waitFor();
 });
 
 test("a live runs table reads again only the running runs and new ones", async ({ page, base }) => {
@@ -258,6 +270,17 @@ test("a live runs table reads again only the running runs and new ones", async (
   assertEqual(await page.locator(".vtable-row", { hasText: "other" }).count(), 0, "rows of the excluded run");
   assert(filters.some((f) => f.startsWith("params.kind = 'w' and attributes.run_id IN ('")),
          `a refresh asked for the running runs only: ${JSON.stringify(filters)}`);
+  // A refresh that fails keeps the rows and says why; the next one clears the message.
+  const search = "**/api/2.0/mlflow/runs/search";
+  await page.route(search, (route) => route.fulfill({
+    status: 503, contentType: "application/json",
+    body: JSON.stringify({ error_code: "TEMPORARILY_UNAVAILABLE", message: "the server is restarting" }),
+  }));
+  await page.locator("#filter-error", { hasText: "the server is restarting" }).waitFor({ timeout: 15000 });
+  assertEqual(await page.locator(".vtable-row").count(), 3, "rows kept after a failed refresh");
+  await page.unroute(search);
+  await page.locator("#filter-error").waitFor({ state: "detached", timeout: 15000 });
+  await page.locator("#run-count", { hasText: "3 runs · refreshing" }).waitFor();
 });
 
 test("a run's metric chart is drawn from the thinned series", async ({ page, base, data, shot }) => {
@@ -270,13 +293,19 @@ test("a run's metric chart is drawn from the thinned series", async ({ page, bas
   const chart = page.locator('.chart[data-metric="loss"]');
   await chart.locator("canvas").waitFor();
   await chart.locator(".muted", { hasText: "5,000 points" }).waitFor();
-  const painted = await chart.locator("canvas").evaluate((c) => {
+  // Pixels in the first run's colour (#2f6db5): the curve, not the axes or the grid.
+  const curvePixels = (canvas) => canvas.evaluate((c) => {
     const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
     let n = 0;
-    for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && d[i + 2] > 120 && d[i + 2] - d[i] > 60) n++;
     return n;
   });
-  assert(painted > 500, `the canvas has a curve on it (${painted} painted pixels)`);
+  const painted = await curvePixels(chart.locator("canvas"));
+  assert(painted > 1000, `the canvas has a curve on it (${painted} pixels in its colour)`);
+  // A metric that is NaN throughout draws no curve, and says why.
+  const broken = page.locator('.chart[data-metric="broken"]');
+  await broken.locator(".muted", { hasText: "no finite values" }).waitFor();
+  assertEqual(await curvePixels(broken.locator("canvas")), 0, "pixels of a NaN metric's curve");
   await shot("run-metrics");
 });
 
@@ -297,6 +326,8 @@ test("compare highlights exactly the parameters that differ", async ({ page, bas
   // Runs 1 and 2: lr 0.01 both; optimizer adam vs sgd; epochs 10 both.
   await page.goto(`${base}/#/compare?runs=${data.runs[1]},${data.runs[2]}`);
   await page.locator("#compare-table").waitFor();
+  // The environment snapshots load after the table.
+  await page.locator("#package-summary", { hasText: "2 of 3 packages differ" }).waitFor();
   const differing = await page.locator("#compare-table tr.differs").evaluateAll(
     (rows) => rows.map((r) => r.dataset.key));
   assertEqual(differing.filter((k) => k.startsWith("params.")), ["params.optimizer"], "differing parameters");
@@ -304,7 +335,6 @@ test("compare highlights exactly the parameters that differ", async ({ page, bas
   const packages = await page.locator("#package-diff tr.differs").evaluateAll(
     (rows) => rows.map((r) => [r.dataset.package, ...[...r.querySelectorAll("td")].map((td) => td.textContent)]));
   assertEqual(packages, [["numpy", "1.26.4", "2.0.1"], ["scipy", "absent", "1.13.1"]], "packages that differ");
-  await page.locator("#package-summary", { hasText: "2 of 3 packages differ" }).waitFor();
   await page.locator("pre.diff .add", { hasText: "+lr = 0.01" }).waitFor();
   await shot("compare");
 });

@@ -92,6 +92,7 @@ export function MetricChart({ metric, runs, width = 640, height = 280 }) {
   }, [data, xAxis, logScale, alpha, width, height]);
 
   const total = data ? data.reduce((n, s) => n + s.total_points, 0) : 0;
+  const drawable = data && data.some((s) => s.values.some((v) => Number.isFinite(toNumber(v))));
   return (
     <div class="chart" data-metric={metric}>
       <div class="chart-bar">
@@ -113,6 +114,7 @@ export function MetricChart({ metric, runs, width = 640, height = 280 }) {
                  onInput={(e) => setAlpha(Number(e.currentTarget.value))} />
         </label>
         {data && <span class="muted">{total.toLocaleString()} point{total === 1 ? "" : "s"}</span>}
+        {data && total > 0 && !drawable && <span class="muted">no finite values to draw</span>}
       </div>
       {error ? <p class="error">{error}</p> : <div ref={box} class="chart-canvas" />}
     </div>

@@ -40,18 +40,29 @@ export function Runs({ experimentId, params }) {
   }, [experimentId]);
 
   useEffect(() => {
+    const what = experimentId + "\n" + filter;
+    const refreshing = shown.current === what;
+    if (!refreshing) {
+      shown.current = null; // until this list is complete
+      setError(null);
+    }
     setLoading(true);
-    setError(null);
-    const fail = (e) => {
-      setError(e.message);
-      setRuns([]);
+    const loaded = () => {
+      setError(null);
       setLoading(false);
     };
-    const refreshing = shown.current === filter;
+    // A failed first load empties the table; a failed refresh keeps the rows shown, says why,
+    // and is tried again at the next tick.
+    const fail = (e) => {
+      setError(e.message);
+      if (!refreshing) setRuns([]);
+      setLoading(false);
+    };
     const watched = runs.filter((r) => r.info.status === "RUNNING").map((r) => r.info.run_id);
-    if (refreshing && generation % FULL_EVERY !== 0 && watched.length <= MAX_WATCHED) {
+    if (refreshing && generation % FULL_EVERY !== 0 && watched.length > 0 &&
+        watched.length <= MAX_WATCHED) {
       let stopped = false;
-      const since = Math.max(0, ...runs.map((r) => Number(r.info.start_time)));
+      const since = runs.reduce((m, r) => Math.max(m, Number(r.info.start_time)), 0);
       const and = (clause) => (filter ? `${filter} and ${clause}` : clause);
       const ids = watched.map((id) => `'${id}'`).join(", ");
       Promise.all([
@@ -66,7 +77,7 @@ export function Runs({ experimentId, params }) {
           for (const r of [...updated, ...started]) byId.set(r.info.run_id, r);
           return [...byId.values()];
         });
-        setLoading(false);
+        loaded();
       }, (e) => !stopped && fail(e));
       return () => {
         stopped = true;
@@ -81,8 +92,8 @@ export function Runs({ experimentId, params }) {
         pages.push(...page);
         if (!refreshing || done) setRuns([...pages]);
         if (done) {
-          shown.current = filter;
-          setLoading(false);
+          shown.current = what;
+          loaded();
         }
       },
       fail,
