@@ -27,9 +27,9 @@ std::vector<size_t> DownsampleMinMax(const std::vector<double>& values, size_t m
     size_t hi = begin;
     for (size_t i = begin; i < end; ++i) {
       const double v = values[i];
-      if (std::isnan(v)) continue;
-      if (std::isnan(values[lo]) || v < values[lo]) lo = i;
-      if (std::isnan(values[hi]) || v > values[hi]) hi = i;
+      if (!std::isfinite(v)) continue;
+      if (!std::isfinite(values[lo]) || v < values[lo]) lo = i;
+      if (!std::isfinite(values[hi]) || v > values[hi]) hi = i;
     }
     out.push_back(std::min(lo, hi));
     if (lo != hi) out.push_back(std::max(lo, hi));

@@ -46,5 +46,12 @@ TEST(DownsampleTest, NanIsChosenOnlyWhenARunHoldsNothingElse) {
   EXPECT_THAT(DownsampleMinMax(v, 6), ElementsAre(0u, 1u, 3u, 6u));
 }
 
+TEST(DownsampleTest, InfinitiesDoNotHideARunsFinitePeakAndTrough) {
+  const double inf = std::numeric_limits<double>::infinity();
+  // Inner runs: [5, inf, -1] and [-inf, inf, -inf, inf], which keeps its first point.
+  std::vector<double> v = {0, 5, inf, -1, -inf, inf, -inf, inf, 3};
+  EXPECT_THAT(DownsampleMinMax(v, 6), ElementsAre(0u, 1u, 3u, 4u, 8u));
+}
+
 }  // namespace
 }  // namespace cairn::core

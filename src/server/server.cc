@@ -383,11 +383,13 @@ struct Server::Impl {
     Result<service::Download> d = artifacts->Open(path);
     if (!d.ok()) return SendError(res, d.status());
     // A range that runs past the end means up to the end (RFC 9110, 14.1.2); cpp-httplib
-    // would answer the requested length and then run out of bytes. It reads the ranges after
-    // this handler returns, from the request it owns.
+    // would answer the requested length and then run out of bytes. An empty file has no range
+    // to serve and is sent whole, as the RFC allows. cpp-httplib reads the ranges after this
+    // handler returns, from the request it owns.
     auto& ranges = const_cast<httplib::Request&>(req).ranges;
+    if (d->size == 0) ranges.clear();
     for (auto& [first, last] : ranges) {
-      if (d->size > 0 && last >= static_cast<ssize_t>(d->size)) last = d->size - 1;
+      if (last >= static_cast<ssize_t>(d->size)) last = d->size - 1;
     }
     res.set_header("Content-Disposition",
                    "attachment; filename=\"" + DispositionName(d->file_name) + "\"");

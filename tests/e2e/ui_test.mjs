@@ -109,7 +109,7 @@ async function seed(base) {
   const put = (path, body) => api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${root}/${path}`, body);
   await put("notes.txt", "hello from the run\n");
   await put("config.json", '{"layers": 3, "dropout": 0.1}');
-  await put("table.csv", "epoch,acc\n1,0.5\n2,0.7\n");
+  await put("table.csv", 'epoch,acc,note\r\n1,0.5,"warm, up"\r\n2,0.7,"said ""hi"""\r\n');
   await put("model/weights.bin", bytes);
   // Environment snapshots of runs 1 and 2 (numpy changed, scipy only in 2, torch the same)
   // and run 1's uncommitted changes.
@@ -346,6 +346,10 @@ test("an artifact downloads intact and text artifacts preview", async ({ page, b
   await page.locator("#preview pre", { hasText: '"dropout": 0.1' }).waitFor();
   await page.locator("#artifacts button", { hasText: "table.csv" }).click();
   await page.locator("#preview table td", { hasText: "0.7" }).waitFor();
+  // Quoted fields keep their commas and quotes; CRLF leaves nothing in the cells.
+  const cells = await page.locator("#preview table tr").evaluateAll(
+    (rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
+  assertEqual(cells, [["epoch", "acc", "note"], ["1", "0.5", "warm, up"], ["2", "0.7", 'said "hi"']], "CSV cells");
   await page.locator("#artifacts button", { hasText: "model/" }).click();
   const [download] = await Promise.all([
     page.waitForEvent("download"),
@@ -370,6 +374,9 @@ test("the console log follows new lines of a running run", async ({ page, base, 
     chunks: [{ offset: 16, stream: "stdout", timestamp: Date.now(), data: "epoch 2 started\n" }],
   });
   await page.locator("#log", { hasText: "epoch 2 started" }).waitFor({ timeout: 10000 });
+  // The run ends: the page's header follows (the run is read again while it is active).
+  await api(base, "POST", "/api/2.0/mlflow/runs/update", { run_id: data.live, status: "FINISHED", end_time: Date.now() });
+  await page.locator("h1 .status", { hasText: "FINISHED" }).waitFor({ timeout: 15000 });
 });
 
 test("a pipeline run is drawn as its DAG with each step's state", async ({ page, base, data, shot }) => {

@@ -1076,6 +1076,10 @@ class ArtifactsTest(ApiTestCase):
         self.assertEqual((resp.status, resp.raw), (206, b"0123456789abcdef"))
         self.assertEqual(resp.header("Content-Range"), "bytes 0-15/16")
         self.assertIn("sandbox", resp.header("Content-Security-Policy", ""))
+        # An empty file has no range to serve: it comes whole (and empty).
+        self.assertEqual(self.put_artifact(root, "empty.txt", b"").status, 200)
+        resp = C.get(ARTIFACTS + "/" + root + "/empty.txt", raw=True, headers={"Range": "bytes=0-2097151"})
+        self.assertEqual((resp.status, resp.raw, resp.header("Content-Range")), (200, b"", None))
 
     def test_put_overwrites_and_empty_file_round_trips(self):
         _, root = self.new_run_with_root()

@@ -34,10 +34,11 @@ function useRunFiles(runs) {
     if (!runs) return undefined;
     let live = true;
     const optional = (run, path) => fetchArtifactText(run, path).catch(() => null);
-    Promise.all(runs.map(async (r) => ({
-      packages: await optional(r, "cairn/environment/pylock.toml").then((t) => (t ? lockPackages(t) : null)),
-      diff: await optional(r, "cairn/code.diff"),
-    }))).then((f) => live && setFiles(f));
+    Promise.all(runs.map(async (r) => {
+      const [lock, diff] = await Promise.all([optional(r, "cairn/environment/pylock.toml"),
+                                              optional(r, "cairn/code.diff")]);
+      return { packages: lock ? lockPackages(lock) : null, diff };
+    })).then((f) => live && setFiles(f));
     return () => {
       live = false;
     };

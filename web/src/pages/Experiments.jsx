@@ -6,20 +6,27 @@ import { formatTime } from "../util.js";
 
 export function Experiments() {
   const [experiments, setExperiments] = useState(null);
-  const [counts, setCounts] = useState({});
+  const [counts, setCounts] = useState(null); // by experiment id; null: not known
   const [error, setError] = useState(null);
   const [name, setName] = useState("");
 
   // Run counts come from one request over all experiments; the experiment's own
   // last_update_time changes only when the experiment itself does, so the last activity is the
   // later of it and its runs' latest start or end.
-  const load = () =>
-    Promise.all([listExperiments(), experimentStats()])
-      .then(([list, stats]) => {
+  // Without the counts the list still shows; a successful load clears an earlier error.
+  const load = () => {
+    const stats = experimentStats().catch((e) => {
+      setError("Run counts: " + e.message);
+      return null;
+    });
+    return Promise.all([listExperiments(), stats])
+      .then(([list, st]) => {
         setExperiments(list);
-        setCounts(Object.fromEntries(stats.map((st) => [st.experiment_id, st])));
+        setCounts(st && Object.fromEntries(st.map((x) => [x.experiment_id, x])));
+        if (st) setError(null);
       })
       .catch((e) => setError(e.message));
+  };
   useEffect(() => {
     load();
   }, []);
@@ -60,7 +67,8 @@ export function Experiments() {
           </thead>
           <tbody>
             {experiments.map((e) => {
-              const st = counts[e.experiment_id] || { runs: 0, running: 0, last_activity: 0 };
+              const st = !counts ? { runs: "…", running: 0, last_activity: 0 }
+                : counts[e.experiment_id] || { runs: 0, running: 0, last_activity: 0 };
               return (
                 <tr key={e.experiment_id} data-experiment={e.experiment_id}>
                   <td><a href={href("experiments", e.experiment_id)}>{e.name}</a></td>

@@ -10,6 +10,7 @@ import { Diff } from "../components/Diff.jsx";
 import { href } from "../router.js";
 import { formatDuration, formatTime, formatValue, runDuration, runFields, runName } from "../util.js";
 
+const REFRESH_MS = 5000;
 const TABS = ["overview", "parameters", "metrics", "log", "artifacts", "environment"];
 
 export function Run({ runId, params }) {
@@ -17,9 +18,23 @@ export function Run({ runId, params }) {
   const [error, setError] = useState(null);
   const tab = TABS.includes(params.get("tab")) ? params.get("tab") : "overview";
   useEffect(() => {
-    mlflow.get("runs/get", { run_id: runId })
-      .then((r) => setRun(r.run))
-      .catch((e) => setError(e.message));
+    let stop = false;
+    let timer;
+    // While the run is active its status, times, metrics and tags move: read it again.
+    const load = () =>
+      mlflow.get("runs/get", { run_id: runId })
+        .then((r) => {
+          if (stop) return;
+          setRun(r.run);
+          setError(null);
+          if (r.run.info.status === "RUNNING") timer = setTimeout(load, REFRESH_MS);
+        })
+        .catch((e) => !stop && setError(e.message));
+    load();
+    return () => {
+      stop = true;
+      clearTimeout(timer);
+    };
   }, [runId]);
   if (error) return <p class="error" role="alert">{error}</p>;
   if (!run) return <p class="muted">Loading…</p>;
@@ -186,7 +201,7 @@ function Artifacts({ run }) {
       <div class="artifact-list">
         <p class="muted">/{path}</p>
         {path && <p><button class="link" onClick={() => setPath(up)}>..</button></p>}
-        {!files ? <p class="muted">Loading…</p> : files.length === 0 ? <p class="muted">No artifacts.</p> : (
+        {!files ? <p class="muted">Loading…</p> : files.length === 0 ? <p class="muted">{noArtifacts(run)}</p> : (
           <ul id="artifacts">
             {files.map((f) => (
               <li key={f.path}>
@@ -202,6 +217,51 @@ function Artifacts({ run }) {
   );
 }
 
+// Runs of an experiment created with its own artifact location (a path, s3://...) have their
+// artifacts written there by the client; the server does not serve them.
+function noArtifacts(run) {
+  const uri = run.info.artifact_uri || "";
+  if (uri.startsWith("mlflow-artifacts:")) return "No artifacts.";
+  return `No artifacts kept by this server: the run's artifacts go to ${uri}, where its client writes them.`;
+}
+
+// Rows of CSV text (RFC 4180: quoted fields may hold the separator, newlines and doubled
+// quotes; CRLF or LF line ends), at most `limit` of them.
+function parseCsv(text, sep, limit) {
+  const rows = [];
+  let row = [];
+  let field = "";
+  let quoted = false;
+  for (let i = 0; i < text.length && rows.length < limit; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (c === '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c === '"' && field === "") {
+      quoted = true;
+    } else if (c === sep) {
+      row.push(field);
+      field = "";
+    } else if (c === "\n" || c === "\r") {
+      if (c === "\r" && text[i + 1] === "\n") i++;
+      row.push(field);
+      if (row.length > 1 || row[0] !== "") rows.push(row);
+      row = [];
+      field = "";
+    } else {
+      field += c;
+    }
+  }
+  if ((field !== "" || row.length) && rows.length < limit) rows.push([...row, field]);
+  return rows;
+}
+
 function Preview({ run, p }) {
   if (p.kind === "loading") return <p class="muted">Loading…</p>;
   if (p.kind === "image") return <img src={artifactUrl(run, p.path)} alt={p.path} />;
@@ -213,8 +273,7 @@ function Preview({ run, p }) {
     return <pre>{pretty}</pre>;
   }
   if (p.kind === "csv") {
-    const sep = p.path.endsWith(".tsv") ? "\t" : ",";
-    const rows = p.text.split("\n").filter(Boolean).slice(0, 200).map((l) => l.split(sep));
+    const rows = parseCsv(p.text, p.path.endsWith(".tsv") ? "\t" : ",", 200);
     return (
       <table class="table csv"><tbody>
         {rows.map((r, i) => <tr key={i}>{r.map((c, j) => (i === 0 ? <th key={j}>{c}</th> : <td key={j}>{c}</td>))}</tr>)}
