@@ -180,6 +180,24 @@ test("the experiments page lists experiments with their run counts", async ({ pa
   await shot("experiments");
 });
 
+test("an experiment is created, renamed and deleted from the experiments page", async ({ page, base }) => {
+  await page.goto(base + "/");
+  await page.locator("#experiments").waitFor();
+  await page.fill('input[placeholder="new experiment name"]', "scratch");
+  await page.click("button[type=submit]");
+  const row = (name) => page.locator("#experiments tr", { has: page.locator("td a", { hasText: new RegExp(`^${name}$`) }) });
+  await row("scratch").waitFor();
+  page.once("dialog", (d) => d.accept("scratch-2"));
+  await row("scratch").locator("button", { hasText: "Rename" }).click();
+  await row("scratch-2").waitFor();
+  page.once("dialog", (d) => d.accept());
+  await row("scratch-2").locator("button", { hasText: "Delete" }).click();
+  await row("scratch-2").waitFor({ state: "detached" });
+  const { experiments } = await api(base, "POST", "/api/2.0/mlflow/experiments/search",
+                                    { max_results: 1000, view_type: "DELETED_ONLY" });
+  assert(experiments.some((e) => e.name === "scratch-2"), "the experiment is deleted, not gone");
+});
+
 test("the runs table shows the runs, sorts by a column, and keeps headers over columns", async ({ page, base, data, shot }) => {
   await page.goto(`${base}/#/experiments/${data.exp}`);
   await page.locator("#run-count", { hasText: "32 runs" }).waitFor();
