@@ -28,8 +28,8 @@ npm-deps: $(NODE_TEST_DIR)/node_modules/.package-lock.json
 $(NODE_TEST_DIR)/node_modules/.package-lock.json: $(NODE_TEST_DIR)/package-lock.json
 	cd $(NODE_TEST_DIR) && npm ci --no-audit --no-fund
 
-# The web UI: npm ci when web's lock file changed, vite build when a source did. The server
-# serves web/dist at /.
+# The web UI: npm ci when web's lock file changed, vite build when a source did. The build
+# compiles web/dist into the binary, which serves it at /.
 ui: $(WEB_DIR)/dist/index.html
 
 $(WEB_DIR)/node_modules/.package-lock.json: $(WEB_DIR)/package-lock.json
@@ -41,9 +41,10 @@ $(WEB_DIR)/dist/index.html: $(WEB_DIR)/node_modules/.package-lock.json $(WEB_SOU
 $(BUILD_DIR)/build.ninja: CMakeLists.txt CMakePresets.json
 	cmake --preset $(PRESET)
 
+# The UI first: the binary carries web/dist inside it.
 build: deps $(BUILD_DIR)/build.ninja
-	cmake --build --preset $(PRESET) -j $(JOBS)
 	@$(MAKE) --no-print-directory ui
+	cmake --build --preset $(PRESET) -j $(JOBS)
 
 run: build npm-deps
 	$(CAIRN) server --host $(HOST) --port $(PORT)
@@ -66,7 +67,7 @@ test: build npm-deps
 sanitized-test: deps npm-deps ui
 	cmake --preset debug
 	cmake --build --preset debug -j $(JOBS)
-	@status=0; LSAN_OPTIONS=$(LSAN_OPTIONS) ctest --preset debug -LE slow --output-on-failure \
+	@status=0; LSAN_OPTIONS=$(LSAN_OPTIONS) ctest --preset debug -LE "slow|package" --output-on-failure \
 	  || status=$$?; \
 	echo "Suite results (debug, ASan + UBSan):"; \
 	grep -hE $(SUITE_LINES) build/debug/Testing/Temporary/LastTest.log | sed 's/^/  /'; \

@@ -10,6 +10,9 @@ Settings (environment, read when a Transport is made):
   CAIRN_HTTP_MAX_RETRIES   retries after the first attempt (default 7)
   CAIRN_HTTP_BACKOFF       first backoff in seconds, doubled per retry up to 30 s (default 0.5)
   CAIRN_HTTP_TIMEOUT       socket timeout per request in seconds (default 120)
+  CAIRN_CA_BUNDLE          PEM file of the certificate authorities an https:// server's
+                           certificate must chain to (MLflow's MLFLOW_TRACKING_SERVER_CERT_PATH
+                           is read too); default: the system's
 Authentication as MLflow clients do it: MLFLOW_TRACKING_TOKEN (bearer), or
 MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (basic).
 """
@@ -143,6 +146,13 @@ class Transport:
 
     # -- internals ----------------------------------------------------------------------------
 
+    def _tls_context(self):
+        if getattr(self, "_tls", None) is None:
+            cafile = (os.environ.get("CAIRN_CA_BUNDLE")
+                      or os.environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH") or None)
+            self._tls = ssl.create_default_context(cafile=cafile)
+        return self._tls
+
     def _connection(self):
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid != os.getpid():
@@ -150,7 +160,7 @@ class Transport:
         if conn is None:
             if self._https:
                 conn = http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout,
-                                                   context=ssl.create_default_context(),
+                                                   context=self._tls_context(),
                                                    blocksize=UPLOAD_BLOCK_SIZE)
             else:
                 conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout,

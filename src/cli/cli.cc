@@ -1,6 +1,7 @@
 #include "cli/cli.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 
 #include "cli/commands.h"
@@ -13,6 +14,14 @@ void AddTrackingUriOption(CLI::App* cmd, std::string* uri) {
   cmd->add_option("--tracking-uri", *uri,
                   "Tracking server (default $CAIRN_TRACKING_URI, else $MLFLOW_TRACKING_URI, "
                   "else http://127.0.0.1:5000)");
+  // Passed on through the environment, so that the clients of processes cairn starts (a
+  // training script under `cairn run`) trust the same authority.
+  cmd->add_option_function<std::string>(
+         "--ca-cert",
+         [](const std::string& file) { setenv("CAIRN_CA_BUNDLE", file.c_str(), 1); },
+         "PEM file of the certificate authority an https:// tracking server's certificate "
+         "chains to (default $CAIRN_CA_BUNDLE, else the system's)")
+      ->check(CLI::ExistingFile);
 }
 
 std::unique_ptr<client::TrackingClient> ConnectOrExplain(const std::string& tracking_uri_flag) {

@@ -2,8 +2,11 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <chrono>
 #include <cstdlib>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.h"
 #include "server/server.h"
@@ -21,11 +24,50 @@ struct ServerFlags {
   std::string default_artifact_root;
   bool serve_artifacts = true;
   int workers = 0;
-  int threads = 64;
+  int threads = 32;
+  int io_threads = 0;
   int run_heartbeat_timeout = 120;
   std::string ui_dir;
   std::string log_level = "info";
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;
+  std::string tls_cert;
+  std::string tls_key;
+  int max_header_bytes = 16 << 10;
+  int max_headers = 100;
+  double header_timeout = 10;
+  double idle_timeout = 60;
+  int max_connections = 10'000;
+  std::string max_upload = "10G";
+  double shutdown_grace = 30;
 };
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// "10G", "512M", "64K", "1000": bytes, powers of 1024.
+bool ParseSize(const std::string& text, uint64_t* out) {
+  if (text.empty()) return false;
+  size_t used = 0;
+  unsigned long long n = 0;
+  try {
+    n = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  std::string unit = text.substr(used);
+  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  int shift = 0;
+  if (unit == "K" || unit == "k" || unit == "Ki") shift = 10;
+  else if (unit == "M" || unit == "m" || unit == "Mi") shift = 20;
+  else if (unit == "G" || unit == "g" || unit == "Gi") shift = 30;
+  else if (unit == "T" || unit == "t" || unit == "Ti") shift = 40;
+  else if (!unit.empty()) return false;
+  if (shift > 0 && n > (UINT64_MAX >> shift)) return false;
+  *out = static_cast<uint64_t>(n) << shift;
+  return true;
+}
 
 int RunServer(ServerFlags flags) {
   LogLevel level;
@@ -42,6 +84,21 @@ int RunServer(ServerFlags flags) {
   options.host = flags.host;
   options.port = flags.port;
   options.threads = flags.threads;
+  options.io_threads = flags.io_threads;
+  options.allowed_hosts = flags.allowed_hosts;
+  options.cors_origins = flags.cors_origins;
+  options.tls_cert_file = flags.tls_cert;
+  options.tls_key_file = flags.tls_key;
+  options.limits.max_header_bytes = static_cast<size_t>(flags.max_header_bytes);
+  options.limits.max_headers = static_cast<size_t>(flags.max_headers);
+  options.limits.header_timeout = Millis(flags.header_timeout);
+  options.limits.idle_timeout = Millis(flags.idle_timeout);
+  options.limits.max_connections = static_cast<size_t>(flags.max_connections);
+  options.limits.shutdown_grace = Millis(flags.shutdown_grace);
+  if (!ParseSize(flags.max_upload, &options.max_upload_bytes)) {
+    std::fprintf(stderr, "error: --max-upload takes a size such as 10G, 512M or 1000000\n");
+    return 2;
+  }
   options.run_heartbeat_timeout_seconds = flags.run_heartbeat_timeout;
   options.ui_dir = flags.ui_dir;
   options.backend_store_uri = flags.backend_store_uri.empty()
@@ -70,8 +127,9 @@ int RunServer(ServerFlags flags) {
   server::Server* s = srv->get();
   std::printf("cairn server listening on %s (store %s, artifacts %s)\n", s->url().c_str(),
               options.backend_store_uri.c_str(), options.artifacts_destination.c_str());
-  if (s->ui_dir().empty()) {
-    std::printf("web UI not built (make build builds it); %s/ says how\n", s->url().c_str());
+  if (s->ui_source().empty()) {
+    std::printf("this binary has no web UI (make build builds one in); %s/ says how\n",
+                s->url().c_str());
   } else {
     std::printf("open %s/ in a browser for the web UI\n", s->url().c_str());
   }
@@ -84,10 +142,9 @@ int RunServer(ServerFlags flags) {
                           : "SIGTERM: finishing requests in flight, then stopping");
     s->Stop();
   });
-  s->Serve();
-  // Serve() can also return on its own (a listen error); wake the watcher so it can be joined.
-  pthread_kill(watcher.native_handle(), SIGTERM);
+  const bool clean = s->Serve();
   watcher.join();
+  if (!clean) LogWarning("requests still in flight at the end of the grace period were cut off");
   srv->reset();
   LogInfo("stopped; store closed");
   return 0;
@@ -121,17 +178,61 @@ void RegisterServer(CLI::App& app, Action* action) {
   cmd->add_option("--workers,-w", flags->workers,
                   "Accepted for compatibility with `mlflow server` and ignored: one process "
                   "serves all connections");
-  cmd->add_option("--threads", flags->threads, "Connections served at once")
+  cmd->add_option("--threads", flags->threads,
+                  "Requests handled at once (handler threads); connections hold no thread")
       ->capture_default_str()
       ->check(CLI::Range(2, 4096));
+  cmd->add_option("--io-threads", flags->io_threads,
+                  "Threads that carry connections' I/O (default: one per core)")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--allowed-hosts", flags->allowed_hosts,
+                  "Names the Host header may carry besides localhost, IP addresses, this "
+                  "machine's name and --host (DNS-rebinding protection); '*.example.com' "
+                  "allows a domain, '*' any name. Comma-separated or repeated")
+      ->delimiter(',');
+  cmd->add_option("--cors-origins", flags->cors_origins,
+                  "Origins (https://notebooks.example.com) whose pages may call the API from a "
+                  "browser; off by default, '*' allows any. Comma-separated or repeated")
+      ->delimiter(',');
+  cmd->add_option("--tls-cert", flags->tls_cert,
+                  "PEM certificate chain: serve HTTPS (with --tls-key)");
+  cmd->add_option("--tls-key", flags->tls_key, "PEM private key for --tls-cert");
+  cmd->add_option("--max-header-bytes", flags->max_header_bytes,
+                  "Largest request line plus headers; larger gets 431")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 1 << 20));
+  cmd->add_option("--max-headers", flags->max_headers,
+                  "Most header fields in a request; more gets 431")
+      ->capture_default_str()
+      ->check(CLI::Range(8, 10000));
+  cmd->add_option("--header-timeout", flags->header_timeout,
+                  "Seconds from a request's first byte to its last header; slower gets 408")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--idle-timeout", flags->idle_timeout,
+                  "Seconds an idle keep-alive connection stays open")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
+  cmd->add_option("--max-connections", flags->max_connections,
+                  "Open connections at most; more are answered 503 and closed")
+      ->capture_default_str()
+      ->check(CLI::Range(16, 1'000'000));
+  cmd->add_option("--max-upload", flags->max_upload,
+                  "Largest artifact upload (K, M, G, T suffixes); larger gets 413 and nothing "
+                  "of it is kept")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-grace", flags->shutdown_grace,
+                  "Seconds that requests in flight get to finish after SIGTERM or Ctrl-C")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--run-heartbeat-timeout", flags->run_heartbeat_timeout,
                   "Seconds without a heartbeat after which a run started by `cairn run` is "
                   "marked FAILED (its wrapper or host died); 0 never does")
       ->capture_default_str()
       ->check(CLI::Range(0, 86400 * 365));
   cmd->add_option("--ui-dir", flags->ui_dir,
-                  "The built web UI to serve at / (default $CAIRN_UI_DIR, else web/dist of the "
-                  "source tree the binary was built in)");
+                  "Serve the web UI from this directory (a web/dist being developed) instead of "
+                  "the one built into the binary (default $CAIRN_UI_DIR when set)");
   cmd->add_option("--log-level", flags->log_level, "debug, info, warning or error")
       ->capture_default_str();
   cmd->callback([flags, action] { *action = [flags] { return RunServer(*flags); }; });

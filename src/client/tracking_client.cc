@@ -1,13 +1,15 @@
 #include "client/tracking_client.h"
 
-#include <httplib.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
+
+#include "util/curl_api.h"
 
 namespace cairn::client {
 namespace {
@@ -173,40 +175,165 @@ std::string ResolveTrackingUri(const std::string& flag) {
   return "http://127.0.0.1:5000";
 }
 
+namespace {
+
+// One HTTP exchange's answer.
+struct Reply {
+  long status = 0;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  std::string Header(std::string_view name) const {
+    for (const auto& [n, v] : headers) {
+      if (n.size() == name.size() &&
+          std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
+            return std::tolower(static_cast<unsigned char>(a)) ==
+                   std::tolower(static_cast<unsigned char>(b));
+          })) {
+        return v;
+      }
+    }
+    return "";
+  }
+};
+
+// One request: an in-memory body, or a file streamed as a PUT body.
+struct Request {
+  const char* method = "GET";
+  std::string path;  // with the URI's prefix and any query
+  std::string_view body;
+  const char* content_type = nullptr;
+  std::string upload_file;  // PUT this file's bytes instead of `body`
+};
+
+size_t AppendBody(char* data, size_t size, size_t n, void* out) {
+  static_cast<Reply*>(out)->body.append(data, size * n);
+  return size * n;
+}
+
+size_t AppendHeader(char* data, size_t size, size_t n, void* out) {
+  std::string_view line(data, size * n);
+  const size_t colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n')) value.remove_suffix(1);
+    static_cast<Reply*>(out)->headers.emplace_back(std::string(line.substr(0, colon)),
+                                                   std::string(value));
+  } else if (line.starts_with("HTTP/")) {
+    static_cast<Reply*>(out)->headers.clear();  // a 100 Continue's headers precede the answer's
+  }
+  return size * n;
+}
+
+size_t ReadFromFile(char* buffer, size_t size, size_t n, void* in) {
+  return std::fread(buffer, 1, size * n, static_cast<std::FILE*>(in));
+}
+
+}  // namespace
+
 struct TrackingClient::Impl {
   ClientOptions options;
   std::string origin;  // scheme://host:port
   std::string prefix;  // path prefix without a trailing '/'
-  httplib::Client http;
+  // One handle, reused so that its connection is kept alive between requests; one request at
+  // a time.
+  std::mutex mu;
+  CURL* curl = nullptr;
 
   Impl(ClientOptions o, std::string origin_in, std::string prefix_in)
-      : options(std::move(o)),
-        origin(std::move(origin_in)),
-        prefix(std::move(prefix_in)),
-        http(origin) {
-    http.set_connection_timeout(options.timeout_seconds);
-    http.set_read_timeout(options.timeout_seconds);
-    http.set_write_timeout(options.timeout_seconds);
-    http.set_keep_alive(true);
-    http.set_tcp_nodelay(true);
+      : options(std::move(o)), origin(std::move(origin_in)), prefix(std::move(prefix_in)) {}
+  ~Impl() {
+    if (curl != nullptr) Curl().easy_cleanup(curl);
   }
 
-  // Sends a request, retrying connection failures and 5xx answers; parses the JSON answer.
-  // `send` makes one attempt.
-  Result<json> Call(const std::string& what, const std::function<httplib::Result()>& send) {
+  // One attempt. kUnavailable when no answer came (the server cannot be reached, or the
+  // connection failed midway); an HTTP error status is a Reply.
+  Result<Reply> Send(const Request& r) {
+    const CurlApi& api = Curl();
+    if (!api.error.empty()) return Unavailable(api.error);
+    if (curl == nullptr) curl = api.easy_init();
+    if (curl == nullptr) return Unavailable("curl_easy_init failed");
+    api.easy_reset(curl);
+    const std::string url = origin + r.path;
+    char error[CURL_ERROR_SIZE] = {};
+    Reply reply;
+    api.easy_setopt(curl, CURLOPT_URL, url.c_str());
+    api.easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+    api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    api.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    api.easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+    api.easy_setopt(curl, CURLOPT_USERAGENT, "cairn");
+    api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options.timeout_seconds));
+    if (!options.ca_cert.empty()) api.easy_setopt(curl, CURLOPT_CAINFO, options.ca_cert.c_str());
+    api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
+    api.easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
+    api.easy_setopt(curl, CURLOPT_HEADERFUNCTION, AppendHeader);
+    api.easy_setopt(curl, CURLOPT_HEADERDATA, &reply);
+    curl_slist* headers = nullptr;
+    if (r.content_type != nullptr) {
+      headers = api.slist_append(headers, (std::string("Content-Type: ") + r.content_type).c_str());
+    }
+    std::FILE* file = nullptr;
+    if (!r.upload_file.empty()) {
+      file = std::fopen(r.upload_file.c_str(), "rb");
+      if (file == nullptr) {
+        if (headers != nullptr) api.slist_free_all(headers);
+        return NotFound("cannot read " + r.upload_file);
+      }
+      std::fseek(file, 0, SEEK_END);
+      const long size = std::ftell(file);
+      std::rewind(file);
+      api.easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+      api.easy_setopt(curl, CURLOPT_READFUNCTION, ReadFromFile);
+      api.easy_setopt(curl, CURLOPT_READDATA, file);
+      api.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
+      // Large files take what they take; only a stall ends them.
+      api.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      api.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.timeout_seconds));
+    } else {
+      api.easy_setopt(curl, CURLOPT_TIMEOUT, static_cast<long>(options.timeout_seconds));
+      // Small bodies go at once, without waiting for "100 Continue".
+      headers = api.slist_append(headers, "Expect:");
+      if (std::string_view(r.method) == "GET") {
+        api.easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+      } else {
+        api.easy_setopt(curl, CURLOPT_POSTFIELDS, r.body.data());
+        api.easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+        if (std::string_view(r.method) != "POST") {
+          api.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method);
+        }
+      }
+    }
+    if (headers != nullptr) api.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    const CURLcode rc = api.easy_perform(curl);
+    if (headers != nullptr) api.slist_free_all(headers);
+    if (file != nullptr) std::fclose(file);
+    if (rc != CURLE_OK) {
+      return Unavailable("cannot reach the tracking server at " + options.tracking_uri + " (" +
+                         (error[0] != '\0' ? std::string(error)
+                                           : std::string(api.easy_strerror(rc))) +
+                         ")");
+    }
+    api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
+    return reply;
+  }
+
+  // Sends a request, retrying connection failures and 5xx answers; a 4xx answer is the
+  // Status of the server's MLflow error.
+  Result<Reply> Exchange(const std::string& what, const Request& request) {
+    std::lock_guard<std::mutex> lock(mu);
     std::string last_error;
     for (int attempt = 0; attempt <= options.retries; ++attempt) {
       if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
-      httplib::Result res = send();
-      if (!res) {
-        last_error = "cannot reach the tracking server at " + options.tracking_uri + " (" +
-                     httplib::to_string(res.error()) + ")";
+      Result<Reply> res = Send(request);
+      if (!res.ok()) {
+        if (res.status().code() != StatusCode::kUnavailable) return res.status();
+        last_error = res.status().message();
         continue;
       }
+      if (res->status >= 200 && res->status < 300) return res;
       json body = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-      if (res->status >= 200 && res->status < 300) {
-        return body.is_discarded() ? json::object() : body;
-      }
       std::string message = body.is_object() ? Str(body, "message") : std::string();
       if (message.empty()) message = res->body.substr(0, 300);
       StatusCode code =
@@ -220,15 +347,32 @@ struct TrackingClient::Impl {
     return Unavailable(last_error);
   }
 
+  // Exchange, with the answer parsed as JSON ({} when it is not JSON).
+  Result<json> Call(const std::string& what, const Request& request) {
+    CAIRN_ASSIGN_OR_RETURN(Reply reply, Exchange(what, request));
+    json body = json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+    return body.is_discarded() ? json::object() : body;
+  }
+
   Result<json> Post(const std::string& endpoint, const json& body) {
-    std::string path = prefix + "/api/2.0/mlflow/" + endpoint;
     std::string text = body.dump();
-    return Call(endpoint, [&] { return http.Post(path, text, "application/json"); });
+    return PostText(endpoint, prefix + "/api/2.0/mlflow/" + endpoint, text);
+  }
+
+  Result<json> PostText(const std::string& what, const std::string& path,
+                        std::string_view text) {
+    Request r;
+    r.method = "POST";
+    r.path = path;
+    r.body = text;
+    r.content_type = "application/json";
+    return Call(what, r);
   }
 
   Result<json> Get(const std::string& endpoint, const std::string& query) {
-    std::string path = prefix + "/api/2.0/mlflow/" + endpoint + "?" + query;
-    return Call(endpoint, [&] { return http.Get(path); });
+    Request r;
+    r.path = prefix + "/api/2.0/mlflow/" + endpoint + "?" + query;
+    return Call(endpoint, r);
   }
 
   Result<std::string> ArtifactPath(const std::string& artifact_uri,
@@ -256,19 +400,22 @@ TrackingClient::~TrackingClient() = default;
 
 Result<std::unique_ptr<TrackingClient>> TrackingClient::Create(const ClientOptions& options) {
   const std::string& uri = options.tracking_uri;
-  if (uri.starts_with("https://")) {
-    return Unimplemented("https tracking URIs are not supported yet: " + uri);
+  const size_t scheme = uri.starts_with("http://") ? 7 : uri.starts_with("https://") ? 8 : 0;
+  if (scheme == 0) {
+    return InvalidArgument("tracking URI must start with http:// or https://, got '" + uri + "'");
   }
-  if (!uri.starts_with("http://")) {
-    return InvalidArgument("tracking URI must start with http://, got '" + uri + "'");
+  ClientOptions resolved = options;
+  if (resolved.ca_cert.empty()) {
+    const char* bundle = std::getenv("CAIRN_CA_BUNDLE");
+    if (bundle != nullptr) resolved.ca_cert = bundle;
   }
-  size_t path_start = uri.find('/', 7);
+  size_t path_start = uri.find('/', scheme);
   std::string origin = uri.substr(0, path_start);
   std::string prefix = path_start == std::string::npos ? "" : uri.substr(path_start);
   while (prefix.ends_with("/")) prefix.pop_back();
-  if (origin.size() <= 7) return InvalidArgument("tracking URI has no host: '" + uri + "'");
+  if (origin.size() <= scheme) return InvalidArgument("tracking URI has no host: '" + uri + "'");
   return std::unique_ptr<TrackingClient>(
-      new TrackingClient(std::make_unique<Impl>(options, origin, prefix)));
+      new TrackingClient(std::make_unique<Impl>(resolved, origin, prefix)));
 }
 
 const std::string& TrackingClient::tracking_uri() const { return impl_->options.tracking_uri; }
@@ -350,18 +497,10 @@ Result<std::vector<TrackingClient::ArtifactFile>> TrackingClient::ListArtifacts(
 
 Result<std::string> TrackingClient::DownloadArtifact(const std::string& artifact_uri,
                                                      const std::string& artifact_path) {
-  CAIRN_ASSIGN_OR_RETURN(std::string path, impl_->ArtifactPath(artifact_uri, artifact_path));
-  std::string content;
-  auto get = [&]() -> httplib::Result {
-    httplib::Result res = impl_->http.Get(path);
-    if (res && res->status == 200) {
-      content = std::move(res->body);
-      res->body = "{}";  // the content is taken; Call parses the body as JSON
-    }
-    return res;
-  };
-  CAIRN_RETURN_IF_ERROR(impl_->Call("download " + artifact_path, get).status());
-  return content;
+  Request r;
+  CAIRN_ASSIGN_OR_RETURN(r.path, impl_->ArtifactPath(artifact_uri, artifact_path));
+  CAIRN_ASSIGN_OR_RETURN(Reply reply, impl_->Exchange("download " + artifact_path, r));
+  return std::move(reply.body);
 }
 
 Result<core::RunInfo> TrackingClient::CreateRun(const std::string& experiment_id,
@@ -390,11 +529,8 @@ Result<core::RunInfo> TrackingClient::CreateRunWithId(const std::string& run_id,
   for (const core::Tag& t : tags) {
     if (t.key == "mlflow.user") body["user_id"] = t.value;
   }
-  std::string path = impl_->prefix + "/api/cairn/v1/runs";
-  std::string text = body.dump();
-  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Call("create run", [&] {
-    return impl_->http.Post(path, text, "application/json");
-  }));
+  CAIRN_ASSIGN_OR_RETURN(
+      json r, impl_->PostText("create run", impl_->prefix + "/api/cairn/v1/runs", body.dump()));
   core::RunInfo info;
   info.run_id = Str(r, "run_id");
   info.experiment_id = Str(r, "experiment_id");
@@ -445,9 +581,7 @@ Result<int64_t> TrackingClient::AppendRunLog(const std::string& run_id,
   // Console text is UTF-8 already (the wrapper decodes it); replace anything else rather
   // than fail the upload.
   std::string text = json{{"chunks", items}}.dump(-1, ' ', false, json::error_handler_t::replace);
-  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Call("console log upload", [&] {
-    return impl_->http.Post(path, text, "application/json");
-  }));
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->PostText("console log upload", path, text));
   return Int(r, "length");
 }
 
@@ -455,56 +589,36 @@ Result<TrackingClient::LogPage> TrackingClient::ReadRunLog(const std::string& ru
                                                            int64_t offset) {
   std::string path = impl_->prefix + "/api/cairn/v1/runs/" + PercentEncode(run_id) +
                      "/log?offset=" + std::to_string(offset);
+  Request r;
+  r.path = path;
+  CAIRN_ASSIGN_OR_RETURN(Reply reply, impl_->Exchange("console log", r));
   LogPage page;
-  CAIRN_RETURN_IF_ERROR(impl_->Call("console log", [&]() -> httplib::Result {
-    httplib::Result res = impl_->http.Get(path);
-    if (res && res->status == 200) {
-      page.text = res->body;
-      page.next_offset = std::strtoll(res->get_header_value("X-Cairn-Log-Next-Offset").c_str(),
-                                      nullptr, 10);
-      core::ParseRunStatus(res->get_header_value("X-Cairn-Run-Status"), &page.run_status);
-      res->body = "{}";  // the text is taken; Call parses the body as JSON
-    }
-    return res;
-  }).status());
+  page.text = std::move(reply.body);
+  page.next_offset = std::strtoll(reply.Header("X-Cairn-Log-Next-Offset").c_str(), nullptr, 10);
+  core::ParseRunStatus(reply.Header("X-Cairn-Run-Status"), &page.run_status);
   return page;
 }
 
 Status TrackingClient::UploadArtifact(const std::string& artifact_uri,
                                       const std::string& artifact_path,
                                       const std::string& content) {
-  CAIRN_ASSIGN_OR_RETURN(std::string path, impl_->ArtifactPath(artifact_uri, artifact_path));
-  return impl_
-      ->Call("upload " + artifact_path,
-             [&] { return impl_->http.Put(path, content, "application/octet-stream"); })
-      .status();
+  Request r;
+  r.method = "PUT";
+  CAIRN_ASSIGN_OR_RETURN(r.path, impl_->ArtifactPath(artifact_uri, artifact_path));
+  r.body = content;
+  r.content_type = "application/octet-stream";
+  return impl_->Exchange("upload " + artifact_path, r).status();
 }
 
 Status TrackingClient::UploadArtifactFile(const std::string& artifact_uri,
                                           const std::string& artifact_path,
                                           const std::string& local_path) {
-  CAIRN_ASSIGN_OR_RETURN(std::string path, impl_->ArtifactPath(artifact_uri, artifact_path));
-  std::ifstream probe(local_path, std::ios::binary | std::ios::ate);
-  if (!probe) return NotFound("cannot read " + local_path);
-  const size_t size = static_cast<size_t>(probe.tellg());
-  return impl_
-      ->Call("upload " + artifact_path,
-             [&]() -> httplib::Result {
-               auto in = std::make_shared<std::ifstream>(local_path, std::ios::binary);
-               return impl_->http.Put(
-                   path, size,
-                   [in](size_t offset, size_t length, httplib::DataSink& sink) {
-                     char buf[64 * 1024];
-                     in->seekg(static_cast<std::streamoff>(offset));
-                     size_t n = std::min(length, sizeof(buf));
-                     in->read(buf, static_cast<std::streamsize>(n));
-                     std::streamsize got = in->gcount();
-                     if (got <= 0) return false;
-                     return sink.write(buf, static_cast<size_t>(got));
-                   },
-                   "application/octet-stream");
-             })
-      .status();
+  Request r;
+  r.method = "PUT";
+  CAIRN_ASSIGN_OR_RETURN(r.path, impl_->ArtifactPath(artifact_uri, artifact_path));
+  r.upload_file = local_path;
+  r.content_type = "application/octet-stream";
+  return impl_->Exchange("upload " + artifact_path, r).status();
 }
 
 }  // namespace cairn::client

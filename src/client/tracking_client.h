@@ -16,8 +16,11 @@
 namespace cairn::client {
 
 struct ClientOptions {
-  // http://host:port, optionally with a path prefix (http://host/mlflow).
+  // http://host:port or https://host:port, optionally with a path prefix (http://host/mlflow).
   std::string tracking_uri = "http://127.0.0.1:5000";
+  // PEM file of the certificate authorities an https server's certificate must chain to;
+  // empty: $CAIRN_CA_BUNDLE when set, else the system's store.
+  std::string ca_cert;
   int timeout_seconds = 30;
   // Connection failures and 5xx answers are retried this many times, with backoff.
   int retries = 3;

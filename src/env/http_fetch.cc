@@ -1,8 +1,5 @@
 #include "env/http_fetch.h"
 
-#define CURL_DISABLE_TYPECHECK
-#include <curl/curl.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,8 +13,8 @@
 #include <optional>
 #include <string_view>
 #include <thread>
-#include <type_traits>
 
+#include "util/curl_api.h"
 #include "util/file.h"
 #include "util/hash.h"
 
@@ -28,60 +25,6 @@ namespace fs = std::filesystem;
 
 constexpr long kMaxRedirects = 10;
 constexpr auto kProgressInterval = std::chrono::milliseconds(100);
-
-// libcurl is loaded when the first download starts, not when cairn starts: it brings a dozen
-// libraries with it (TLS, LDAP, IDN, HTTP/2) that `cairn run` and the server never use.
-struct CurlApi {
-  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
-  decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
-  decltype(&::curl_easy_init) easy_init = nullptr;
-  decltype(&::curl_easy_perform) easy_perform = nullptr;
-  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
-  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
-  decltype(&::curl_free) free = nullptr;
-  decltype(&::curl_global_init) global_init = nullptr;
-  decltype(&::curl_slist_append) slist_append = nullptr;
-  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
-  decltype(&::curl_url_cleanup) url_cleanup = nullptr;
-  decltype(&::curl_url_get) url_get = nullptr;
-  decltype(&::curl_url_set) url_set = nullptr;
-  decltype(&::curl_url) url = nullptr;
-  std::string error;  // why it could not be loaded; empty when it was
-};
-
-const CurlApi& Curl() {
-  static const CurlApi api = [] {
-    CurlApi a;
-    void* lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* why = dlerror();
-      a.error = std::string("libcurl cannot be loaded: ") + (why != nullptr ? why : "?");
-      return a;
-    }
-    auto load = [&](auto* field, const char* name) {
-      *field = reinterpret_cast<std::remove_pointer_t<decltype(field)>>(dlsym(lib, name));
-      if (*field == nullptr && a.error.empty()) a.error = std::string("libcurl lacks ") + name;
-    };
-    load(&a.easy_cleanup, "curl_easy_cleanup");
-    load(&a.easy_getinfo, "curl_easy_getinfo");
-    load(&a.easy_init, "curl_easy_init");
-    load(&a.easy_perform, "curl_easy_perform");
-    load(&a.easy_setopt, "curl_easy_setopt");
-    load(&a.easy_strerror, "curl_easy_strerror");
-    load(&a.free, "curl_free");
-    load(&a.global_init, "curl_global_init");
-    load(&a.slist_append, "curl_slist_append");
-    load(&a.slist_free_all, "curl_slist_free_all");
-    load(&a.url_cleanup, "curl_url_cleanup");
-    load(&a.url_get, "curl_url_get");
-    load(&a.url_set, "curl_url_set");
-    load(&a.url, "curl_url");
-    if (a.error.empty()) a.global_init(CURL_GLOBAL_DEFAULT);
-    return a;
-  }();
-  return api;
-}
-
 
 char LowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 

@@ -10,12 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "server/http_message.h"
 #include "util/status.h"
 
 namespace cairn::server {
 
 using Json = nlohmann::json;
-using QueryParams = std::multimap<std::string, std::string>;
 
 class Fields {
  public:

@@ -28,11 +28,8 @@ struct Route {
 std::span<const Route> MlflowRoutes();
 
 // Answers too large to build in memory are streamed: the handler validates the request and
-// returns a BodyStream, which the server runs once the response has started, passing a writer
-// that sends each piece (false when the client has gone). A failure after the first piece can
-// only cut the response short.
-using BodyWriter = std::function<bool(std::string_view)>;
-using BodyStream = std::function<Status(const BodyWriter& write)>;
+// returns a BodyStream (server/http_message.h), which the server runs once the response has
+// started.
 using StreamHandler = Result<BodyStream> (*)(ApiContext& ctx, const Fields& fields);
 
 struct StreamRoute {

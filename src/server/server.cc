@@ -1,7 +1,5 @@
 #include "server/server.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -11,8 +9,10 @@
 
 #include "blob/content_store.h"
 #include "server/cairn_api.h"
+#include "server/cross_site.h"
 #include "server/fields.h"
 #include "server/http_errors.h"
+#include "server/range.h"
 #include "server/routes.h"
 #include "server/ui_files.h"
 #include "service/artifact_service.h"
@@ -35,38 +35,32 @@ namespace {
 constexpr std::string_view kApiPrefixes[] = {"/api/2.0/mlflow/", "/ajax-api/2.0/mlflow/"};
 constexpr std::string_view kArtifactPrefixes[] = {"/api/2.0/mlflow-artifacts/",
                                                   "/ajax-api/2.0/mlflow-artifacts/"};
-// MLflow's cap on log-batch bodies; other JSON bodies get the same generous bound.
-constexpr size_t kMaxJsonBody = 1'000'000;
+// Bodies of requests to anything else (the UI, /health) are never used.
+constexpr uint64_t kMaxOtherBody = 64 << 10;
 constexpr size_t kIoChunk = 1 << 20;
 
-void SendBody(httplib::Response& res, int status, std::string body,
-              const std::string& content_type) {
-  res.status = status;
-  if (body.size() < (64 << 10)) {
-    res.set_content(body, content_type);
-    return;
-  }
-  // set_content copies; a large body (a long metric history) is handed out in slices instead.
-  auto shared = std::make_shared<const std::string>(std::move(body));
-  res.set_content_provider(shared->size(), content_type,
-                           [shared](size_t offset, size_t length, httplib::DataSink& sink) {
-                             return sink.write(shared->data() + offset,
-                                               std::min(length, kIoChunk));
-                           });
+HttpResponse JsonOk(int status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
 }
 
-void SendJson(httplib::Response& res, int status, std::string body) {
-  SendBody(res, status, std::move(body), "application/json");
-}
-
-void SendError(httplib::Response& res, const Status& status) {
+HttpResponse Error(const Status& status) {
   HttpError e = ToHttpError(status.code());
-  SendJson(res, e.http_status, ErrorBody(e.error_code, status.message()));
+  return JsonError(e.http_status, e.error_code, status.message());
 }
 
-void SendNotFound(httplib::Response& res, const httplib::Request& req) {
-  SendJson(res, 404,
-           ErrorBody("ENDPOINT_NOT_FOUND", "No endpoint " + req.method + " " + req.path));
+HttpResponse NoEndpoint(const HttpRequest& req) {
+  return JsonError(404, "ENDPOINT_NOT_FOUND", "No endpoint " + req.method + " " + req.path);
+}
+
+HttpResponse Text(int status, std::string_view text) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "text/plain";
+  r.body = std::string(text);
+  return r;
 }
 
 std::string_view StripPrefix(std::string_view path, std::span<const std::string_view> prefixes) {
@@ -77,10 +71,12 @@ std::string_view StripPrefix(std::string_view path, std::span<const std::string_
 }
 
 bool HasPrefix(std::string_view path, std::span<const std::string_view> prefixes) {
-  for (std::string_view p : prefixes) {
-    if (path.starts_with(p)) return true;
-  }
-  return false;
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](std::string_view p) { return path.starts_with(p); });
+}
+
+bool IsWrite(std::string_view method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
 }
 
 std::string ContentTypeFor(std::string_view name) {
@@ -110,37 +106,43 @@ std::string DispositionName(std::string_view name) {
   return out;
 }
 
-// Reads a request body of at most `limit` bytes.
-Result<std::string> ReadBody(const httplib::Request& req, const httplib::ContentReader& reader,
-                             size_t limit) {
-  if (req.has_header("Content-Length")) {
-    uint64_t declared = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
-    if (declared > limit) {
-      return ResourceExhausted("Request body of " + std::to_string(declared) +
-                               " bytes exceeds the limit of " + std::to_string(limit) + " bytes");
-    }
+// Sets status, Content-Range and the served slice for a Range decision over `size` bytes.
+RangeDecision ApplyRange(const HttpRequest& req, int64_t size, HttpResponse& res) {
+  RangeDecision d = DecideRange(req.headers.Get("Range"), size);
+  res.SetHeader("Accept-Ranges", "bytes");
+  if (d.kind == RangeDecision::Kind::kPartial) {
+    res.status = 206;
+    res.SetHeader("Content-Range", d.ContentRange(size));
+  } else if (d.kind == RangeDecision::Kind::kUnsatisfiable) {
+    res.status = 416;
+    res.SetHeader("Content-Range", d.ContentRange(size));
   }
-  std::string body;
-  bool too_large = false;
-  reader([&](const char* data, size_t len) {
-    if (body.size() + len > limit) {
-      too_large = true;
-      return false;
-    }
-    body.append(data, len);
-    return true;
-  });
-  if (too_large) {
-    return ResourceExhausted("Request body exceeds the limit of " + std::to_string(limit) +
-                             " bytes");
-  }
-  return body;
+  return d;
 }
+
+// An artifact PUT: streamed into a blob, indexed under its path once complete.
+class ArtifactUpload : public UploadSink {
+ public:
+  ArtifactUpload(service::ArtifactService* artifacts, std::string path,
+                 std::unique_ptr<blob::BlobWriter> writer)
+      : artifacts_(artifacts), path_(std::move(path)), writer_(std::move(writer)) {}
+  Status Write(std::string_view piece) override { return writer_->Write(piece); }
+  HttpResponse Finish() override {
+    Status s = artifacts_->CommitUpload(path_, *writer_);
+    return s.ok() ? JsonOk(200, "{}") : Error(s);
+  }
+
+ private:
+  service::ArtifactService* artifacts_;
+  std::string path_;
+  std::unique_ptr<blob::BlobWriter> writer_;
+};
 
 }  // namespace
 
-struct Server::Impl {
+struct Server::Impl : HttpHandler {
   ServerOptions options;
+  CrossSitePolicy cross_site;
   std::unique_ptr<store::MetadataStore> store;
   std::unique_ptr<blob::ContentStore> blobs;
   std::unique_ptr<service::TrackingService> tracking;
@@ -148,9 +150,8 @@ struct Server::Impl {
   ApiContext ctx{};
   std::unordered_map<std::string, ApiHandler> routes;  // "POST runs/log-batch"
   std::unordered_map<std::string, StreamHandler> stream_routes;
-  httplib::Server http;
   UiFiles ui;  // the web UI at "/"
-  int port = 0;
+  std::unique_ptr<HttpServer> http;
 
   // Marks runs whose wrapper stopped heartbeating FAILED, a few times per timeout.
   std::thread reaper;
@@ -186,105 +187,145 @@ struct Server::Impl {
     if (reaper.joinable()) reaper.join();
   }
 
-  ~Impl() { StopReaper(); }
+  ~Impl() override {
+    StopReaper();
+    http.reset();  // before the services its handlers use
+  }
 
-  void Install() {
+  void InstallRoutes() {
     for (const Route& r : MlflowRoutes()) {
       routes[std::string(r.method) + " " + r.path] = r.handler;
     }
     for (const StreamRoute& r : MlflowStreamRoutes()) {
       stream_routes[std::string(r.method) + " " + r.path] = r.handler;
     }
-    http.new_task_queue = [n = options.threads] {
-      return new httplib::ThreadPool(static_cast<size_t>(n));
-    };
-    http.set_payload_max_length(std::numeric_limits<size_t>::max());
-    http.set_keep_alive_max_count(1'000'000);
-    // Idle keep-alive connections close after 2 s (gunicorn's default, which MLflow's server
-    // uses); shutdown waits for them, so this also bounds how long Stop() takes.
-    http.set_keep_alive_timeout(2);
-    http.set_tcp_nodelay(true);
-    http.set_read_timeout(300);
-    http.set_write_timeout(300);
-    http.set_exception_handler([](const httplib::Request&, httplib::Response& res,
-                                  std::exception_ptr ep) {
-      std::string what = "unexpected error";
-      try {
-        std::rethrow_exception(ep);
-      } catch (const std::exception& e) {
-        what = e.what();
-      } catch (...) {
+  }
+
+  // The edge's checks, from the request's head alone.
+  BodyPlan Plan(const HttpRequest& req) override {
+    BodyPlan plan;
+    const std::string_view path = req.path;
+    const std::string_view host = req.headers.Get("Host");
+    if (path != "/health" && path != "/version" && !HostAllowed(host, cross_site)) {
+      LogWarning("refused a request with Host: " + std::string(host.substr(0, 200)));
+      plan.reject = Text(403, kInvalidHostMessage);
+      return plan;
+    }
+    const std::string_view origin = req.headers.Get("Origin");
+    const bool api = HasPrefix(path, kApiPrefixes) || path.starts_with(kCairnApiPrefix);
+    const bool artifacts_api = HasPrefix(path, kArtifactPrefixes);
+    if (req.method == "OPTIONS") {
+      plan.reject = Preflight(req);
+      return plan;
+    }
+    if (IsWrite(req.method) && !OriginMayWrite(origin, host, cross_site)) {
+      plan.reject = Text(403, kCrossOriginMessage);
+      return plan;
+    }
+    if (IsWrite(req.method) && api) {
+      const std::string* type = req.headers.Find("Content-Type");
+      if (type == nullptr) {
+        plan.reject = JsonError(400, "INVALID_PARAMETER_VALUE",
+                                "Bad Request. Content-Type header is missing.");
+        return plan;
       }
-      LogError("request failed: " + what);
-      SendError(res, Internal(what));
-    });
-
-    auto plain = [this](const httplib::Request& req, httplib::Response& res) {
-      Dispatch(req, res, nullptr);
-    };
-    auto with_body = [this](const httplib::Request& req, httplib::Response& res,
-                            const httplib::ContentReader& reader) { Dispatch(req, res, &reader); };
-    http.Get(".*", plain);
-    http.Post(".*", with_body);
-    http.Put(".*", with_body);
-    http.Patch(".*", with_body);
-    http.Delete(".*", with_body);
-  }
-
-  void Dispatch(const httplib::Request& req, httplib::Response& res,
-                const httplib::ContentReader* reader) {
-    RouteRequest(req, res, reader);
-    // An error may answer before the body was read (a bad artifact path, a body too large);
-    // the rest of it must not be taken for the next request on this connection.
-    if (reader != nullptr && res.status >= 400) res.set_header("Connection", "close");
-  }
-
-  void RouteRequest(const httplib::Request& req, httplib::Response& res,
-                    const httplib::ContentReader* reader) {
-    std::string_view path = req.path;
-    if (HasPrefix(path, kApiPrefixes)) return ServeApi(req, res, reader);
-    if (HasPrefix(path, kArtifactPrefixes)) return ServeArtifacts(req, res, reader);
-    if (path.starts_with(kCairnApiPrefix)) return ServeCairnApi(req, res, reader);
-    if (req.method == "GET" && path == "/health") return res.set_content("OK", "text/plain");
-    if (req.method == "GET" && path == "/version") {
-      return res.set_content(Version(), "text/plain");
+      std::string_view media = std::string_view(*type).substr(0, type->find(';'));
+      while (media.ends_with(' ')) media.remove_suffix(1);
+      if (media != "application/json") {
+        plan.reject = JsonError(400, "INVALID_PARAMETER_VALUE",
+                                "Bad Request. Content-Type must be one of ['application/json'].");
+        return plan;
+      }
     }
+    if (artifacts_api && req.method == "PUT") {
+      plan.mode = BodyPlan::Mode::kUpload;
+      plan.limit = options.max_upload_bytes;
+    } else if (path.starts_with(kCairnApiPrefix)) {
+      plan.limit = kMaxCairnApiBody;
+    } else if (api || artifacts_api) {
+      plan.limit = kMaxJsonBody;
+    } else {
+      plan.limit = kMaxOtherBody;
+    }
+    if (plan.reject) AddCors(req, *plan.reject);
+    return plan;
+  }
+
+  HttpResponse Preflight(const HttpRequest& req) {
+    const std::string_view origin = req.headers.Get("Origin");
+    if (!CorsAllowed(origin, cross_site)) {
+      if (!origin.empty()) return Text(403, kCrossOriginMessage);
+      HttpResponse r = Text(204, "");
+      r.SetHeader("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+      return r;
+    }
+    HttpResponse r = Text(204, "");
+    AddCors(req, r);
+    r.SetHeader("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+    r.SetHeader("Access-Control-Allow-Headers", "Content-Type, Authorization, Range");
+    r.SetHeader("Access-Control-Max-Age", "600");
+    return r;
+  }
+
+  void AddCors(const HttpRequest& req, HttpResponse& res) {
+    const std::string_view origin = req.headers.Get("Origin");
+    if (!CorsAllowed(origin, cross_site)) return;
+    res.SetHeader("Access-Control-Allow-Origin", std::string(origin));
+    res.SetHeader("Access-Control-Expose-Headers",
+                  "Content-Range, X-Cairn-Log-Offset, X-Cairn-Log-Next-Offset, "
+                  "X-Cairn-Run-Status");
+    res.SetHeader("Vary", "Origin");
+  }
+
+  HttpResponse Handle(HttpRequest& req) override {
+    HttpResponse res = Dispatch(req);
+    res.SetHeader("X-Content-Type-Options", "nosniff");
+    AddCors(req, res);
+    return res;
+  }
+
+  HttpResponse Dispatch(HttpRequest& req) {
+    const std::string_view path = req.path;
+    if (HasPrefix(path, kApiPrefixes)) return ServeApi(req);
+    if (HasPrefix(path, kArtifactPrefixes)) return ServeArtifacts(req);
+    if (path.starts_with(kCairnApiPrefix)) return ServeCairnApi(req);
+    if (req.method == "GET" && path == "/health") return Text(200, "OK");
+    if (req.method == "GET" && path == "/version") return Text(200, Version());
     if (req.method == "GET") {
-      if (std::optional<UiFile> f = ui.Find(path)) return ServeUiFile(*f, res);
+      if (std::optional<UiFile> f = ui.Find(path)) return ServeUiFile(req, *f);
     }
-    SendNotFound(res, req);
+    return NoEndpoint(req);
   }
 
-  void ServeUiFile(const UiFile& f, httplib::Response& res) {
-    res.status = 200;
-    res.set_header("Cache-Control", f.cache_control);
-    res.set_header("Content-Security-Policy", std::string(UiFiles::kContentSecurityPolicy));
-    res.set_header("X-Content-Type-Options", "nosniff");
-    std::shared_ptr<const std::string> body = f.body;
-    res.set_content_provider(body->size(), f.content_type,
-                             [body](size_t offset, size_t length, httplib::DataSink& sink) {
-                               return sink.write(body->data() + offset, length);
-                             });
+  HttpResponse ServeUiFile(const HttpRequest& req, const UiFile& f) {
+    HttpResponse res;
+    res.content_type = f.content_type;
+    res.SetHeader("Cache-Control", f.cache_control);
+    res.SetHeader("Content-Security-Policy", std::string(UiFiles::kContentSecurityPolicy));
+    RangeDecision d = ApplyRange(req, static_cast<int64_t>(f.body->size()), res);
+    res.shared_body = f.body;
+    res.shared_offset = static_cast<size_t>(d.first);
+    res.shared_length = static_cast<size_t>(d.length);
+    return res;
   }
 
-  void ServeApi(const httplib::Request& req, httplib::Response& res,
-                const httplib::ContentReader* reader) {
+  HttpResponse ServeApi(HttpRequest& req) {
     std::string_view rest = StripPrefix(req.path, kApiPrefixes);
     std::string route_key = req.method + " " + std::string(rest);
-    if (auto st = stream_routes.find(route_key); st != stream_routes.end() && reader == nullptr) {
-      return ServeStream(req, res, st->second);
+    if (req.method == "GET") {
+      if (auto st = stream_routes.find(route_key); st != stream_routes.end()) {
+        return ServeStream(req, st->second);
+      }
     }
     auto it = routes.find(route_key);
-    if (it == routes.end()) return SendNotFound(res, req);
+    if (it == routes.end()) return NoEndpoint(req);
     Result<std::string> out = std::string();
-    if (reader == nullptr) {
-      Fields fields(&req.params);
+    if (req.method == "GET") {
+      Fields fields(&req.query);
       out = it->second(ctx, fields);
     } else {
-      Result<std::string> body = ReadBody(req, *reader, kMaxJsonBody);
-      if (!body.ok()) return SendError(res, body.status());
-      Result<Json> json = ParseJsonObject(*body);
-      if (!json.ok()) return SendError(res, json.status());
+      Result<Json> json = ParseJsonObject(req.body);
+      if (!json.ok()) return Error(json.status());
       Fields fields(&*json, "");
       out = it->second(ctx, fields);
     }
@@ -293,77 +334,78 @@ struct Server::Impl {
           out.status().code() == StatusCode::kUnavailable) {
         LogError(req.method + " " + req.path + ": " + out.status().ToString());
       }
-      return SendError(res, out.status());
+      return Error(out.status());
     }
-    SendJson(res, 200, std::move(out).value());
+    return JsonOk(200, std::move(out).value());
   }
 
-  void ServeCairnApi(const httplib::Request& req, httplib::Response& res,
-                     const httplib::ContentReader* reader) {
-    std::string body;
-    if (reader != nullptr) {
-      Result<std::string> read = ReadBody(req, *reader, kMaxCairnApiBody);
-      if (!read.ok()) return SendError(res, read.status());
-      body = std::move(read).value();
-    }
+  HttpResponse ServeCairnApi(HttpRequest& req) {
     Result<CairnResponse> out =
         HandleCairnApi(ctx, req.method, std::string_view(req.path).substr(kCairnApiPrefix.size()),
-                       req.params, body);
-    if (!out.ok()) return SendError(res, out.status());
-    for (auto& [name, value] : out->headers) res.set_header(name, value);
-    SendBody(res, 200, std::move(out->body), out->content_type);
+                       req.query, req.body);
+    if (!out.ok()) return Error(out.status());
+    HttpResponse res = JsonOk(200, std::move(out->body));
+    res.content_type = out->content_type;
+    for (auto& [name, value] : out->headers) res.SetHeader(name, value);
+    return res;
   }
 
-  void ServeStream(const httplib::Request& req, httplib::Response& res, StreamHandler handler) {
-    Fields fields(&req.params);
+  HttpResponse ServeStream(const HttpRequest& req, StreamHandler handler) {
+    Fields fields(&req.query);
     Result<BodyStream> stream = handler(ctx, fields);
-    if (!stream.ok()) return SendError(res, stream.status());
-    res.status = 200;
-    res.set_chunked_content_provider(
-        "application/json",
-        [body = std::move(stream).value(), path = req.path](size_t, httplib::DataSink& sink) {
-          Status s = body([&](std::string_view piece) { return sink.write(piece.data(),
-                                                                          piece.size()); });
-          if (!s.ok()) {
-            if (s.code() != StatusCode::kUnavailable) LogError(path + ": " + s.ToString());
-            return false;
-          }
-          sink.done();
-          return true;
-        });
+    if (!stream.ok()) return Error(stream.status());
+    HttpResponse res;
+    res.stream = std::move(stream).value();
+    return res;
   }
 
-  void ServeArtifacts(const httplib::Request& req, httplib::Response& res,
-                      const httplib::ContentReader* reader) {
+  HttpResponse ServeArtifacts(const HttpRequest& req) {
     std::string_view rest = StripPrefix(req.path, kArtifactPrefixes);
     if (rest.starts_with("mpu/")) {
-      return SendError(res, Unimplemented("Multipart upload is not supported for the current "
-                                          "artifact repository"));
+      return Error(Unimplemented("Multipart upload is not supported for the current artifact "
+                                 "repository"));
     }
     if (rest == "artifacts" || rest == "artifacts/") {
-      if (req.method != "GET") return SendNotFound(res, req);
-      return ListProxy(req, res);
+      if (req.method != "GET") return NoEndpoint(req);
+      return ListProxy(req);
     }
-    if (!rest.starts_with("artifacts/")) return SendNotFound(res, req);
+    if (!rest.starts_with("artifacts/")) return NoEndpoint(req);
     Result<std::string> path =
         service::NormalizeArtifactPath(rest.substr(std::string_view("artifacts/").size()), false);
-    if (!path.ok()) return SendError(res, path.status());
-    if (req.method == "GET") return Download(req, *path, res);
-    if (req.method == "PUT") return Upload(*path, *reader, res);
+    if (!path.ok()) return Error(path.status());
+    if (req.method == "GET") return Download(req, *path);
     if (req.method == "DELETE") {
       Status s = artifacts->Delete(*path);
-      if (!s.ok()) return SendError(res, s);
-      return SendJson(res, 200, "{}");
+      return s.ok() ? JsonOk(200, "{}") : Error(s);
     }
-    SendNotFound(res, req);
+    return NoEndpoint(req);
   }
 
-  void ListProxy(const httplib::Request& req, httplib::Response& res) {
-    Result<std::string> path =
-        service::NormalizeArtifactPath(req.get_param_value("path"), /*allow_root=*/true);
-    if (!path.ok()) return SendError(res, path.status());
+  Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& req) override {
+    std::string_view rest = StripPrefix(req.path, kArtifactPrefixes);
+    if (rest.starts_with("mpu/")) {
+      return Unimplemented("Multipart upload is not supported for the current artifact "
+                           "repository");
+    }
+    if (!rest.starts_with("artifacts/")) {
+      return NotFound("No endpoint " + req.method + " " + req.path);
+    }
+    CAIRN_ASSIGN_OR_RETURN(
+        std::string path,
+        service::NormalizeArtifactPath(rest.substr(std::string_view("artifacts/").size()), false));
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, artifacts->NewUpload());
+    return std::unique_ptr<UploadSink>(
+        std::make_unique<ArtifactUpload>(artifacts.get(), std::move(path), std::move(writer)));
+  }
+
+  HttpResponse ListProxy(const HttpRequest& req) {
+    auto param = req.query.find("path");
+    Result<std::string> path = service::NormalizeArtifactPath(
+        param == req.query.end() ? std::string_view() : std::string_view(param->second),
+        /*allow_root=*/true);
+    if (!path.ok()) return Error(path.status());
     Result<std::vector<store::ArtifactEntry>> entries = artifacts->List(*path);
-    if (!entries.ok()) return SendError(res, entries.status());
+    if (!entries.ok()) return Error(entries.status());
     JsonWriter w;
     w.BeginObject();
     if (!entries->empty()) {
@@ -376,53 +418,38 @@ struct Server::Impl {
       w.EndArray();
     }
     w.EndObject();
-    SendJson(res, 200, w.Take());
+    return JsonOk(200, w.Take());
   }
 
-  void Download(const httplib::Request& req, const std::string& path, httplib::Response& res) {
+  HttpResponse Download(const HttpRequest& req, const std::string& path) {
     Result<service::Download> d = artifacts->Open(path);
-    if (!d.ok()) return SendError(res, d.status());
-    // A range that runs past the end means up to the end (RFC 9110, 14.1.2); cpp-httplib
-    // would answer the requested length and then run out of bytes. An empty file has no range
-    // to serve and is sent whole, as the RFC allows. cpp-httplib reads the ranges after this
-    // handler returns, from the request it owns.
-    auto& ranges = const_cast<httplib::Request&>(req).ranges;
-    if (d->size == 0) ranges.clear();
-    for (auto& [first, last] : ranges) {
-      if (last >= static_cast<ssize_t>(d->size)) last = d->size - 1;
-    }
-    res.set_header("Content-Disposition",
-                   "attachment; filename=\"" + DispositionName(d->file_name) + "\"");
-    res.set_header("X-Content-Type-Options", "nosniff");
+    if (!d.ok()) return Error(d.status());
+    HttpResponse res;
+    res.content_type = ContentTypeFor(d->file_name);
+    res.SetHeader("Content-Disposition",
+                  "attachment; filename=\"" + DispositionName(d->file_name) + "\"");
     // An artifact is the user's data, never a page of this origin: nothing in it may run.
-    res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox");
+    res.SetHeader("Content-Security-Policy",
+                  "default-src 'none'; style-src 'unsafe-inline'; sandbox");
+    RangeDecision range = ApplyRange(req, d->size, res);
+    if (range.kind == RangeDecision::Kind::kUnsatisfiable) {
+      res.content_type = "text/plain";
+      return res;
+    }
     std::shared_ptr<blob::BlobReader> blob = std::move(d->reader);
-    // One buffer per download, reused for every piece.
-    auto buf = std::make_shared<std::string>(kIoChunk, '\0');
-    res.set_content_provider(
-        static_cast<size_t>(d->size), ContentTypeFor(d->file_name),
-        [blob, buf](size_t offset, size_t length, httplib::DataSink& sink) {
-          Result<size_t> n = blob->ReadAt(static_cast<int64_t>(offset), buf->data(),
-                                          std::min(length, buf->size()));
-          if (!n.ok() || *n == 0) return false;
-          return sink.write(buf->data(), *n);
-        });
-  }
-
-  void Upload(const std::string& path, const httplib::ContentReader& reader,
-              httplib::Response& res) {
-    Result<std::unique_ptr<blob::BlobWriter>> writer = artifacts->NewUpload();
-    if (!writer.ok()) return SendError(res, writer.status());
-    Status write_status;
-    bool complete = reader([&](const char* data, size_t len) {
-      write_status = (*writer)->Write(std::string_view(data, len));
-      return write_status.ok();
-    });
-    if (!write_status.ok()) return SendError(res, write_status);
-    if (!complete) return SendError(res, InvalidArgument("the upload was cut short"));
-    Status s = artifacts->CommitUpload(path, **writer);
-    if (!s.ok()) return SendError(res, s);
-    SendJson(res, 200, "{}");
+    res.stream_length = range.length;
+    res.stream = [blob, first = range.first, length = range.length](const BodyWriter& write) {
+      std::string buf(static_cast<size_t>(std::min<int64_t>(length, kIoChunk)), '\0');
+      for (int64_t done = 0; done < length;) {
+        const size_t want = static_cast<size_t>(std::min<int64_t>(length - done, buf.size()));
+        CAIRN_ASSIGN_OR_RETURN(size_t n, blob->ReadAt(first + done, buf.data(), want));
+        if (n == 0) return Internal("an artifact blob ended before its recorded size");
+        if (!write(std::string_view(buf.data(), n))) return Unavailable("the client went away");
+        done += static_cast<int64_t>(n);
+      }
+      return Status();
+    };
+    return res;
   }
 };
 
@@ -433,6 +460,7 @@ Server::~Server() = default;
 Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->cross_site = {options.host, options.allowed_hosts, options.cors_origins};
   store::StoreOptions store_options;
   CAIRN_ASSIGN_OR_RETURN(impl->store,
                          store::OpenMetadataStore(options.backend_store_uri, store_options));
@@ -441,35 +469,40 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   impl->artifacts =
       std::make_unique<service::ArtifactService>(impl->store.get(), impl->blobs.get());
   impl->ctx = {impl->tracking.get(), impl->artifacts.get()};
-  CAIRN_ASSIGN_OR_RETURN(
-      impl->ui, UiFiles::Load(options.ui_dir.empty() ? UiFiles::DefaultDir() : options.ui_dir));
-  impl->Install();
-  if (options.port == 0) {
-    impl->port = impl->http.bind_to_any_port(options.host);
-  } else {
-    impl->port = impl->http.bind_to_port(options.host, options.port) ? options.port : -1;
-  }
-  if (impl->port <= 0) {
-    return Unavailable("cannot listen on " + options.host + ":" + std::to_string(options.port) +
-                       " (is the port in use?)");
-  }
+  CAIRN_ASSIGN_OR_RETURN(impl->ui, UiFiles::Load(options.ui_dir));
+  impl->InstallRoutes();
+  HttpServerOptions http;
+  http.host = options.host;
+  http.port = options.port;
+  http.io_threads = options.io_threads;
+  http.handler_threads = options.threads;
+  http.limits = options.limits;
+  http.tls_cert_file = options.tls_cert_file;
+  http.tls_key_file = options.tls_key_file;
+  CAIRN_ASSIGN_OR_RETURN(impl->http, HttpServer::Bind(http, impl.get()));
   impl->StartReaper();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
-int Server::port() const { return impl_->port; }
+int Server::port() const { return impl_->http->port(); }
 
 std::string Server::url() const {
-  return "http://" + impl_->options.host + ":" + std::to_string(impl_->port);
+  const std::string& host = impl_->options.host;
+  const bool v6 = host.find(':') != std::string::npos;
+  return std::string(impl_->http->tls() ? "https://" : "http://") + (v6 ? "[" : "") + host +
+         (v6 ? "]" : "") + ":" + std::to_string(port());
 }
 
-std::string Server::ui_dir() const { return impl_->ui.built() ? impl_->ui.dir() : ""; }
+std::string Server::ui_source() const { return impl_->ui.source(); }
 
-void Server::Serve() { impl_->http.listen_after_bind(); }
+bool Server::Serve() {
+  impl_->http->Start();
+  return impl_->http->Wait();
+}
 
 void Server::Stop() {
   impl_->StopReaper();
-  impl_->http.stop();
+  impl_->http->Stop();
 }
 
 }  // namespace cairn::server

@@ -1,14 +1,18 @@
-// The cairn tracking server: MLflow's REST API and the artifact proxy over HTTP/1.1.
+// The cairn tracking server: MLflow's REST API, the artifact proxy, cairn's own API and the web
+// UI over HTTP/1.1 (or HTTPS), on the event-driven edge of server/http_server.h.
 //
 // Open() opens the stores and binds the socket (port 0 picks a free port); Serve() answers
-// requests on a thread pool until Stop(). Stop() may be called from any thread (a signal
-// watcher): it stops accepting, lets requests in flight finish, and Serve() returns; the
-// stores close when the Server is destroyed.
+// requests until Stop(). Stop() may be called from any thread (a signal watcher): it stops
+// accepting, lets requests in flight finish (up to limits.shutdown_grace), and Serve()
+// returns; the stores flush and close when the Server is destroyed.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "server/http_server.h"
 #include "util/status.h"
 
 namespace cairn::server {
@@ -18,13 +22,26 @@ struct ServerOptions {
   int port = 5000;
   std::string backend_store_uri;      // e.g. sqlite:///data/cairn.db
   std::string artifacts_destination;  // e.g. /data/artifacts
-  int threads = 64;                   // connections served at once (keep-alive holds one)
+  int threads = 32;                   // requests handled at once
+  int io_threads = 0;                 // 0: one per core
+  HttpLimits limits;
+  // Largest artifact upload; a larger one is refused and nothing of it is kept.
+  uint64_t max_upload_bytes = uint64_t{10} << 30;
+  // Extra names the Host header may carry, and the origins allowed cross-origin requests
+  // (server/cross_site.h).
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;
+  std::string tls_cert_file;  // both set: HTTPS
+  std::string tls_key_file;
   // RUNNING runs of `cairn run` whose heartbeat is older than this are marked FAILED
   // (service::TrackingService::FailStaleRuns); 0 turns that off.
   int run_heartbeat_timeout_seconds = 120;
-  // The built web UI served at "/" (web/dist); empty: UiFiles::DefaultDir().
+  // A built web UI to serve at "/" instead of the one built into the binary (UI development).
   std::string ui_dir;
 };
+
+// MLflow's cap on JSON request bodies.
+inline constexpr uint64_t kMaxJsonBody = 1'000'000;
 
 class Server {
  public:
@@ -33,9 +50,10 @@ class Server {
 
   int port() const;
   std::string url() const;
-  // The directory the web UI is served from; "" when no built UI was found.
-  std::string ui_dir() const;
-  void Serve();
+  // Where the web UI comes from: a directory, "built in", or "" when there is none.
+  std::string ui_source() const;
+  // Serves until Stop(); true when every request in flight finished within the grace period.
+  bool Serve();
   void Stop();
 
  private:

@@ -1,10 +1,9 @@
 #include "server/ui_files.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 
+#include "server/ui_bundle.h"
 #include "util/file.h"
 
 namespace cairn::server {
@@ -30,62 +29,65 @@ std::string ContentTypeOf(std::string_view name) {
 const char kNotBuilt[] =
     "<!doctype html><meta charset=utf-8><title>cairn</title>"
     "<body style=\"font-family:sans-serif;max-width:40em;margin:3em auto\">"
-    "<h1>cairn</h1><p>The server runs, but its web UI is not built. In the source tree, "
-    "<code>make build</code> (or <code>cd web &amp;&amp; npm ci &amp;&amp; npm run build</code>) "
-    "builds it; <code>cairn server --ui-dir DIR</code> serves one built elsewhere.</p>"
+    "<h1>cairn</h1><p>The server runs, but this binary was built without its web UI. In the "
+    "source tree, <code>make build</code> builds the UI and then the binary with the UI in it; "
+    "<code>cairn server --ui-dir DIR</code> serves a UI built elsewhere.</p>"
     "<p>The MLflow REST API is at <code>/api/2.0/mlflow/</code>.</p></body>";
 
 }  // namespace
 
-Result<UiFiles> UiFiles::Load(const std::string& dir) {
-  UiFiles ui;
-  ui.dir_ = dir;
-  if (!dir.empty()) {
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      if (!it->is_regular_file(ec)) continue;
-      const std::string rel = fs::relative(it->path(), dir, ec).generic_string();
-      if (ec || rel.empty()) continue;
-      CAIRN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(it->path()));
-      UiFile f;
-      f.body = std::make_shared<const std::string>(std::move(bytes));
-      f.content_type = ContentTypeOf(rel);
-      if (rel == "index.html") {
-        f.cache_control = "no-cache";
-      } else if (rel.starts_with("assets/")) {
-        f.cache_control = "public, max-age=31536000, immutable";
-      } else {
-        f.cache_control = "public, max-age=3600";
-      }
-      ui.files_.emplace(rel, std::move(f));
-    }
-    if (ec) return Unavailable("cannot read the UI in " + dir + ": " + ec.message());
-  }
-  if (!ui.built()) {
-    UiFile f;
-    f.body = std::make_shared<const std::string>(kNotBuilt);
-    f.content_type = "text/html; charset=utf-8";
+void UiFiles::Add(const std::string& rel, std::string bytes) {
+  UiFile f;
+  f.body = std::make_shared<const std::string>(std::move(bytes));
+  f.content_type = ContentTypeOf(rel);
+  if (rel == "index.html") {
     f.cache_control = "no-cache";
-    ui.files_.clear();
-    ui.files_.emplace("", std::move(f));
+  } else if (rel.starts_with("assets/")) {
+    f.cache_control = "public, max-age=31536000, immutable";
+  } else {
+    f.cache_control = "public, max-age=3600";
   }
+  files_.insert_or_assign(rel, std::move(f));
+}
+
+void UiFiles::EnsureIndex() {
+  if (built()) return;
+  UiFile f;
+  f.body = std::make_shared<const std::string>(kNotBuilt);
+  f.content_type = "text/html; charset=utf-8";
+  f.cache_control = "no-cache";
+  files_.clear();
+  files_.emplace("", std::move(f));
+}
+
+UiFiles UiFiles::Bundled() {
+  UiFiles ui;
+  ui.source_ = "built in";
+  for (const BundledFile& f : BundledUiFiles()) ui.Add(std::string(f.path), std::string(f.data));
+  ui.EnsureIndex();
   return ui;
 }
 
-std::string UiFiles::DefaultDir() {
-  auto has_index = [](const fs::path& d) {
-    std::error_code ec;
-    return fs::is_regular_file(d / "index.html", ec);
-  };
-  if (const char* env = std::getenv("CAIRN_UI_DIR"); env != nullptr && *env != '\0') return env;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  for (const fs::path& d : {exe.parent_path() / "../../web/dist",
-                            exe.parent_path() / "../share/cairn/web"}) {
-    if (has_index(d)) return d.lexically_normal().string();
+Result<UiFiles> UiFiles::Load(const std::string& dir_flag) {
+  std::string dir = dir_flag;
+  if (dir.empty()) {
+    const char* env = std::getenv("CAIRN_UI_DIR");
+    if (env == nullptr || *env == '\0') return Bundled();
+    dir = env;
   }
-  return "";
+  UiFiles ui;
+  ui.source_ = dir;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string rel = fs::relative(it->path(), dir, ec).generic_string();
+    if (ec || rel.empty()) continue;
+    CAIRN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(it->path()));
+    ui.Add(rel, std::move(bytes));
+  }
+  if (ec) return Unavailable("cannot read the UI in " + dir + ": " + ec.message());
+  ui.EnsureIndex();
+  return ui;
 }
 
 std::optional<UiFile> UiFiles::Find(std::string_view path) const {

@@ -1,5 +1,6 @@
 // The browser UI's built files (web/dist, made by `npm run build` in web/), served by the
-// server at "/". They are read once when the server starts and answered from memory:
+// server at "/". They are built into the binary (server/ui_bundle.h), or read from a directory
+// given for UI development, once when the server starts, and answered from memory:
 //   /, /index.html   the page, Cache-Control: no-cache (it names the current assets)
 //   /assets/NAME     scripts and styles whose names carry a hash of their content:
 //                    Cache-Control: public, max-age=31536000, immutable
@@ -26,18 +27,18 @@ struct UiFile {
 
 class UiFiles {
  public:
-  // Loads every file under `dir`; an empty `dir` (or one without index.html) means no UI.
+  // Loads every file under `dir`; an empty `dir` means $CAIRN_UI_DIR when set, else the UI
+  // built into the binary. A directory without index.html, or a binary built without the UI,
+  // serves a page that says how to build it.
   static Result<UiFiles> Load(const std::string& dir);
-
-  // The directory the UI is served from by default: $CAIRN_UI_DIR, else web/dist of the
-  // source tree the executable was built in (<exe>/../../web/dist), else
-  // <exe>/../share/cairn/web; "" when none holds an index.html.
-  static std::string DefaultDir();
+  // The files built into the binary.
+  static UiFiles Bundled();
 
   // The file for a GET of `path`, or nullopt (the caller answers 404).
   std::optional<UiFile> Find(std::string_view path) const;
   bool built() const { return files_.count("index.html") != 0; }
-  const std::string& dir() const { return dir_; }
+  // Where the files came from: their directory, "built in", or "" when there is no UI.
+  std::string source() const { return built() ? source_ : ""; }
 
   // Headers every UI answer carries.
   static constexpr std::string_view kContentSecurityPolicy =
@@ -45,7 +46,10 @@ class UiFiles {
       "connect-src 'self'; frame-ancestors 'none'";
 
  private:
-  std::string dir_;
+  void Add(const std::string& rel, std::string bytes);
+  void EnsureIndex();
+
+  std::string source_;
   std::map<std::string, UiFile, std::less<>> files_;  // path under dir -> file
 };
 

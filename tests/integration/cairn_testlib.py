@@ -32,7 +32,7 @@ import urllib.parse
 # Filled in by main(): CONFIG.cairn is the absolute path of the binary, CONFIG.args the parsed CLI.
 CONFIG = types.SimpleNamespace(cairn=None, args=None)
 
-LISTEN_RE = re.compile(r"listening on (http://(\[[^\]]*\]|[^\s:/]+):(\d+))")
+LISTEN_RE = re.compile(r"listening on (https?://(\[[^\]]*\]|[^\s:/]+):(\d+))")
 
 # Output lines containing these (case-insensitive) are counted over the server's whole life,
 # even when the kept log tail has rolled over: see CairnServer.output_count().
@@ -59,8 +59,10 @@ class CairnServer:
     """One cairn server process bound to a data directory."""
 
     def __init__(self, binary, data_dir, host="127.0.0.1", port=0, extra_args=(),
-                 startup_timeout=30.0, name="cairn"):
+                 startup_timeout=30.0, name="cairn", cwd=None, env=None):
         self.binary = binary
+        self.cwd = cwd
+        self.env = env
         self.data_dir = data_dir
         self.host = host
         self.requested_port = port
@@ -93,7 +95,7 @@ class CairnServer:
         cmd = self.command()
         self._append("harness", "start #%d: %s" % (self.starts, " ".join(cmd)))
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+                                     stderr=subprocess.PIPE, cwd=self.cwd, env=self.env)
         self._readers = [
             threading.Thread(target=self._read, args=(self.proc.stdout, "stdout", True), daemon=True),
             threading.Thread(target=self._read, args=(self.proc.stderr, "stderr", False), daemon=True),

@@ -1,0 +1,814 @@
+#include "server/http_server.h"
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+#include "server/http_errors.h"
+#include "util/log.h"
+
+namespace cairn::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+using asio::use_awaitable;
+using error_code = boost::system::error_code;
+
+constexpr auto kTuple = asio::as_tuple(use_awaitable);
+constexpr size_t kReadChunk = 4096;
+constexpr size_t kUploadChunk = 256 << 10;
+// Pieces of a streamed answer waiting to be written: bounds a stream's memory.
+constexpr size_t kMaxQueuedPieces = 1;
+constexpr auto kLingerTime = std::chrono::seconds(2);
+// Bodies of refused requests up to this size are read and dropped rather than left unread.
+constexpr uint64_t kDrainLimit = 1 << 20;
+constexpr size_t kLingerBytes = 1 << 20;
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX escapes decoded; a '%' not followed by two hex digits stays as it is.
+std::string PercentDecode(std::string_view s, bool plus_is_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 && HexValue(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+void ParseQuery(std::string_view q, QueryParams* out) {
+  while (!q.empty()) {
+    const size_t amp = q.find('&');
+    std::string_view item = q.substr(0, amp);
+    if (!item.empty()) {
+      const size_t eq = item.find('=');
+      std::string key = PercentDecode(item.substr(0, eq), true);
+      std::string value =
+          eq == std::string_view::npos ? std::string() : PercentDecode(item.substr(eq + 1), true);
+      out->emplace(std::move(key), std::move(value));
+    }
+    if (amp == std::string_view::npos) break;
+    q.remove_prefix(amp + 1);
+  }
+}
+
+// The answer to a request's head that the server gives itself, before any handler.
+HttpResponse LimitError(int status, std::string_view message) {
+  std::string_view code = status == 503   ? "TEMPORARILY_UNAVAILABLE"
+                          : status == 400 ? "MALFORMED_REQUEST"
+                                          : "REQUEST_LIMIT_EXCEEDED";
+  HttpResponse r = JsonError(status, code, message);
+  r.close = true;
+  return r;
+}
+
+HttpResponse ErrorResponse(const Status& status) {
+  HttpError e = ToHttpError(status.code());
+  return JsonError(e.http_status, e.error_code, status.message());
+}
+
+std::string Seconds(std::chrono::milliseconds ms) {
+  const auto s = ms.count() / 1000;
+  return std::to_string(s) + (s == 1 ? " second" : " seconds");
+}
+
+// Pieces of a streamed answer passed from the handler thread that makes them to the connection
+// that writes them. The producer blocks while the queue is full; the consumer waits on a timer
+// that the producer cancels to wake it.
+struct Pipe {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> pieces;
+  bool done = false;
+  Status final_status;
+  bool consumer_gone = false;
+  asio::any_io_executor ex;
+  asio::steady_timer* timer = nullptr;  // the consumer's; null once it has gone
+
+  // Producer side. False when the consumer has gone or the server is being torn down.
+  bool Push(std::string_view piece, const std::atomic<bool>& forced,
+            const std::shared_ptr<Pipe>& self) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      while (pieces.size() >= kMaxQueuedPieces && !consumer_gone && !forced) {
+        cv.wait_for(lock, std::chrono::milliseconds(100));
+      }
+      if (consumer_gone || forced) return false;
+      pieces.emplace_back(piece);
+    }
+    Wake(self);
+    return true;
+  }
+  void Finish(Status status, const std::atomic<bool>& forced, const std::shared_ptr<Pipe>& self) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+      final_status = std::move(status);
+      if (consumer_gone || forced) return;
+    }
+    Wake(self);
+  }
+  void Wake(const std::shared_ptr<Pipe>& self) {
+    asio::post(ex, [self] {
+      std::lock_guard<std::mutex> lock(self->mu);
+      if (self->timer != nullptr) self->timer->cancel();
+    });
+  }
+  // Consumer side.
+  void Gone() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      consumer_gone = true;
+      timer = nullptr;
+    }
+    cv.notify_all();
+  }
+};
+
+struct ConnState {
+  asio::any_io_executor ex;
+  beast::tcp_stream* tcp = nullptr;
+  bool idle = false;  // waiting for a request; touched on `ex` only
+};
+
+}  // namespace
+
+const std::string* HttpHeaders::Find(std::string_view name) const {
+  for (const auto& [n, v] : fields_) {
+    if (beast::iequals(n, name)) return &v;
+  }
+  return nullptr;
+}
+
+HttpResponse JsonError(int status, std::string_view error_code, std::string_view message) {
+  HttpResponse r;
+  r.status = status;
+  r.body = ErrorBody(error_code, message);
+  return r;
+}
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  HttpHandler* handler = nullptr;
+  std::vector<std::unique_ptr<asio::io_context>> ios;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::vector<std::thread> threads;
+  std::unique_ptr<asio::thread_pool> pool;
+  std::unique_ptr<tcp::acceptor> acceptor;
+  std::unique_ptr<asio::ssl::context> tls;
+  int port = 0;
+  size_t next_io = 0;
+
+  std::atomic<size_t> open{0};
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> forced{false};
+  std::thread watchdog;
+  std::atomic<bool> clean{true};
+  bool waited = false;
+
+  std::mutex conns_mu;
+  std::unordered_set<std::shared_ptr<ConnState>> conns;
+
+  ~Impl() {
+    if (!threads.empty() && !waited) {
+      Stop();
+      Wait();
+    }
+  }
+
+  // Runs `fn` on a handler thread and resumes the coroutine with its result on its own thread.
+  template <typename F>
+  auto OnPool(F& fn) -> awaitable<std::invoke_result_t<F&>> {
+    using R = std::invoke_result_t<F&>;
+    co_return co_await asio::async_initiate<decltype(use_awaitable), void(R)>(
+        [this, &fn](auto handler) {
+          asio::post(*pool, [handler = std::move(handler), &fn]() mutable {
+            R r = fn();
+            auto ex = asio::get_associated_executor(handler);
+            asio::dispatch(ex, [handler = std::move(handler), r = std::move(r)]() mutable {
+              std::move(handler)(std::move(r));
+            });
+          });
+        },
+        use_awaitable);
+  }
+
+  HttpResponse SafeHandle(HttpRequest& req) {
+    try {
+      return handler->Handle(req);
+    } catch (const std::exception& e) {
+      LogError(req.method + " " + req.path + ": " + e.what());
+      return JsonError(500, "INTERNAL_ERROR", e.what());
+    }
+  }
+
+  awaitable<void> Accept() {
+    for (;;) {
+      asio::io_context& io = *ios[next_io++ % ios.size()];
+      auto [ec, socket] = co_await acceptor->async_accept(io, kTuple);
+      if (stopping) co_return;
+      if (ec) {
+        if (ec == asio::error::operation_aborted) co_return;
+        // Out of descriptors or memory: wait a little rather than spin.
+        asio::steady_timer pause(acceptor->get_executor(), std::chrono::milliseconds(50));
+        co_await pause.async_wait(kTuple);
+        continue;
+      }
+      error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      if (open.load() >= options.limits.max_connections) {
+        asio::co_spawn(io, Refuse(std::move(socket)), asio::detached);
+        continue;
+      }
+      ++open;
+      asio::co_spawn(io, Session(std::move(socket)), asio::detached);
+    }
+  }
+
+  // Beyond the connection limit: a 503 and the door closed.
+  awaitable<void> Refuse(tcp::socket socket) {
+    beast::tcp_stream stream(std::move(socket));
+    stream.expires_after(std::chrono::seconds(1));
+    HttpResponse r = LimitError(
+        503, "The server has reached its limit of " +
+                 std::to_string(options.limits.max_connections) + " open connections");
+    http::response<http::string_body> out{http::status::service_unavailable, 11, r.body};
+    out.set(http::field::content_type, "application/json");
+    out.set(http::field::retry_after, "1");
+    out.keep_alive(false);
+    out.prepare_payload();
+    co_await http::async_write(stream, out, kTuple);
+    error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  struct OpenGuard {
+    Impl* impl;
+    std::shared_ptr<ConnState> state;
+    ~OpenGuard() {
+      {
+        std::lock_guard<std::mutex> lock(impl->conns_mu);
+        impl->conns.erase(state);
+      }
+      --impl->open;
+    }
+  };
+
+  awaitable<void> Session(tcp::socket socket) {
+    auto state = std::make_shared<ConnState>();
+    state->ex = socket.get_executor();
+    {
+      std::lock_guard<std::mutex> lock(conns_mu);
+      conns.insert(state);
+    }
+    OpenGuard guard{this, state};
+    if (tls) {
+      beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *tls);
+      state->tcp = &beast::get_lowest_layer(stream);
+      state->tcp->expires_after(options.limits.header_timeout);
+      auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kTuple);
+      if (ec) co_return;
+      co_await ServeConnection(stream, *state);
+      state->tcp->expires_after(std::chrono::seconds(1));
+      co_await stream.async_shutdown(kTuple);
+    } else {
+      beast::tcp_stream stream(std::move(socket));
+      state->tcp = &stream;
+      const bool linger = co_await ServeConnection(stream, *state);
+      error_code ignored;
+      stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      if (linger) co_await Linger(stream);
+    }
+    state->tcp = nullptr;
+  }
+
+  // After an answer sent before the request's body was read: read and drop what the client is
+  // still sending for a moment, so that closing does not reset the connection (and lose the
+  // answer) while its bytes are in flight.
+  awaitable<void> Linger(beast::tcp_stream& stream) {
+    std::vector<char> scratch(64 << 10);
+    size_t dropped = 0;
+    stream.expires_after(kLingerTime);
+    while (dropped < kLingerBytes) {
+      auto [ec, n] = co_await stream.async_read_some(asio::buffer(scratch), kTuple);
+      if (ec) break;
+      dropped += n;
+    }
+  }
+
+  template <class Stream>
+  awaitable<void> WriteResponse(Stream& stream, HttpResponse& res, bool head_only,
+                                bool keep_alive, bool* ok) {
+    auto& tcp = beast::get_lowest_layer(stream);
+    tcp.expires_after(options.limits.io_timeout);
+    if (!res.stream) {
+      std::string_view body =
+          res.shared_body != nullptr
+              ? std::string_view(*res.shared_body).substr(res.shared_offset, res.shared_length)
+              : std::string_view(res.body);
+      http::response<http::span_body<const char>> out;
+      out.version(11);
+      out.result(static_cast<unsigned>(res.status));
+      if (!res.content_type.empty()) out.set(http::field::content_type, res.content_type);
+      for (const auto& [name, value] : res.headers) out.insert(name, value);
+      out.keep_alive(keep_alive);
+      out.content_length(body.size());
+      error_code ec;
+      if (head_only) {
+        http::response_serializer<http::span_body<const char>> sr(out);
+        std::tie(ec, std::ignore) = co_await http::async_write_header(stream, sr, kTuple);
+      } else {
+        out.body() = beast::span<const char>(body.data(), body.size());
+        std::tie(ec, std::ignore) = co_await http::async_write(stream, out, kTuple);
+      }
+      *ok = !ec;
+      co_return;
+    }
+    http::response<http::empty_body> out;
+    out.version(11);
+    out.result(static_cast<unsigned>(res.status));
+    if (!res.content_type.empty()) out.set(http::field::content_type, res.content_type);
+    for (const auto& [name, value] : res.headers) out.insert(name, value);
+    out.keep_alive(keep_alive);
+    const bool chunked = res.stream_length < 0;
+    if (chunked) {
+      out.chunked(true);
+    } else {
+      out.content_length(static_cast<uint64_t>(res.stream_length));
+    }
+    http::response_serializer<http::empty_body> sr(out);
+    auto [ec, n] = co_await http::async_write_header(stream, sr, kTuple);
+    if (ec) {
+      *ok = false;
+      co_return;
+    }
+    if (head_only) {
+      *ok = true;
+      co_return;
+    }
+    asio::steady_timer timer(co_await asio::this_coro::executor,
+                             asio::steady_timer::time_point::max());
+    auto pipe = std::make_shared<Pipe>();
+    pipe->ex = timer.get_executor();
+    pipe->timer = &timer;
+    struct GoneGuard {
+      Pipe* p;
+      ~GoneGuard() { p->Gone(); }
+    } gone{pipe.get()};
+    asio::post(*pool, [this, pipe, body = std::move(res.stream)] {
+      Status s;
+      try {
+        s = body([&](std::string_view piece) {
+          return piece.empty() || pipe->Push(piece, forced, pipe);
+        });
+      } catch (const std::exception& e) {
+        s = Internal(e.what());
+      }
+      pipe->Finish(std::move(s), forced, pipe);
+    });
+    int64_t sent = 0;
+    Status final_status;
+    for (;;) {
+      std::string piece;
+      bool have = false, done = false;
+      {
+        std::lock_guard<std::mutex> lock(pipe->mu);
+        if (!pipe->pieces.empty()) {
+          piece = std::move(pipe->pieces.front());
+          pipe->pieces.pop_front();
+          have = true;
+        } else if (pipe->done) {
+          done = true;
+          final_status = pipe->final_status;
+        }
+      }
+      if (done) break;
+      if (!have) {
+        timer.expires_at(asio::steady_timer::time_point::max());
+        co_await timer.async_wait(kTuple);
+        continue;
+      }
+      pipe->cv.notify_all();
+      if (!chunked && sent + static_cast<int64_t>(piece.size()) > res.stream_length) {
+        LogError("a streamed answer ran past its declared length; cut short");
+        *ok = false;
+        co_return;
+      }
+      tcp.expires_after(options.limits.io_timeout);
+      if (chunked) {
+        std::tie(ec, n) =
+            co_await asio::async_write(stream, http::make_chunk(asio::buffer(piece)), kTuple);
+      } else {
+        std::tie(ec, n) = co_await asio::async_write(stream, asio::buffer(piece), kTuple);
+      }
+      if (ec) {
+        *ok = false;
+        co_return;
+      }
+      sent += static_cast<int64_t>(piece.size());
+    }
+    if (!final_status.ok()) {
+      if (final_status.code() != StatusCode::kUnavailable) LogError(final_status.ToString());
+      *ok = false;  // the answer is cut short: only closing tells the client
+      co_return;
+    }
+    if (chunked) {
+      std::tie(ec, n) = co_await asio::async_write(stream, http::make_chunk_last(), kTuple);
+      *ok = !ec;
+    } else {
+      *ok = sent == res.stream_length;
+    }
+  }
+
+  template <class Stream>
+  awaitable<void> WriteContinue(Stream& stream, const HttpRequest& req) {
+    if (!beast::iequals(req.headers.Get("Expect"), "100-continue")) co_return;
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    co_await asio::async_write(stream, asio::buffer(kContinue), kTuple);
+  }
+
+  // Serves requests until the connection should close; true when the last request's body may
+  // still be arriving (the caller lingers before closing).
+  template <class Stream>
+  awaitable<bool> ServeConnection(Stream& stream, ConnState& state) {
+    const HttpLimits& limits = options.limits;
+    beast::flat_buffer buffer;
+    auto& tcp = beast::get_lowest_layer(stream);
+    for (;;) {
+      if (buffer.size() == 0) {
+        if (stopping) co_return false;
+        state.idle = true;
+        tcp.expires_after(limits.idle_timeout);
+        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(kReadChunk), kTuple);
+        state.idle = false;
+        if (ec) co_return false;
+        buffer.commit(n);
+      }
+      // The header deadline cancels the read rather than closing the socket (as the stream's
+      // own timeout would), so that the client still gets its 408.
+      tcp.expires_never();
+      asio::steady_timer deadline(co_await asio::this_coro::executor, limits.header_timeout);
+      bool late = false;
+      deadline.async_wait([&late, &tcp](error_code ec) {
+        if (ec) return;  // cancelled: the headers came in time
+        late = true;
+        error_code ignored;
+        tcp.socket().cancel(ignored);
+      });
+      http::request_parser<http::empty_body> head_parser;
+      head_parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
+      head_parser.body_limit(boost::none);  // each route's own limit is applied below
+      auto [ec, n] = co_await http::async_read_header(stream, buffer, head_parser, kTuple);
+      deadline.cancel();
+      HttpResponse res;
+      bool ok = true;
+      if (ec) {
+        if (late) {
+          res = LimitError(408, "The request's headers did not arrive within " +
+                                    Seconds(limits.header_timeout));
+          co_await WriteResponse(stream, res, false, false, &ok);
+          co_return true;
+        }
+        if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+            ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+          co_return false;
+        }
+        if (ec == http::error::header_limit) {
+          res = LimitError(431, "The request line and headers exceed the limit of " +
+                                    std::to_string(limits.max_header_bytes) + " bytes");
+        } else if (ec == beast::error::timeout) {
+          res = LimitError(408, "The request's headers did not arrive within " +
+                                    Seconds(limits.header_timeout));
+        } else {
+          res = LimitError(400, "Malformed HTTP request: " + ec.message());
+        }
+        co_await WriteResponse(stream, res, false, false, &ok);
+        co_return true;
+      }
+      const auto& head = head_parser.get();
+      size_t field_count = 0;
+      for (auto it = head.begin(); it != head.end(); ++it) ++field_count;
+      if (field_count > limits.max_headers) {
+        res = LimitError(431, "The request has " + std::to_string(field_count) +
+                                  " header fields; the limit is " +
+                                  std::to_string(limits.max_headers));
+        co_await WriteResponse(stream, res, false, false, &ok);
+        co_return true;
+      }
+      HttpRequest req;
+      req.method = std::string(head.method_string());
+      req.target = std::string(head.target());
+      if (!req.target.starts_with('/')) {
+        res = LimitError(400, "Malformed HTTP request: the target must be a path");
+        co_await WriteResponse(stream, res, false, false, &ok);
+        co_return true;
+      }
+      const size_t question = req.target.find('?');
+      req.path = PercentDecode(std::string_view(req.target).substr(0, question), false);
+      if (question != std::string::npos) {
+        ParseQuery(std::string_view(req.target).substr(question + 1), &req.query);
+      }
+      for (const auto& field : head) {
+        req.headers.Add(std::string(field.name_string()), std::string(field.value()));
+      }
+      const bool head_only = req.method == "HEAD";
+      if (head_only) req.method = "GET";
+      bool keep_alive = head.keep_alive();
+      bool body_done = head_parser.is_done();
+
+      BodyPlan plan = handler->Plan(req);
+      const boost::optional<uint64_t> declared = head_parser.content_length();
+      // A refused request's body is read and dropped when it is small and on its way (no
+      // "Expect: 100-continue"), so that a client that reads answers only after sending (most
+      // do) gets this one, on a connection that stays usable.
+      const bool expects_continue = beast::iequals(req.headers.Get("Expect"), "100-continue");
+      auto drain_if_small = [&](uint64_t limit) -> awaitable<void> {
+        if (!body_done && declared && *declared <= limit && !expects_continue) {
+          body_done = co_await Drain(stream, buffer, head_parser, limit);
+        }
+      };
+      if (plan.reject) {
+        res = std::move(*plan.reject);
+        co_await drain_if_small(kDrainLimit);
+      } else if (declared && *declared > plan.limit) {
+        res = LimitError(413, "Request body of " + std::to_string(*declared) +
+                                  " bytes exceeds the limit of " + std::to_string(plan.limit) +
+                                  " bytes");
+      } else if (plan.mode == BodyPlan::Mode::kBuffer) {
+        http::request_parser<http::string_body> parser(std::move(head_parser));
+        parser.body_limit(plan.limit);
+        if (!body_done) {
+          co_await WriteContinue(stream, req);
+          tcp.expires_after(limits.io_timeout);
+          std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, kTuple);
+          if (ec == http::error::body_limit) {
+            res = LimitError(413, "Request body exceeds the limit of " +
+                                      std::to_string(plan.limit) + " bytes");
+          } else if (ec == beast::error::timeout) {
+            res = LimitError(408, "The request's body stalled for " + Seconds(limits.io_timeout));
+          } else if (ec) {
+            co_return false;  // the client went away or sent a malformed body
+          } else {
+            body_done = true;
+          }
+        }
+        if (body_done) {
+          req.body = std::move(parser.get().body());
+          auto handle = [&] { return SafeHandle(req); };
+          res = co_await OnPool(handle);
+        }
+      } else {
+        auto open_upload = [&]() -> Result<std::unique_ptr<UploadSink>> {
+          try {
+            return handler->OpenUpload(req);
+          } catch (const std::exception& e) {
+            return Internal(e.what());
+          }
+        };
+        Result<std::unique_ptr<UploadSink>> sink = co_await OnPool(open_upload);
+        if (!sink.ok()) {
+          res = ErrorResponse(sink.status());
+          co_await drain_if_small(plan.limit);
+        } else {
+          co_await UploadBody(stream, buffer, head_parser, req, plan, **sink, &res, &body_done);
+          if (body_done) {
+            auto finish = [&] {
+              try {
+                return (*sink)->Finish();
+              } catch (const std::exception& e) {
+                return JsonError(500, "INTERNAL_ERROR", e.what());
+              }
+            };
+            res = co_await OnPool(finish);
+          }
+          sink->reset();  // an unfinished upload is discarded here
+        }
+      }
+      keep_alive = keep_alive && body_done && !res.close && !stopping;
+      co_await WriteResponse(stream, res, head_only, keep_alive, &ok);
+      if (!ok || !keep_alive) co_return !body_done;
+    }
+  }
+
+  // Reads a request's body (at most `limit` bytes) and drops it; false when that failed and the
+  // connection must close.
+  template <class Stream>
+  awaitable<bool> Drain(Stream& stream, beast::flat_buffer& buffer,
+                        http::request_parser<http::empty_body>& head_parser, uint64_t limit) {
+    auto& tcp = beast::get_lowest_layer(stream);
+    http::request_parser<http::buffer_body> parser(std::move(head_parser));
+    parser.body_limit(limit);
+    std::vector<char> scratch(kUploadChunk);
+    while (!parser.is_done()) {
+      parser.get().body().data = scratch.data();
+      parser.get().body().size = scratch.size();
+      tcp.expires_after(options.limits.io_timeout);
+      auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) co_return false;
+    }
+    co_return true;
+  }
+
+  // Streams a request's body into `sink`. On success *body_done is set; otherwise *res holds
+  // the answer (413, 408, a write error) or the client has gone (res.close set).
+  template <class Stream>
+  awaitable<void> UploadBody(Stream& stream, beast::flat_buffer& buffer,
+                             http::request_parser<http::empty_body>& head_parser,
+                             const HttpRequest& req, const BodyPlan& plan, UploadSink& sink,
+                             HttpResponse* res, bool* body_done) {
+    auto& tcp = beast::get_lowest_layer(stream);
+    http::request_parser<http::buffer_body> parser(std::move(head_parser));
+    parser.body_limit(plan.limit);
+    if (!parser.is_done()) co_await WriteContinue(stream, req);
+    std::vector<char> chunk(kUploadChunk);
+    while (!parser.is_done()) {
+      parser.get().body().data = chunk.data();
+      parser.get().body().size = chunk.size();
+      tcp.expires_after(options.limits.io_timeout);
+      auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec == http::error::body_limit) {
+        *res = LimitError(413, "Upload exceeds the limit of " + std::to_string(plan.limit) +
+                                   " bytes; nothing of it was kept");
+        co_return;
+      }
+      if (ec == beast::error::timeout) {
+        *res = LimitError(408, "The upload stalled for " + Seconds(options.limits.io_timeout));
+        co_return;
+      }
+      if (ec) {
+        *res = LimitError(400, "The upload was cut short");
+        co_return;
+      }
+      const size_t got = chunk.size() - parser.get().body().size;
+      if (got == 0) continue;
+      Status w = sink.Write(std::string_view(chunk.data(), got));
+      if (!w.ok()) {
+        *res = ErrorResponse(w);
+        res->close = true;
+        co_return;
+      }
+    }
+    *body_done = true;
+  }
+
+  void Stop() {
+    if (stopping.exchange(true)) return;
+    asio::post(ios[0]->get_executor(), [this] {
+      error_code ignored;
+      acceptor->close(ignored);
+    });
+    {
+      std::lock_guard<std::mutex> lock(conns_mu);
+      for (const std::shared_ptr<ConnState>& c : conns) {
+        asio::post(c->ex, [c] {
+          if (c->idle && c->tcp != nullptr) c->tcp->cancel();
+        });
+      }
+    }
+    watchdog = std::thread([this] {
+      const auto deadline = std::chrono::steady_clock::now() + options.limits.shutdown_grace;
+      while (open.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      clean = open.load() == 0;
+      forced = true;
+      for (auto& w : work) w.reset();
+      for (auto& io : ios) io->stop();
+    });
+  }
+
+  bool Wait() {
+    for (std::thread& t : threads) t.join();
+    if (watchdog.joinable()) watchdog.join();
+    pool->join();
+    // Connections cut off at the end of the grace period end here, their coroutines destroyed.
+    ios.clear();
+    waited = true;
+    return clean;
+  }
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() = default;
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const HttpServerOptions& options,
+                                                     HttpHandler* handler) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->handler = handler;
+  // Each connection is a descriptor: allow as many as the hard limit does.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 &&
+      files.rlim_cur < options.limits.max_connections + 64) {
+    LogWarning("the descriptor limit (" + std::to_string(files.rlim_cur) +
+               ") is below --max-connections; connections beyond it wait to be accepted");
+  }
+  int io_threads = options.io_threads > 0 ? options.io_threads
+                                          : static_cast<int>(std::thread::hardware_concurrency());
+  io_threads = std::max(io_threads, 1);
+  for (int i = 0; i < io_threads; ++i) {
+    impl->ios.push_back(std::make_unique<asio::io_context>(1));
+    impl->work.push_back(asio::make_work_guard(*impl->ios.back()));
+  }
+  impl->pool = std::make_unique<asio::thread_pool>(std::max(options.handler_threads, 1));
+
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
+    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+      return InvalidArgument("TLS needs both a certificate (--tls-cert) and a key (--tls-key)");
+    }
+    auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+    ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                     asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use);
+    error_code ec;
+    ctx->use_certificate_chain_file(options.tls_cert_file, ec);
+    if (ec) {
+      return InvalidArgument("cannot load the TLS certificate " + options.tls_cert_file + ": " +
+                             ec.message());
+    }
+    ctx->use_private_key_file(options.tls_key_file, asio::ssl::context::pem, ec);
+    if (ec) {
+      return InvalidArgument("cannot load the TLS key " + options.tls_key_file + ": " +
+                             ec.message());
+    }
+    impl->tls = std::move(ctx);
+  }
+
+  error_code ec;
+  asio::ip::address address = asio::ip::make_address(options.host, ec);
+  if (ec) {
+    tcp::resolver resolver(*impl->ios[0]);
+    auto found = resolver.resolve(options.host, "", ec);
+    if (ec || found.empty()) {
+      return InvalidArgument("cannot resolve the address to listen on, '" + options.host +
+                             "': " + ec.message());
+    }
+    address = found.begin()->endpoint().address();
+  }
+  const tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
+  auto acceptor = std::make_unique<tcp::acceptor>(*impl->ios[0]);
+  acceptor->open(endpoint.protocol(), ec);
+  if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor->bind(endpoint, ec);
+  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Unavailable("cannot listen on " + options.host + ":" + std::to_string(options.port) +
+                       ": " + ec.message() +
+                       (ec == asio::error::address_in_use ? " (is the port in use?)" : ""));
+  }
+  impl->port = acceptor->local_endpoint().port();
+  impl->acceptor = std::move(acceptor);
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+int HttpServer::port() const { return impl_->port; }
+bool HttpServer::tls() const { return impl_->tls != nullptr; }
+size_t HttpServer::connections() const { return impl_->open.load(); }
+
+void HttpServer::Start() {
+  Impl* impl = impl_.get();
+  asio::co_spawn(*impl->ios[0], impl->Accept(), asio::detached);
+  for (auto& io : impl->ios) {
+    impl->threads.emplace_back([ctx = io.get()] { ctx->run(); });
+  }
+}
+
+void HttpServer::Stop() { impl_->Stop(); }
+
+bool HttpServer::Wait() { return impl_->Wait(); }
+
+}  // namespace cairn::server
