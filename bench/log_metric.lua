@@ -1,6 +1,25 @@
--- wrk script: POST runs/log-metric, one point per request, to the run in RUN_IDS.
+-- wrk script: POST runs/log-metric, one point per request, to the run in RUN_IDS. With PACE_MS
+-- set, each connection waits that long after an answer before its next request (wrk's delay()),
+-- as many training jobs each logging a point now and then. Steps are unique per thread.
 local run_id = string.match(os.getenv("RUN_IDS") or "", "[^,]+")
+local pace_ms = tonumber(os.getenv("PACE_MS") or "")
 local counter = 0
+local thread_seed = 0
+
+function setup(thread)
+  thread_seed = thread_seed + 1
+  thread:set("seed", thread_seed)
+end
+
+function init(args)
+  counter = (seed or 1) * 1000000000
+end
+
+if pace_ms then
+  function delay()
+    return pace_ms
+  end
+end
 
 function request()
   counter = counter + 1

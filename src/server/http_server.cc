@@ -202,6 +202,11 @@ struct HttpServer::Impl {
       Stop();
       Wait();
     }
+    // Connections cut off at the end of the grace period end here, their coroutines destroyed;
+    // what refers to an io_context goes before it.
+    acceptor.reset();
+    work.clear();
+    ios.clear();
   }
 
   // Runs `fn` on a handler thread and resumes the coroutine with its result on its own thread.
@@ -217,6 +222,31 @@ struct HttpServer::Impl {
               std::move(handler)(std::move(r));
             });
           });
+        },
+        use_awaitable);
+  }
+
+  // Runs the handler on this thread and resumes once it has responded (perhaps from another
+  // thread).
+  awaitable<HttpResponse> HandleInline(HttpRequest& req) {
+    co_return co_await asio::async_initiate<decltype(use_awaitable), void(HttpResponse)>(
+        [this, &req](auto handler) {
+          // std::function wants a copyable callable; the handler moves once.
+          auto slot = std::make_shared<std::optional<decltype(handler)>>(std::move(handler));
+          auto respond = [slot](HttpResponse r) {
+            auto h = std::move(**slot);
+            slot->reset();
+            auto ex = asio::get_associated_executor(h);
+            asio::dispatch(ex, [h = std::move(h), r = std::move(r)]() mutable {
+              std::move(h)(std::move(r));
+            });
+          };
+          try {
+            this->handler->HandleInline(req, respond);
+          } catch (const std::exception& e) {
+            LogError(req.method + " " + req.path + ": " + e.what());
+            if (slot->has_value()) respond(JsonError(500, "INTERNAL_ERROR", e.what()));
+          }
         },
         use_awaitable);
   }
@@ -582,8 +612,12 @@ struct HttpServer::Impl {
         }
         if (body_done) {
           req.body = std::move(parser.get().body());
-          auto handle = [&] { return SafeHandle(req); };
-          res = co_await OnPool(handle);
+          if (plan.inline_handler) {
+            res = co_await HandleInline(req);
+          } else {
+            auto handle = [&] { return SafeHandle(req); };
+            res = co_await OnPool(handle);
+          }
         }
       } else {
         auto open_upload = [&]() -> Result<std::unique_ptr<UploadSink>> {
@@ -618,37 +652,17 @@ struct HttpServer::Impl {
     }
   }
 
-  // Reads a request's body (at most `limit` bytes) and drops it; false when that failed and the
-  // connection must close.
-  template <class Stream>
-  awaitable<bool> Drain(Stream& stream, beast::flat_buffer& buffer,
-                        http::request_parser<http::empty_body>& head_parser, uint64_t limit) {
+  enum class BodyRead { kDone, kTooLarge, kStalled, kCut, kRefused };
+
+  // Reads a request's body (at most `limit` bytes) piece by piece into `consume`; a consume error
+  // stops the read (kRefused, *refusal set).
+  template <class Stream, class Consume>
+  awaitable<BodyRead> StreamBody(Stream& stream, beast::flat_buffer& buffer,
+                                 http::request_parser<http::empty_body>& head_parser,
+                                 uint64_t limit, Consume consume, Status* refusal) {
     auto& tcp = beast::get_lowest_layer(stream);
     http::request_parser<http::buffer_body> parser(std::move(head_parser));
     parser.body_limit(limit);
-    std::vector<char> scratch(kUploadChunk);
-    while (!parser.is_done()) {
-      parser.get().body().data = scratch.data();
-      parser.get().body().size = scratch.size();
-      tcp.expires_after(options.limits.io_timeout);
-      auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
-      if (ec == http::error::need_buffer) ec = {};
-      if (ec) co_return false;
-    }
-    co_return true;
-  }
-
-  // Streams a request's body into `sink`. On success *body_done is set; otherwise *res holds
-  // the answer (413, 408, a write error) or the client has gone (res.close set).
-  template <class Stream>
-  awaitable<void> UploadBody(Stream& stream, beast::flat_buffer& buffer,
-                             http::request_parser<http::empty_body>& head_parser,
-                             const HttpRequest& req, const BodyPlan& plan, UploadSink& sink,
-                             HttpResponse* res, bool* body_done) {
-    auto& tcp = beast::get_lowest_layer(stream);
-    http::request_parser<http::buffer_body> parser(std::move(head_parser));
-    parser.body_limit(plan.limit);
-    if (!parser.is_done()) co_await WriteContinue(stream, req);
     std::vector<char> chunk(kUploadChunk);
     while (!parser.is_done()) {
       parser.get().body().data = chunk.data();
@@ -656,29 +670,58 @@ struct HttpServer::Impl {
       tcp.expires_after(options.limits.io_timeout);
       auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
       if (ec == http::error::need_buffer) ec = {};
-      if (ec == http::error::body_limit) {
-        *res = LimitError(413, "Upload exceeds the limit of " + std::to_string(plan.limit) +
-                                   " bytes; nothing of it was kept");
-        co_return;
-      }
-      if (ec == beast::error::timeout) {
-        *res = LimitError(408, "The upload stalled for " + Seconds(options.limits.io_timeout));
-        co_return;
-      }
-      if (ec) {
-        *res = LimitError(400, "The upload was cut short");
-        co_return;
-      }
+      if (ec == http::error::body_limit) co_return BodyRead::kTooLarge;
+      if (ec == beast::error::timeout) co_return BodyRead::kStalled;
+      if (ec) co_return BodyRead::kCut;
       const size_t got = chunk.size() - parser.get().body().size;
       if (got == 0) continue;
-      Status w = sink.Write(std::string_view(chunk.data(), got));
-      if (!w.ok()) {
-        *res = ErrorResponse(w);
-        res->close = true;
-        co_return;
-      }
+      *refusal = consume(std::string_view(chunk.data(), got));
+      if (!refusal->ok()) co_return BodyRead::kRefused;
     }
-    *body_done = true;
+    co_return BodyRead::kDone;
+  }
+
+  // Reads a request's body and drops it; false when that failed and the connection must close.
+  template <class Stream>
+  awaitable<bool> Drain(Stream& stream, beast::flat_buffer& buffer,
+                        http::request_parser<http::empty_body>& head_parser, uint64_t limit) {
+    Status ignored;
+    BodyRead r = co_await StreamBody(
+        stream, buffer, head_parser, limit, [](std::string_view) { return Status(); }, &ignored);
+    co_return r == BodyRead::kDone;
+  }
+
+  // Streams a request's body into `sink`. On success *body_done is set; otherwise *res holds
+  // the answer (413, 408, a write error), and the connection closes after it.
+  template <class Stream>
+  awaitable<void> UploadBody(Stream& stream, beast::flat_buffer& buffer,
+                             http::request_parser<http::empty_body>& head_parser,
+                             const HttpRequest& req, const BodyPlan& plan, UploadSink& sink,
+                             HttpResponse* res, bool* body_done) {
+    if (!head_parser.is_done()) co_await WriteContinue(stream, req);
+    Status refusal;
+    BodyRead r = co_await StreamBody(
+        stream, buffer, head_parser, plan.limit,
+        [&sink](std::string_view piece) { return sink.Write(piece); }, &refusal);
+    switch (r) {
+      case BodyRead::kDone:
+        *body_done = true;
+        break;
+      case BodyRead::kTooLarge:
+        *res = LimitError(413, "Upload exceeds the limit of " + std::to_string(plan.limit) +
+                                   " bytes; nothing of it was kept");
+        break;
+      case BodyRead::kStalled:
+        *res = LimitError(408, "The upload stalled for " + Seconds(options.limits.io_timeout));
+        break;
+      case BodyRead::kCut:
+        *res = LimitError(400, "The upload was cut short");
+        break;
+      case BodyRead::kRefused:
+        *res = ErrorResponse(refusal);
+        res->close = true;
+        break;
+    }
   }
 
   void Stop() {
@@ -708,11 +751,10 @@ struct HttpServer::Impl {
   }
 
   bool Wait() {
+    if (waited) return clean;
     for (std::thread& t : threads) t.join();
     if (watchdog.joinable()) watchdog.join();
     pool->join();
-    // Connections cut off at the end of the grace period end here, their coroutines destroyed.
-    ios.clear();
     waited = true;
     return clean;
   }

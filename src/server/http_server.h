@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,9 @@ struct BodyPlan {
   enum class Mode { kBuffer, kUpload };
   Mode mode = Mode::kBuffer;
   uint64_t limit = 0;  // bytes; larger bodies get 413
+  // kBuffer only: the request goes to HandleInline on the I/O thread instead of Handle on a
+  // handler thread (for handlers that never block).
+  bool inline_handler = false;
   // An answer given at once, without reading the body (a refused Host, a wrong Content-Type).
   std::optional<HttpResponse> reject;
 };
@@ -61,12 +65,13 @@ class HttpHandler {
   virtual BodyPlan Plan(const HttpRequest& head) = 0;
   // On a handler thread, with the body read (Mode::kBuffer).
   virtual HttpResponse Handle(HttpRequest& request) = 0;
+  // On the I/O thread, with the body read, for requests planned inline: must not block.
+  // `respond` is called exactly once, then or later, from any thread.
+  using Respond = std::function<void(HttpResponse)>;
+  virtual void HandleInline(HttpRequest& request, Respond respond) { respond(Handle(request)); }
   // On a handler thread, before the body is read (Mode::kUpload). An error is answered as the
   // response and the body is not read.
   virtual Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& head) = 0;
-  // On a handler thread, for an answer the server makes itself (a limit, a timeout): lets the
-  // application add the headers every answer carries.
-  virtual void Decorate(const HttpRequest* head, HttpResponse& response) {}
 };
 
 // {"error_code": code, "message": message} with its status.

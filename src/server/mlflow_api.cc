@@ -234,29 +234,6 @@ Result<std::string> SearchRuns(ApiContext& ctx, const Fields& f) {
 
 // --- Logging -------------------------------------------------------------------------------
 
-Result<std::string> LogMetric(ApiContext& ctx, const Fields& f) {
-  CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
-  CAIRN_ASSIGN_OR_RETURN(core::Metric m, DecodeMetric(f));
-  CAIRN_RETURN_IF_ERROR(ctx.tracking->LogMetric(run_id, m));
-  return std::string(kEmpty);
-}
-
-Result<std::string> LogParam(ApiContext& ctx, const Fields& f) {
-  CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
-  CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
-  CAIRN_ASSIGN_OR_RETURN(std::string value, f.RequiredStr("value"));
-  CAIRN_RETURN_IF_ERROR(ctx.tracking->LogParam(run_id, {key, value}));
-  return std::string(kEmpty);
-}
-
-Result<std::string> SetTag(ApiContext& ctx, const Fields& f) {
-  CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
-  CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
-  CAIRN_ASSIGN_OR_RETURN(std::string value, f.RequiredStr("value"));
-  CAIRN_RETURN_IF_ERROR(ctx.tracking->SetTag(run_id, {key, value}));
-  return std::string(kEmpty);
-}
-
 Result<std::string> DeleteTag(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
   CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
@@ -264,22 +241,74 @@ Result<std::string> DeleteTag(ApiContext& ctx, const Fields& f) {
   return std::string(kEmpty);
 }
 
-Result<std::string> LogBatch(ApiContext& ctx, const Fields& f) {
-  CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
-  CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> metric_fields, f.Objects("metrics"));
+// The logging calls are answered without a thread waiting on the store: the batch is queued
+// for the writer, and `reply` runs once it has committed.
+void LogBatchThen(ApiContext& ctx, std::string run_id, std::vector<core::Metric> metrics,
+                  std::vector<core::Param> params, std::vector<core::Tag> tags,
+                  const Reply& reply) {
+  ctx.tracking->LogBatchAsync(std::move(run_id), std::move(metrics), std::move(params),
+                              std::move(tags), [reply](Status s) {
+                                if (s.ok()) return reply(std::string(kEmpty));
+                                reply(std::move(s));
+                              });
+}
+
+// Decodes with `decode`, answering its error at once, else logs what it decoded.
+template <typename Decode>
+void DecodeThenLog(ApiContext& ctx, const Fields& f, const Reply& reply, Decode decode) {
+  std::string run_id;
   std::vector<core::Metric> metrics;
-  metrics.reserve(metric_fields.size());
-  for (const Fields& m : metric_fields) {
-    CAIRN_ASSIGN_OR_RETURN(core::Metric metric, DecodeMetric(m));
-    metrics.push_back(std::move(metric));
-  }
-  CAIRN_ASSIGN_OR_RETURN(std::vector<Tag> param_tags, DecodeTags(f, "params"));
   std::vector<core::Param> params;
-  params.reserve(param_tags.size());
-  for (Tag& t : param_tags) params.push_back({std::move(t.key), std::move(t.value)});
-  CAIRN_ASSIGN_OR_RETURN(std::vector<Tag> tags, DecodeTags(f, "tags"));
-  CAIRN_RETURN_IF_ERROR(ctx.tracking->LogBatch(run_id, metrics, params, tags));
-  return std::string(kEmpty);
+  std::vector<core::Tag> tags;
+  Status decoded = [&]() -> Status {
+    CAIRN_ASSIGN_OR_RETURN(run_id, f.RunId());
+    return decode(metrics, params, tags);
+  }();
+  if (!decoded.ok()) return reply(std::move(decoded));
+  LogBatchThen(ctx, std::move(run_id), std::move(metrics), std::move(params), std::move(tags),
+               reply);
+}
+
+void LogMetric(ApiContext& ctx, const Fields& f, Reply reply) {
+  DecodeThenLog(ctx, f, reply, [&](auto& metrics, auto&, auto&) -> Status {
+    CAIRN_ASSIGN_OR_RETURN(core::Metric m, DecodeMetric(f));
+    metrics.push_back(std::move(m));
+    return Status::Ok();
+  });
+}
+
+void LogParam(ApiContext& ctx, const Fields& f, Reply reply) {
+  DecodeThenLog(ctx, f, reply, [&](auto&, auto& params, auto&) -> Status {
+    CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
+    CAIRN_ASSIGN_OR_RETURN(std::string value, f.RequiredStr("value"));
+    params.push_back({std::move(key), std::move(value)});
+    return Status::Ok();
+  });
+}
+
+void SetTag(ApiContext& ctx, const Fields& f, Reply reply) {
+  DecodeThenLog(ctx, f, reply, [&](auto&, auto&, auto& tags) -> Status {
+    CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
+    CAIRN_ASSIGN_OR_RETURN(std::string value, f.RequiredStr("value"));
+    tags.push_back({std::move(key), std::move(value)});
+    return Status::Ok();
+  });
+}
+
+void LogBatch(ApiContext& ctx, const Fields& f, Reply reply) {
+  DecodeThenLog(ctx, f, reply, [&](auto& metrics, auto& params, auto& tags) -> Status {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> metric_fields, f.Objects("metrics"));
+    metrics.reserve(metric_fields.size());
+    for (const Fields& m : metric_fields) {
+      CAIRN_ASSIGN_OR_RETURN(core::Metric metric, DecodeMetric(m));
+      metrics.push_back(std::move(metric));
+    }
+    CAIRN_ASSIGN_OR_RETURN(std::vector<Tag> param_tags, DecodeTags(f, "params"));
+    params.reserve(param_tags.size());
+    for (Tag& t : param_tags) params.push_back({std::move(t.key), std::move(t.value)});
+    CAIRN_ASSIGN_OR_RETURN(tags, DecodeTags(f, "tags"));
+    return Status::Ok();
+  });
 }
 
 Result<std::string> LogInputs(ApiContext& ctx, const Fields& f) {
@@ -407,15 +436,18 @@ constexpr Route kRoutes[] = {
     {"POST", "runs/restore", RestoreRun},
     {"GET", "runs/get", GetRun},
     {"POST", "runs/search", SearchRuns},
-    {"POST", "runs/log-metric", LogMetric},
-    {"POST", "runs/log-parameter", LogParam},
-    {"POST", "runs/set-tag", SetTag},
     {"POST", "runs/delete-tag", DeleteTag},
-    {"POST", "runs/log-batch", LogBatch},
     {"POST", "runs/log-inputs", LogInputs},
     {"GET", "metrics/get-history-bulk-interval", GetMetricHistoryBulkInterval},
     {"GET", "artifacts/list", ListArtifacts},
     {"POST", "logged-models/search", SearchLoggedModels},
+};
+
+constexpr AsyncRoute kAsyncRoutes[] = {
+    {"POST", "runs/log-metric", LogMetric},
+    {"POST", "runs/log-parameter", LogParam},
+    {"POST", "runs/set-tag", SetTag},
+    {"POST", "runs/log-batch", LogBatch},
 };
 
 constexpr StreamRoute kStreamRoutes[] = {
@@ -427,5 +459,7 @@ constexpr StreamRoute kStreamRoutes[] = {
 std::span<const Route> MlflowRoutes() { return kRoutes; }
 
 std::span<const StreamRoute> MlflowStreamRoutes() { return kStreamRoutes; }
+
+std::span<const AsyncRoute> MlflowAsyncRoutes() { return kAsyncRoutes; }
 
 }  // namespace cairn::server

@@ -27,6 +27,20 @@ struct Route {
 
 std::span<const Route> MlflowRoutes();
 
+// Routes answered without a thread waiting on the store (the logging calls): the handler
+// decodes the request and returns at once; `reply` is called exactly once, then or later from
+// the store's writer thread, and must not block.
+using Reply = std::function<void(Result<std::string>)>;
+using AsyncHandler = void (*)(ApiContext& ctx, const Fields& fields, Reply reply);
+
+struct AsyncRoute {
+  const char* method;
+  const char* path;
+  AsyncHandler handler;
+};
+
+std::span<const AsyncRoute> MlflowAsyncRoutes();
+
 // Answers too large to build in memory are streamed: the handler validates the request and
 // returns a BodyStream (server/http_message.h), which the server runs once the response has
 // started.

@@ -150,6 +150,7 @@ struct Server::Impl : HttpHandler {
   ApiContext ctx{};
   std::unordered_map<std::string, ApiHandler> routes;  // "POST runs/log-batch"
   std::unordered_map<std::string, StreamHandler> stream_routes;
+  std::unordered_map<std::string, AsyncHandler> async_routes;
   UiFiles ui;  // the web UI at "/"
   std::unique_ptr<HttpServer> http;
 
@@ -189,7 +190,16 @@ struct Server::Impl : HttpHandler {
 
   ~Impl() override {
     StopReaper();
-    http.reset();  // before the services its handlers use
+    // The edge stops first; then the store, whose writer answers the writes still queued (to
+    // I/O threads that are stopped but not yet gone); then the edge is torn down.
+    if (http) {
+      http->Stop();
+      http->Wait();
+    }
+    artifacts.reset();
+    tracking.reset();
+    store.reset();
+    http.reset();
   }
 
   void InstallRoutes() {
@@ -198,6 +208,9 @@ struct Server::Impl : HttpHandler {
     }
     for (const StreamRoute& r : MlflowStreamRoutes()) {
       stream_routes[std::string(r.method) + " " + r.path] = r.handler;
+    }
+    for (const AsyncRoute& r : MlflowAsyncRoutes()) {
+      async_routes[std::string(r.method) + " " + r.path] = r.handler;
     }
   }
 
@@ -244,8 +257,11 @@ struct Server::Impl : HttpHandler {
       plan.limit = kMaxCairnApiBody;
     } else if (api || artifacts_api) {
       plan.limit = kMaxJsonBody;
+      plan.inline_handler = FindAsync(req) != nullptr;
     } else {
       plan.limit = kMaxOtherBody;
+      // Answered from memory: no need for a handler thread.
+      plan.inline_handler = req.method == "GET" && (path == "/health" || path == "/version");
     }
     if (plan.reject) AddCors(req, *plan.reject);
     return plan;
@@ -269,12 +285,43 @@ struct Server::Impl : HttpHandler {
 
   void AddCors(const HttpRequest& req, HttpResponse& res) {
     const std::string_view origin = req.headers.Get("Origin");
-    if (!CorsAllowed(origin, cross_site)) return;
+    if (CorsAllowed(origin, cross_site)) AddCorsHeaders(origin, res);
+  }
+
+  static void AddCorsHeaders(std::string_view origin, HttpResponse& res) {
     res.SetHeader("Access-Control-Allow-Origin", std::string(origin));
     res.SetHeader("Access-Control-Expose-Headers",
                   "Content-Range, X-Cairn-Log-Offset, X-Cairn-Log-Next-Offset, "
                   "X-Cairn-Run-Status");
     res.SetHeader("Vary", "Origin");
+  }
+
+  AsyncHandler FindAsync(const HttpRequest& req) const {
+    if (!HasPrefix(req.path, kApiPrefixes)) return nullptr;
+    auto it = async_routes.find(req.method + " " + std::string(StripPrefix(req.path, kApiPrefixes)));
+    return it == async_routes.end() ? nullptr : it->second;
+  }
+
+  // The logging calls: decoded here, on the I/O thread, and answered once the store has
+  // committed them, with no thread waiting in between.
+  void HandleInline(HttpRequest& req, Respond respond) override {
+    AsyncHandler handler = FindAsync(req);
+    if (handler == nullptr) return respond(Handle(req));
+    auto finish = [this, origin = std::string(req.headers.Get("Origin")),
+                   respond = std::move(respond)](Result<std::string> out) {
+      HttpResponse res = out.ok() ? JsonOk(200, std::move(out).value()) : Error(out.status());
+      if (!out.ok() && (out.status().code() == StatusCode::kInternal ||
+                        out.status().code() == StatusCode::kUnavailable)) {
+        LogError("logging call failed: " + out.status().ToString());
+      }
+      res.SetHeader("X-Content-Type-Options", "nosniff");
+      if (CorsAllowed(origin, cross_site)) AddCorsHeaders(origin, res);
+      respond(std::move(res));
+    };
+    Result<Json> json = ParseJsonObject(req.body);
+    if (!json.ok()) return finish(json.status());
+    Fields fields(&*json, "");
+    handler(ctx, fields, std::move(finish));
   }
 
   HttpResponse Handle(HttpRequest& req) override {

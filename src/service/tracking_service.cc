@@ -341,10 +341,11 @@ Status TrackingService::DeleteTag(const std::string& run_id, const std::string& 
   return store_->DeleteRunTag(run_id, key);
 }
 
-Status TrackingService::LogBatch(const std::string& run_id,
-                                 const std::vector<core::Metric>& metrics,
-                                 const std::vector<core::Param>& params,
-                                 const std::vector<core::Tag>& tags) {
+namespace {
+
+// MLflow's limits and checks on a batch, before anything reaches the store.
+Status ValidateBatch(const std::vector<core::Metric>& metrics,
+                     const std::vector<core::Param>& params, const std::vector<core::Tag>& tags) {
   auto too_many = [](std::string_view what, size_t n, size_t limit) {
     return InvalidArgument("A batch logging request can contain at most " + std::to_string(limit) +
                            " " + std::string(what) + ". Got " + std::to_string(n) + " " +
@@ -377,8 +378,27 @@ Status TrackingService::LogBatch(const std::string& run_id,
     if (m.key != last_key) CAIRN_RETURN_IF_ERROR(ValidateKey("metric", m.key));
     last_key = m.key;
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status TrackingService::LogBatch(const std::string& run_id,
+                                 const std::vector<core::Metric>& metrics,
+                                 const std::vector<core::Param>& params,
+                                 const std::vector<core::Tag>& tags) {
+  CAIRN_RETURN_IF_ERROR(ValidateBatch(metrics, params, tags));
   // The store checks that the run is active inside the write itself.
   return store_->LogBatch(run_id, metrics, params, tags);
+}
+
+void TrackingService::LogBatchAsync(std::string run_id, std::vector<core::Metric> metrics,
+                                    std::vector<core::Param> params, std::vector<core::Tag> tags,
+                                    std::function<void(Status)> done) {
+  Status valid = ValidateBatch(metrics, params, tags);
+  if (!valid.ok()) return done(std::move(valid));
+  store_->LogBatchAsync(std::move(run_id), std::move(metrics), std::move(params),
+                        std::move(tags), std::move(done));
 }
 
 Result<int> TrackingService::FailStaleRuns(int64_t timeout_ms) {

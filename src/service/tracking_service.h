@@ -121,6 +121,11 @@ class TrackingService {
   Status DeleteTag(const std::string& run_id, const std::string& key);
   Status LogBatch(const std::string& run_id, const std::vector<core::Metric>& metrics,
                   const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
+  // LogBatch without waiting (store::MetadataStore::LogBatchAsync): `done` gets the outcome,
+  // at once for a batch that fails validation, else once the store has committed it.
+  void LogBatchAsync(std::string run_id, std::vector<core::Metric> metrics,
+                     std::vector<core::Param> params, std::vector<core::Tag> tags,
+                     std::function<void(Status)> done);
   Status LogInputs(const std::string& run_id, const std::vector<core::DatasetInput>& inputs);
 
   // A run's console log (store::MetadataStore::AppendRunLog for the rules). Appends at most

@@ -114,6 +114,15 @@ class MetadataStore {
   virtual Status LogBatch(std::string_view run_id, const std::vector<core::Metric>& metrics,
                           const std::vector<core::Param>& params,
                           const std::vector<core::Tag>& tags) = 0;
+  // LogBatch without waiting for it: `done` gets the same outcome once the batch has committed,
+  // on whatever thread commits it, and must neither block nor call into the store. A server
+  // answers many writers this way without a thread waiting on each. The default runs LogBatch
+  // and calls `done` at once.
+  virtual void LogBatchAsync(std::string run_id, std::vector<core::Metric> metrics,
+                             std::vector<core::Param> params, std::vector<core::Tag> tags,
+                             std::function<void(Status)> done) {
+    done(LogBatch(run_id, metrics, params, tags));
+  }
   // kNotFound when the run or the tag does not exist.
   virtual Status DeleteRunTag(std::string_view run_id, std::string_view key) = 0;
   // Records dataset inputs; a dataset is identified by (experiment, name, digest) and an input
