@@ -48,7 +48,7 @@ std::chrono::milliseconds Millis(double seconds) {
 
 // "10G", "512M", "64K", "1000": bytes, powers of 1024.
 bool ParseSize(const std::string& text, uint64_t* out) {
-  if (text.empty()) return false;
+  if (text.empty() || text[0] < '0' || text[0] > '9') return false;
   size_t used = 0;
   unsigned long long n = 0;
   try {

@@ -1,5 +1,6 @@
 #include "client/tracking_client.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -226,6 +227,9 @@ size_t AppendHeader(char* data, size_t size, size_t n, void* out) {
   return size * n;
 }
 
+// How long an upload may wait for its answer after its last byte.
+constexpr long kUploadStallSeconds = 600;
+
 size_t ReadFromFile(char* buffer, size_t size, size_t n, void* in) {
   return std::fread(buffer, 1, size * n, static_cast<std::FILE*>(in));
 }
@@ -274,6 +278,7 @@ struct TrackingClient::Impl {
     if (r.content_type != nullptr) {
       headers = api.slist_append(headers, (std::string("Content-Type: ") + r.content_type).c_str());
     }
+    long stall = options.timeout_seconds;
     std::FILE* file = nullptr;
     if (!r.upload_file.empty()) {
       file = std::fopen(r.upload_file.c_str(), "rb");
@@ -288,11 +293,10 @@ struct TrackingClient::Impl {
       api.easy_setopt(curl, CURLOPT_READFUNCTION, ReadFromFile);
       api.easy_setopt(curl, CURLOPT_READDATA, file);
       api.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
-      // Large files take what they take; only a stall ends them.
-      api.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-      api.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.timeout_seconds));
+      // After the last byte the server makes the blob durable before it answers, which for a
+      // large file may take a while.
+      stall = std::max<long>(stall, kUploadStallSeconds);
     } else {
-      api.easy_setopt(curl, CURLOPT_TIMEOUT, static_cast<long>(options.timeout_seconds));
       // Small bodies go at once, without waiting for "100 Continue".
       headers = api.slist_append(headers, "Expect:");
       if (std::string_view(r.method) == "GET") {
@@ -306,6 +310,10 @@ struct TrackingClient::Impl {
       }
     }
     if (headers != nullptr) api.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    // A stall limit, not a total one: a long search or a large download takes what it takes
+    // while bytes keep moving.
+    api.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    api.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, stall);
     const CURLcode rc = api.easy_perform(curl);
     if (headers != nullptr) api.slist_free_all(headers);
     if (file != nullptr) std::fclose(file);

@@ -21,6 +21,7 @@ struct ClientOptions {
   // PEM file of the certificate authorities an https server's certificate must chain to;
   // empty: $CAIRN_CA_BUNDLE when set, else the system's store.
   std::string ca_cert;
+  // Connecting, and any stall of a request (no byte moving), may take at most this long.
   int timeout_seconds = 30;
   // Connection failures and 5xx answers are retried this many times, with backoff.
   int retries = 3;

@@ -34,10 +34,15 @@ constexpr size_t kReadChunk = 4096;
 constexpr size_t kUploadChunk = 256 << 10;
 // Pieces of a streamed answer waiting to be written: bounds a stream's memory.
 constexpr size_t kMaxQueuedPieces = 1;
-constexpr auto kLingerTime = std::chrono::seconds(2);
-// Bodies of refused requests up to this size are read and dropped rather than left unread.
+// Room in a connection's read buffer beyond the header limit: one read's worth.
+constexpr size_t kReadSlack = 64 << 10;
+// Bodies of refused requests up to these sizes are read and dropped, so that the connection
+// stays usable and a client that reads only after sending gets its answer.
 constexpr uint64_t kDrainLimit = 1 << 20;
-constexpr size_t kLingerBytes = 1 << 20;
+constexpr uint64_t kUploadDrainLimit = 64 << 20;
+// Before closing under a body still arriving: drop at most this much, for at most this long.
+constexpr uint64_t kLingerBytes = 8 << 20;
+constexpr auto kLingerTime = std::chrono::seconds(2);
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -96,8 +101,13 @@ HttpResponse ErrorResponse(const Status& status) {
 }
 
 std::string Seconds(std::chrono::milliseconds ms) {
-  const auto s = ms.count() / 1000;
-  return std::to_string(s) + (s == 1 ? " second" : " seconds");
+  char text[32];
+  if (ms.count() % 1000 == 0) {
+    std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(ms.count() / 1000));
+  } else {
+    std::snprintf(text, sizeof(text), "%.1f", static_cast<double>(ms.count()) / 1000);
+  }
+  return std::string(text) + (ms.count() == 1000 ? " second" : " seconds");
 }
 
 // Pieces of a streamed answer passed from the handler thread that makes them to the connection
@@ -182,6 +192,11 @@ struct HttpServer::Impl {
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::vector<std::thread> threads;
   std::unique_ptr<asio::thread_pool> pool;
+  // Streamed answers run here: a slow reader holds one of these threads while its answer's
+  // next piece waits to be written, never a handler thread.
+  std::unique_ptr<asio::thread_pool> stream_pool;
+  // Bytes of request bodies held in memory (HttpLimits::max_buffered_bytes).
+  std::atomic<uint64_t> buffered{0};
   std::unique_ptr<tcp::acceptor> acceptor;
   std::unique_ptr<asio::ssl::context> tls;
   int port = 0;
@@ -191,6 +206,9 @@ struct HttpServer::Impl {
   std::atomic<bool> stopping{false};
   std::atomic<bool> forced{false};
   std::thread watchdog;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stop_requested = false;
   std::atomic<bool> clean{true};
   bool waited = false;
 
@@ -283,9 +301,11 @@ struct HttpServer::Impl {
     }
   }
 
-  // Beyond the connection limit: a 503 and the door closed.
+  // Beyond the connection limit: a 503 and the door closed (over TLS, just the door: answering
+  // would take a handshake).
   awaitable<void> Refuse(tcp::socket socket) {
     beast::tcp_stream stream(std::move(socket));
+    if (tls) co_return;
     stream.expires_after(std::chrono::seconds(1));
     HttpResponse r = LimitError(
         503, "The server has reached its limit of " +
@@ -298,6 +318,7 @@ struct HttpServer::Impl {
     co_await http::async_write(stream, out, kTuple);
     error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    co_await Linger(stream, kDrainLimit);
   }
 
   struct OpenGuard {
@@ -325,17 +346,18 @@ struct HttpServer::Impl {
       state->tcp = &beast::get_lowest_layer(stream);
       state->tcp->expires_after(options.limits.header_timeout);
       auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, kTuple);
-      if (ec) co_return;
-      co_await ServeConnection(stream, *state);
-      state->tcp->expires_after(std::chrono::seconds(1));
-      co_await stream.async_shutdown(kTuple);
+      if (!ec) {
+        co_await ServeConnection(stream, state);
+        state->tcp->expires_after(std::chrono::seconds(1));
+        co_await stream.async_shutdown(kTuple);
+      }
     } else {
       beast::tcp_stream stream(std::move(socket));
       state->tcp = &stream;
-      const bool linger = co_await ServeConnection(stream, *state);
+      const uint64_t unread = co_await ServeConnection(stream, state);
       error_code ignored;
       stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-      if (linger) co_await Linger(stream);
+      if (unread > 0) co_await Linger(stream, unread);
     }
     state->tcp = nullptr;
   }
@@ -343,11 +365,11 @@ struct HttpServer::Impl {
   // After an answer sent before the request's body was read: read and drop what the client is
   // still sending for a moment, so that closing does not reset the connection (and lose the
   // answer) while its bytes are in flight.
-  awaitable<void> Linger(beast::tcp_stream& stream) {
+  awaitable<void> Linger(beast::tcp_stream& stream, uint64_t at_most) {
     std::vector<char> scratch(64 << 10);
-    size_t dropped = 0;
+    uint64_t dropped = 0;
     stream.expires_after(kLingerTime);
-    while (dropped < kLingerBytes) {
+    while (dropped < at_most) {
       auto [ec, n] = co_await stream.async_read_some(asio::buffer(scratch), kTuple);
       if (ec) break;
       dropped += n;
@@ -356,9 +378,10 @@ struct HttpServer::Impl {
 
   template <class Stream>
   awaitable<void> WriteResponse(Stream& stream, HttpResponse& res, bool head_only,
-                                bool keep_alive, bool* ok) {
+                                bool keep_alive, unsigned version, bool* ok) {
     auto& tcp = beast::get_lowest_layer(stream);
     tcp.expires_after(options.limits.io_timeout);
+    res.SetHeader("X-Content-Type-Options", "nosniff");
     if (!res.stream) {
       std::string_view body =
           res.shared_body != nullptr
@@ -387,11 +410,13 @@ struct HttpServer::Impl {
     out.result(static_cast<unsigned>(res.status));
     if (!res.content_type.empty()) out.set(http::field::content_type, res.content_type);
     for (const auto& [name, value] : res.headers) out.insert(name, value);
-    out.keep_alive(keep_alive);
-    const bool chunked = res.stream_length < 0;
+    // HTTP/1.0 knows no chunked answers: the end of the connection ends the body.
+    const bool chunked = res.stream_length < 0 && version >= 11;
+    const bool until_close = res.stream_length < 0 && !chunked;
+    out.keep_alive(keep_alive && !until_close);
     if (chunked) {
       out.chunked(true);
-    } else {
+    } else if (!until_close) {
       out.content_length(static_cast<uint64_t>(res.stream_length));
     }
     http::response_serializer<http::empty_body> sr(out);
@@ -413,7 +438,7 @@ struct HttpServer::Impl {
       Pipe* p;
       ~GoneGuard() { p->Gone(); }
     } gone{pipe.get()};
-    asio::post(*pool, [this, pipe, body = std::move(res.stream)] {
+    asio::post(*stream_pool, [this, pipe, body = std::move(res.stream)] {
       Status s;
       try {
         s = body([&](std::string_view piece) {
@@ -447,7 +472,8 @@ struct HttpServer::Impl {
         continue;
       }
       pipe->cv.notify_all();
-      if (!chunked && sent + static_cast<int64_t>(piece.size()) > res.stream_length) {
+      if (!chunked && !until_close &&
+          sent + static_cast<int64_t>(piece.size()) > res.stream_length) {
         LogError("a streamed answer ran past its declared length; cut short");
         *ok = false;
         co_return;
@@ -474,92 +500,131 @@ struct HttpServer::Impl {
       std::tie(ec, n) = co_await asio::async_write(stream, http::make_chunk_last(), kTuple);
       *ok = !ec;
     } else {
-      *ok = sent == res.stream_length;
+      *ok = !until_close && sent == res.stream_length;
     }
   }
 
   template <class Stream>
-  awaitable<void> WriteContinue(Stream& stream, const HttpRequest& req) {
-    if (!beast::iequals(req.headers.Get("Expect"), "100-continue")) co_return;
+  awaitable<void> WriteContinue(Stream& stream, const HttpRequest& req, bool expects_continue) {
+    if (!expects_continue) co_return;
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    beast::get_lowest_layer(stream).expires_after(options.limits.io_timeout);
     co_await asio::async_write(stream, asio::buffer(kContinue), kTuple);
   }
 
-  // Serves requests until the connection should close; true when the last request's body may
-  // still be arriving (the caller lingers before closing).
+  // Holds part of the budget for request bodies held in memory (HttpLimits::max_buffered_bytes)
+  // from the moment a body is read until its answer has been written.
+  struct BodyReservation {
+    std::atomic<uint64_t>* total = nullptr;
+    uint64_t bytes = 0;
+    BodyReservation() = default;
+    BodyReservation(const BodyReservation&) = delete;
+    BodyReservation& operator=(const BodyReservation&) = delete;
+    ~BodyReservation() { Release(); }
+    void Release() {
+      if (total != nullptr) total->fetch_sub(bytes);
+      total = nullptr;
+    }
+  };
+
+  bool Reserve(uint64_t bytes, BodyReservation* r) {
+    uint64_t now = buffered.load();
+    do {
+      if (now + bytes > options.limits.max_buffered_bytes) return false;
+    } while (!buffered.compare_exchange_weak(now, now + bytes));
+    r->total = &buffered;
+    r->bytes = bytes;
+    return true;
+  }
+
+  // Serves requests until the connection should close; returns how many bytes of the last
+  // request's body may still be arriving (the caller reads and drops them for a moment before
+  // closing, so that the close does not reset the connection under the answer).
   template <class Stream>
-  awaitable<bool> ServeConnection(Stream& stream, ConnState& state) {
+  awaitable<uint64_t> ServeConnection(Stream& stream, const std::shared_ptr<ConnState>& state) {
     const HttpLimits& limits = options.limits;
-    beast::flat_buffer buffer;
+    // Bounded: the parser keeps a header line, a chunk-size line (with its extensions) or a
+    // trailer in the buffer until its end arrives, and none of them may grow without limit.
+    beast::flat_buffer buffer(limits.max_header_bytes + kReadSlack);
     auto& tcp = beast::get_lowest_layer(stream);
     for (;;) {
       if (buffer.size() == 0) {
-        if (stopping) co_return false;
-        state.idle = true;
+        if (stopping) co_return 0;
+        state->idle = true;
         tcp.expires_after(limits.idle_timeout);
         auto [ec, n] = co_await stream.async_read_some(buffer.prepare(kReadChunk), kTuple);
-        state.idle = false;
-        if (ec) co_return false;
+        state->idle = false;
+        if (ec) co_return 0;
         buffer.commit(n);
       }
       // The header deadline cancels the read rather than closing the socket (as the stream's
-      // own timeout would), so that the client still gets its 408.
+      // own timeout would), so that the client still gets its 408. Its handler may run after
+      // this request (or the connection) is over, so it shares only what outlives both.
+      struct Deadline {
+        bool over = false;
+        bool fired = false;
+      };
+      auto header_deadline = std::make_shared<Deadline>();
       tcp.expires_never();
       asio::steady_timer deadline(co_await asio::this_coro::executor, limits.header_timeout);
-      bool late = false;
-      deadline.async_wait([&late, &tcp](error_code ec) {
-        if (ec) return;  // cancelled: the headers came in time
-        late = true;
+      deadline.async_wait([header_deadline, state](error_code ec) {
+        if (ec || header_deadline->over) return;
+        header_deadline->fired = true;
         error_code ignored;
-        tcp.socket().cancel(ignored);
+        if (state->tcp != nullptr) state->tcp->socket().cancel(ignored);
       });
       http::request_parser<http::empty_body> head_parser;
       head_parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
       head_parser.body_limit(boost::none);  // each route's own limit is applied below
       auto [ec, n] = co_await http::async_read_header(stream, buffer, head_parser, kTuple);
+      header_deadline->over = true;
       deadline.cancel();
       HttpResponse res;
       bool ok = true;
+      auto refuse = [&](int status, std::string message) -> awaitable<uint64_t> {
+        res = LimitError(status, std::move(message));
+        co_await WriteResponse(stream, res, false, false, 11, &ok);
+        co_return kLingerBytes;
+      };
       if (ec) {
-        if (late) {
-          res = LimitError(408, "The request's headers did not arrive within " +
-                                    Seconds(limits.header_timeout));
-          co_await WriteResponse(stream, res, false, false, &ok);
-          co_return true;
+        if (header_deadline->fired) {
+          co_return co_await refuse(408, "The request's headers did not arrive within " +
+                                             Seconds(limits.header_timeout));
         }
         if (ec == http::error::end_of_stream || ec == asio::error::eof ||
             ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
-          co_return false;
+          co_return 0;
         }
-        if (ec == http::error::header_limit) {
-          res = LimitError(431, "The request line and headers exceed the limit of " +
-                                    std::to_string(limits.max_header_bytes) + " bytes");
-        } else if (ec == beast::error::timeout) {
-          res = LimitError(408, "The request's headers did not arrive within " +
-                                    Seconds(limits.header_timeout));
-        } else {
-          res = LimitError(400, "Malformed HTTP request: " + ec.message());
+        if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+          co_return co_await refuse(431, "The request line and headers exceed the limit of " +
+                                             std::to_string(limits.max_header_bytes) + " bytes");
         }
-        co_await WriteResponse(stream, res, false, false, &ok);
-        co_return true;
+        co_return co_await refuse(400, "Malformed HTTP request: " + ec.message());
       }
       const auto& head = head_parser.get();
       size_t field_count = 0;
       for (auto it = head.begin(); it != head.end(); ++it) ++field_count;
       if (field_count > limits.max_headers) {
-        res = LimitError(431, "The request has " + std::to_string(field_count) +
-                                  " header fields; the limit is " +
-                                  std::to_string(limits.max_headers));
-        co_await WriteResponse(stream, res, false, false, &ok);
-        co_return true;
+        co_return co_await refuse(431, "The request has " + std::to_string(field_count) +
+                                           " header fields; the limit is " +
+                                           std::to_string(limits.max_headers));
+      }
+      // Framing that proxies and servers could read differently (request smuggling): a
+      // Transfer-Encoding that does not end in chunked, or one beside a Content-Length.
+      if (head.count(http::field::transfer_encoding) > 0 &&
+          (!head_parser.chunked() || head.count(http::field::content_length) > 0)) {
+        co_return co_await refuse(400, "Malformed HTTP request: a Transfer-Encoding other than "
+                                       "chunked, or beside a Content-Length");
+      }
+      const unsigned version = head.version();
+      if (version >= 11 && head.count(http::field::host) == 0) {
+        co_return co_await refuse(400, "Malformed HTTP request: HTTP/1.1 needs a Host header");
       }
       HttpRequest req;
       req.method = std::string(head.method_string());
       req.target = std::string(head.target());
       if (!req.target.starts_with('/')) {
-        res = LimitError(400, "Malformed HTTP request: the target must be a path");
-        co_await WriteResponse(stream, res, false, false, &ok);
-        co_return true;
+        co_return co_await refuse(400, "Malformed HTTP request: the target must be a path");
       }
       const size_t question = req.target.find('?');
       req.path = PercentDecode(std::string_view(req.target).substr(0, question), false);
@@ -579,44 +644,60 @@ struct HttpServer::Impl {
       // A refused request's body is read and dropped when it is small and on its way (no
       // "Expect: 100-continue"), so that a client that reads answers only after sending (most
       // do) gets this one, on a connection that stays usable.
-      const bool expects_continue = beast::iequals(req.headers.Get("Expect"), "100-continue");
+      const bool expects_continue =
+          version >= 11 && beast::iequals(req.headers.Get("Expect"), "100-continue");
       auto drain_if_small = [&](uint64_t limit) -> awaitable<void> {
         if (!body_done && declared && *declared <= limit && !expects_continue) {
           body_done = co_await Drain(stream, buffer, head_parser, limit);
         }
       };
+      auto too_large = [&](boost::optional<uint64_t> size) {
+        if (plan.too_large) return plan.too_large(size ? std::optional<uint64_t>(*size)
+                                                       : std::optional<uint64_t>());
+        return LimitError(413, (size ? "Request body of " + std::to_string(*size) + " bytes"
+                                     : std::string("Request body")) +
+                                   " exceeds the limit of " + std::to_string(plan.limit) +
+                                   " bytes");
+      };
+      BodyReservation reservation;
       if (plan.reject) {
         res = std::move(*plan.reject);
         co_await drain_if_small(kDrainLimit);
       } else if (declared && *declared > plan.limit) {
-        res = LimitError(413, "Request body of " + std::to_string(*declared) +
-                                  " bytes exceeds the limit of " + std::to_string(plan.limit) +
-                                  " bytes");
+        res = too_large(declared);
+        res.close = true;
       } else if (plan.mode == BodyPlan::Mode::kBuffer) {
-        http::request_parser<http::string_body> parser(std::move(head_parser));
-        parser.body_limit(plan.limit);
-        if (!body_done) {
-          co_await WriteContinue(stream, req);
-          tcp.expires_after(limits.io_timeout);
-          std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, kTuple);
-          if (ec == http::error::body_limit) {
-            res = LimitError(413, "Request body exceeds the limit of " +
-                                      std::to_string(plan.limit) + " bytes");
-          } else if (ec == beast::error::timeout) {
-            res = LimitError(408, "The request's body stalled for " + Seconds(limits.io_timeout));
-          } else if (ec) {
-            co_return false;  // the client went away or sent a malformed body
-          } else {
-            body_done = true;
+        if (!body_done && !Reserve(declared ? *declared : plan.limit, &reservation)) {
+          res = LimitError(503, "The server holds as many request bodies in memory as it may; "
+                                "try again in a moment");
+          res.SetHeader("Retry-After", "1");
+        } else {
+          http::request_parser<http::string_body> parser(std::move(head_parser));
+          parser.body_limit(plan.limit);
+          if (!body_done) {
+            co_await WriteContinue(stream, req, expects_continue);
+            tcp.expires_after(limits.io_timeout);
+            std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, kTuple);
+            if (ec == http::error::body_limit) {
+              res = too_large(boost::none);
+              res.close = true;
+            } else if (ec == http::error::buffer_overflow) {
+              co_return co_await refuse(400, "Malformed HTTP request: a chunk line or trailer "
+                                             "exceeds the limit");
+            } else if (ec) {
+              co_return 0;  // the client went away, stalled or sent a malformed body
+            } else {
+              body_done = true;
+            }
           }
-        }
-        if (body_done) {
-          req.body = std::move(parser.get().body());
-          if (plan.inline_handler) {
-            res = co_await HandleInline(req);
-          } else {
-            auto handle = [&] { return SafeHandle(req); };
-            res = co_await OnPool(handle);
+          if (body_done) {
+            req.body = std::move(parser.get().body());
+            if (plan.inline_handler) {
+              res = co_await HandleInline(req);
+            } else {
+              auto handle = [&] { return SafeHandle(req); };
+              res = co_await OnPool(handle);
+            }
           }
         }
       } else {
@@ -630,9 +711,10 @@ struct HttpServer::Impl {
         Result<std::unique_ptr<UploadSink>> sink = co_await OnPool(open_upload);
         if (!sink.ok()) {
           res = ErrorResponse(sink.status());
-          co_await drain_if_small(plan.limit);
+          co_await drain_if_small(kUploadDrainLimit);
         } else {
-          co_await UploadBody(stream, buffer, head_parser, req, plan, **sink, &res, &body_done);
+          co_await UploadBody(stream, buffer, head_parser, req, plan, expects_continue, **sink,
+                              &res, &body_done);
           if (body_done) {
             auto finish = [&] {
               try {
@@ -647,8 +729,11 @@ struct HttpServer::Impl {
         }
       }
       keep_alive = keep_alive && body_done && !res.close && !stopping;
-      co_await WriteResponse(stream, res, head_only, keep_alive, &ok);
-      if (!ok || !keep_alive) co_return !body_done;
+      co_await WriteResponse(stream, res, head_only, keep_alive, version, &ok);
+      if (!ok || !keep_alive) {
+        if (body_done) co_return 0;
+        co_return declared ? std::min<uint64_t>(*declared, kLingerBytes) : kLingerBytes;
+      }
     }
   }
 
@@ -671,7 +756,7 @@ struct HttpServer::Impl {
       auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
       if (ec == http::error::need_buffer) ec = {};
       if (ec == http::error::body_limit) co_return BodyRead::kTooLarge;
-      if (ec == beast::error::timeout) co_return BodyRead::kStalled;
+      if (ec == beast::error::timeout) co_return BodyRead::kStalled;  // the socket is closed
       if (ec) co_return BodyRead::kCut;
       const size_t got = chunk.size() - parser.get().body().size;
       if (got == 0) continue;
@@ -696,9 +781,9 @@ struct HttpServer::Impl {
   template <class Stream>
   awaitable<void> UploadBody(Stream& stream, beast::flat_buffer& buffer,
                              http::request_parser<http::empty_body>& head_parser,
-                             const HttpRequest& req, const BodyPlan& plan, UploadSink& sink,
-                             HttpResponse* res, bool* body_done) {
-    if (!head_parser.is_done()) co_await WriteContinue(stream, req);
+                             const HttpRequest& req, const BodyPlan& plan, bool expects_continue,
+                             UploadSink& sink, HttpResponse* res, bool* body_done) {
+    if (!head_parser.is_done()) co_await WriteContinue(stream, req, expects_continue);
     Status refusal;
     BodyRead r = co_await StreamBody(
         stream, buffer, head_parser, plan.limit,
@@ -712,10 +797,8 @@ struct HttpServer::Impl {
                                    " bytes; nothing of it was kept");
         break;
       case BodyRead::kStalled:
-        *res = LimitError(408, "The upload stalled for " + Seconds(options.limits.io_timeout));
-        break;
       case BodyRead::kCut:
-        *res = LimitError(400, "The upload was cut short");
+        *res = LimitError(400, "The upload was cut short, stalled or malformed");
         break;
       case BodyRead::kRefused:
         *res = ErrorResponse(refusal);
@@ -738,16 +821,28 @@ struct HttpServer::Impl {
         });
       }
     }
-    watchdog = std::thread([this] {
-      const auto deadline = std::chrono::steady_clock::now() + options.limits.shutdown_grace;
-      while (open.load() > 0 && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-      clean = open.load() == 0;
-      forced = true;
-      for (auto& w : work) w.reset();
-      for (auto& io : ios) io->stop();
-    });
+    {
+      std::lock_guard<std::mutex> lock(stop_mu);
+      stop_requested = true;
+    }
+    stop_cv.notify_all();
+  }
+
+  // Started with the server: once Stop() is called, waits for the connections to end (at
+  // most shutdown_grace), then stops the I/O threads.
+  void Watchdog() {
+    {
+      std::unique_lock<std::mutex> lock(stop_mu);
+      stop_cv.wait(lock, [this] { return stop_requested; });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + options.limits.shutdown_grace;
+    while (open.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    clean = open.load() == 0;
+    forced = true;
+    for (auto& w : work) w.reset();
+    for (auto& io : ios) io->stop();
   }
 
   bool Wait() {
@@ -755,6 +850,7 @@ struct HttpServer::Impl {
     for (std::thread& t : threads) t.join();
     if (watchdog.joinable()) watchdog.join();
     pool->join();
+    stream_pool->join();
     waited = true;
     return clean;
   }
@@ -787,6 +883,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const HttpServerOptions& op
     impl->work.push_back(asio::make_work_guard(*impl->ios.back()));
   }
   impl->pool = std::make_unique<asio::thread_pool>(std::max(options.handler_threads, 1));
+  impl->stream_pool = std::make_unique<asio::thread_pool>(std::max(options.stream_threads, 1));
 
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
     if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
@@ -844,6 +941,7 @@ size_t HttpServer::connections() const { return impl_->open.load(); }
 void HttpServer::Start() {
   Impl* impl = impl_.get();
   asio::co_spawn(*impl->ios[0], impl->Accept(), asio::detached);
+  impl->watchdog = std::thread([impl] { impl->Watchdog(); });
   for (auto& io : impl->ios) {
     impl->threads.emplace_back([ctx = io.get()] { ctx->run(); });
   }

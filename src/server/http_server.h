@@ -1,8 +1,9 @@
 // The HTTP/1.1 edge: an event-driven server on Boost.Beast and Asio (kept out of this header).
 //
-// Connections are served by coroutines on one I/O thread per core; no thread is held by a
-// connection. Handlers run on a separate pool of handler threads, so a request that waits on
-// the store (a group commit, a long search) never delays the I/O of other connections. Every
+// Connections are served by coroutines on one I/O thread per core; no thread is held by an
+// open connection. Handlers run on a separate pool of handler threads, so a request that waits
+// on the store (a long search) never delays the I/O of other connections; streamed answers run
+// on a pool of their own, so slow readers of downloads cannot take the handlers' threads. Every
 // limit a hostile client could push on has a bound (HttpLimits), and exceeding one is answered
 // with a 4xx or 503 and an MLflow-shaped JSON error, then the connection is closed.
 //
@@ -28,10 +29,14 @@ struct HttpLimits {
   size_t max_headers = 100;
   std::chrono::milliseconds header_timeout{10'000};  // from a request's first byte
   std::chrono::milliseconds idle_timeout{60'000};    // between requests on a keep-alive connection
-  // The longest a body read or a response write may stall (no byte moving) before the
-  // connection is dropped.
+  // The longest one read or write may take before the connection is dropped: a buffered
+  // request body, an in-memory answer, a 256 KiB piece of an upload or a piece of a streamed
+  // answer.
   std::chrono::milliseconds io_timeout{300'000};
   size_t max_connections = 10'000;
+  // Request bodies held in memory at once, over all connections (each counts from its read
+  // until its answer is written); past it, 503 with Retry-After.
+  uint64_t max_buffered_bytes = uint64_t{512} << 20;
   std::chrono::milliseconds shutdown_grace{30'000};
 };
 
@@ -40,6 +45,7 @@ struct HttpServerOptions {
   int port = 0;  // 0 picks a free port
   int io_threads = 0;        // 0: one per core
   int handler_threads = 32;  // requests handled at once
+  int stream_threads = 16;   // streamed answers (downloads, metric histories) at once
   HttpLimits limits;
   // PEM files; both set serves HTTPS only.
   std::string tls_cert_file;
@@ -56,6 +62,8 @@ struct BodyPlan {
   bool inline_handler = false;
   // An answer given at once, without reading the body (a refused Host, a wrong Content-Type).
   std::optional<HttpResponse> reject;
+  // The answer to a body over `limit` (its size when declared); default 413.
+  std::function<HttpResponse(std::optional<uint64_t> size)> too_large;
 };
 
 class HttpHandler {

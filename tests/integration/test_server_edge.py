@@ -308,19 +308,55 @@ class HostileClientTest(unittest.TestCase):
         status, _, body = request(self.server, "GET", "/health", headers={"Host": "lb.internal"})
         self.assertEqual((status, body), (200, b"OK"))
 
-    def test_json_bodies_over_the_limit_get_413(self):
-        body = json.dumps({"name": "x" * 1_200_000}).encode()
-        status, headers, raw = request(self.server, "POST", API + "experiments/create", body,
+    def test_json_bodies_over_the_limit_are_refused_as_mlflow_does(self):
+        body = json.dumps({"run_id": "r", "metrics": [], "pad": "x" * 1_200_000}).encode()
+        status, headers, raw = request(self.server, "POST", API + "runs/log-batch", body,
                                        {"Content-Type": "application/json"})
-        self.assertEqual(status, 413)
-        self.assertEqual(json.loads(raw)["error_code"], "REQUEST_LIMIT_EXCEEDED")
+        self.assertEqual(status, 400)
+        self.assertEqual(json.loads(raw), {
+            "error_code": "INVALID_PARAMETER_VALUE",
+            "message": "Batched logging API requests must be at most 1000000 bytes, got a "
+                       "request of size %d." % len(body)})
         # Chunked, with no length declared up front: cut off as it passes the limit.
         chunk = b"x" * 65536
         data = (b"POST " + API.encode() + b"experiments/create HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
                 + (b"%x\r\n%s\r\n" % (len(chunk), chunk)) * 20 + b"0\r\n\r\n")
-        status, _, _ = parse_answer(raw_exchange(self.server.port, data))
-        self.assertEqual(status, 413)
+        status, _, raw = parse_answer(raw_exchange(self.server.port, data))
+        self.assertEqual(status, 400)
+        self.assertIn("got a request of size over 1000000", json.loads(raw)["message"])
+
+    def test_smuggling_and_endless_chunk_lines_are_refused(self):
+        for head in (b"Transfer-Encoding: gzip\r\n",
+                     b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+                     b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n"):
+            with self.subTest(head=head):
+                data = (b"POST " + API.encode() + b"experiments/create HTTP/1.1\r\n"
+                        b"Host: 127.0.0.1\r\n"
+                        b"Content-Type: application/json\r\n" + head + b"\r\n"
+                        b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                raw = raw_exchange(self.server.port, data)
+                self.assertEqual(parse_answer(raw)[0], 400)
+                self.assertEqual(raw.count(b"HTTP/1.1 "), 1, "a smuggled request was served")
+        # A chunk-size line that never ends may not grow the server's buffer without bound: the
+        # server stops taking it (and closes) long before 256 MiB have gone in.
+        sent = 0
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
+            s.sendall(b"POST " + API.encode() + b"experiments/create HTTP/1.1\r\n"
+                      b"Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\n1;")
+            try:
+                for _ in range(4096):
+                    s.sendall(b"a" * 65536)
+                    sent += 65536
+            except OSError:
+                pass  # closed on us: refused
+            status, _, _ = parse_answer(read_answer(s))
+            self.assertIn(status, (0, 400))
+        self.assertLess(sent, 32 << 20, "the server kept reading an endless chunk line")
+        # HTTP/1.1 without Host.
+        status, _, _ = parse_answer(raw_exchange(self.server.port, b"GET /health HTTP/1.1\r\n\r\n"))
+        self.assertEqual(status, 400)
 
 
 class LimitsTest(unittest.TestCase):

@@ -35,6 +35,9 @@ class DebPackageTest(unittest.TestCase):
     def setUpClass(cls):
         if os.geteuid() != 0:
             raise unittest.SkipTest("installing a package needs root")
+        if run("dpkg-query", "-W", "-f=${Status}", "cairn").stdout.startswith("install ok"):
+            # Someone's own installation: not ours to replace and purge.
+            raise unittest.SkipTest("a cairn package is installed on this machine already")
         cls.out = tempfile.mkdtemp(prefix="cairn-deb-")
         p = run("cpack", "-G", "DEB", "-B", cls.out, cwd=ARGS.build_dir)
         if p.returncode != 0:
@@ -102,6 +105,14 @@ class DebPackageTest(unittest.TestCase):
                 self.assertIn("experiment_id", json.loads(r.read()))
         finally:
             self.assertEqual(server.stop(), 0)
+
+    def test_zz_purge_removes_the_package_user_and_options(self):
+        # Named to run last: unittest orders a class's tests by name.
+        p = run("dpkg", "--purge", "cairn")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(os.path.exists("/usr/bin/cairn"))
+        self.assertFalse(os.path.exists("/etc/default/cairn"))
+        self.assertNotEqual(run("getent", "passwd", "cairn").returncode, 0)
 
 
 def main():
