@@ -54,6 +54,12 @@ def main():
     lines.append("")
     lines.append("}  // namespace cairn::server")
     text = "\n".join(lines) + "\n"
+    try:
+        with open(out_path) as f:
+            if f.read() == text:
+                return  # unchanged: the build sees the old timestamp and recompiles nothing
+    except OSError:
+        pass
     tmp = out_path + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)

@@ -34,8 +34,11 @@ constexpr size_t kReadChunk = 4096;
 constexpr size_t kUploadChunk = 256 << 10;
 // Pieces of a streamed answer waiting to be written: bounds a stream's memory.
 constexpr size_t kMaxQueuedPieces = 1;
-// Room in a connection's read buffer beyond the header limit: one read's worth.
+// Room in a connection's read buffer beyond the header limit: one read's worth. While a body of
+// declared length is read (nothing can pile up in the buffer then), it may use more, which
+// saves reads on large bodies; it is given back afterwards.
 constexpr size_t kReadSlack = 64 << 10;
+constexpr size_t kBodyReadBuffer = 1 << 20;
 // Bodies of refused requests up to these sizes are read and dropped, so that the connection
 // stays usable and a client that reads only after sending gets its answer.
 constexpr uint64_t kDrainLimit = 1 << 20;
@@ -512,6 +515,22 @@ struct HttpServer::Impl {
     co_await asio::async_write(stream, asio::buffer(kContinue), kTuple);
   }
 
+  // Lets a connection's read buffer grow to kBodyReadBuffer for the life of this object (when
+  // `wide`), then shrinks it back to `normal`.
+  struct WideBuffer {
+    beast::flat_buffer& buffer;
+    bool wide;
+    size_t normal;
+    WideBuffer(beast::flat_buffer& b, bool w, size_t n) : buffer(b), wide(w), normal(n) {
+      if (wide) buffer.max_size(kBodyReadBuffer);
+    }
+    ~WideBuffer() {
+      if (!wide) return;
+      buffer.max_size(std::max(normal, buffer.size()));
+      buffer.shrink_to_fit();
+    }
+  };
+
   // Holds part of the budget for request bodies held in memory (HttpLimits::max_buffered_bytes)
   // from the moment a body is read until its answer has been written.
   struct BodyReservation {
@@ -677,6 +696,7 @@ struct HttpServer::Impl {
           if (!body_done) {
             co_await WriteContinue(stream, req, expects_continue);
             tcp.expires_after(limits.io_timeout);
+            WideBuffer wide(buffer, !parser.chunked(), limits.max_header_bytes + kReadSlack);
             std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, kTuple);
             if (ec == http::error::body_limit) {
               res = too_large(boost::none);
@@ -748,6 +768,7 @@ struct HttpServer::Impl {
     auto& tcp = beast::get_lowest_layer(stream);
     http::request_parser<http::buffer_body> parser(std::move(head_parser));
     parser.body_limit(limit);
+    WideBuffer wide(buffer, !parser.chunked(), options.limits.max_header_bytes + kReadSlack);
     std::vector<char> chunk(kUploadChunk);
     while (!parser.is_done()) {
       parser.get().body().data = chunk.data();
