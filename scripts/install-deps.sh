@@ -11,7 +11,7 @@ packages=(
   libboost1.81-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev libgit2-dev
   libarchive-dev libcurl4-openssl-dev libtomlplusplus-dev libyaml-cpp-dev
   # tests and benchmarks (cpp-httplib only as the stand-in package index of the env tests)
-  libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv python3-pip-whl git curl wrk clang
+  libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv python3-pip-whl git curl wrk clang openssl
   # the slurm executor's tests run a real single-node cluster (scripts/slurm-test-cluster.sh);
   # slurm-wlm pulls in slurmctld, slurmd and slurm-client (sbatch, squeue, sacct, scancel)
   slurm-wlm slurm-client munge
