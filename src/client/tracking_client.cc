@@ -383,6 +383,15 @@ struct TrackingClient::Impl {
     return Call(endpoint, r);
   }
 
+  // PUTs `r` (its body or its file) as the artifact at `artifact_path` of the run whose
+  // artifact URI is `artifact_uri`.
+  Status Upload(const std::string& artifact_uri, const std::string& artifact_path, Request r) {
+    r.method = "PUT";
+    CAIRN_ASSIGN_OR_RETURN(r.path, ArtifactPath(artifact_uri, artifact_path));
+    r.content_type = "application/octet-stream";
+    return Exchange("upload " + artifact_path, r).status();
+  }
+
   Result<std::string> ArtifactPath(const std::string& artifact_uri,
                                    const std::string& artifact_path) {
     constexpr std::string_view kScheme = "mlflow-artifacts:";
@@ -611,22 +620,16 @@ Status TrackingClient::UploadArtifact(const std::string& artifact_uri,
                                       const std::string& artifact_path,
                                       const std::string& content) {
   Request r;
-  r.method = "PUT";
-  CAIRN_ASSIGN_OR_RETURN(r.path, impl_->ArtifactPath(artifact_uri, artifact_path));
   r.body = content;
-  r.content_type = "application/octet-stream";
-  return impl_->Exchange("upload " + artifact_path, r).status();
+  return impl_->Upload(artifact_uri, artifact_path, std::move(r));
 }
 
 Status TrackingClient::UploadArtifactFile(const std::string& artifact_uri,
                                           const std::string& artifact_path,
                                           const std::string& local_path) {
   Request r;
-  r.method = "PUT";
-  CAIRN_ASSIGN_OR_RETURN(r.path, impl_->ArtifactPath(artifact_uri, artifact_path));
   r.upload_file = local_path;
-  r.content_type = "application/octet-stream";
-  return impl_->Exchange("upload " + artifact_path, r).status();
+  return impl_->Upload(artifact_uri, artifact_path, std::move(r));
 }
 
 }  // namespace cairn::client

@@ -320,13 +320,10 @@ struct Server::Impl : HttpHandler {
   void HandleInline(HttpRequest& req, Respond respond) override {
     AsyncHandler handler = FindAsync(req);
     if (handler == nullptr) return respond(Handle(req));
-    auto finish = [this, origin = std::string(req.headers.Get("Origin")),
+    auto finish = [this, what = req.method + " " + req.path,
+                   origin = std::string(req.headers.Get("Origin")),
                    respond = std::move(respond)](Result<std::string> out) {
-      HttpResponse res = out.ok() ? JsonOk(200, std::move(out).value()) : Error(out.status());
-      if (!out.ok() && (out.status().code() == StatusCode::kInternal ||
-                        out.status().code() == StatusCode::kUnavailable)) {
-        LogError("logging call failed: " + out.status().ToString());
-      }
+      HttpResponse res = ApiAnswer(what, std::move(out));
       if (CorsAllowed(origin, cross_site)) AddCorsHeaders(origin, res);
       respond(std::move(res));
     };
@@ -387,14 +384,17 @@ struct Server::Impl : HttpHandler {
       Fields fields(&*json, "");
       out = it->second(ctx, fields);
     }
-    if (!out.ok()) {
-      if (out.status().code() == StatusCode::kInternal ||
-          out.status().code() == StatusCode::kUnavailable) {
-        LogError(req.method + " " + req.path + ": " + out.status().ToString());
-      }
-      return Error(out.status());
+    return ApiAnswer(req.method + " " + req.path, std::move(out));
+  }
+
+  // An MLflow handler's outcome as an answer; failures of the server's own making are logged.
+  static HttpResponse ApiAnswer(std::string_view what, Result<std::string> out) {
+    if (out.ok()) return JsonOk(200, std::move(out).value());
+    if (out.status().code() == StatusCode::kInternal ||
+        out.status().code() == StatusCode::kUnavailable) {
+      LogError(std::string(what) + ": " + out.status().ToString());
     }
-    return JsonOk(200, std::move(out).value());
+    return Error(out.status());
   }
 
   HttpResponse ServeCairnApi(HttpRequest& req) {
@@ -417,43 +417,44 @@ struct Server::Impl : HttpHandler {
     return res;
   }
 
-  HttpResponse ServeArtifacts(const HttpRequest& req) {
+  // The artifact path of a request under the artifact prefixes: nullopt when the request names
+  // no artifact endpoint; an error for multipart uploads and for paths that are not valid.
+  Result<std::optional<std::string>> ArtifactPathOf(const HttpRequest& req) {
     std::string_view rest = StripPrefix(req.path, kArtifactPrefixes);
     if (rest.starts_with("mpu/")) {
-      return Error(Unimplemented("Multipart upload is not supported for the current artifact "
-                                 "repository"));
+      return Unimplemented("Multipart upload is not supported for the current artifact "
+                           "repository");
     }
+    constexpr std::string_view kArtifacts = "artifacts/";
+    if (!rest.starts_with(kArtifacts)) return std::optional<std::string>();
+    CAIRN_ASSIGN_OR_RETURN(std::string path,
+                           service::NormalizeArtifactPath(rest.substr(kArtifacts.size()), false));
+    return std::optional<std::string>(std::move(path));
+  }
+
+  HttpResponse ServeArtifacts(const HttpRequest& req) {
+    std::string_view rest = StripPrefix(req.path, kArtifactPrefixes);
     if (rest == "artifacts" || rest == "artifacts/") {
       if (req.method != "GET") return NoEndpoint(req);
       return ListProxy(req);
     }
-    if (!rest.starts_with("artifacts/")) return NoEndpoint(req);
-    Result<std::string> path =
-        service::NormalizeArtifactPath(rest.substr(std::string_view("artifacts/").size()), false);
+    Result<std::optional<std::string>> path = ArtifactPathOf(req);
     if (!path.ok()) return Error(path.status());
-    if (req.method == "GET") return Download(req, *path);
+    if (!path->has_value()) return NoEndpoint(req);
+    if (req.method == "GET") return Download(req, **path);
     if (req.method == "DELETE") {
-      Status s = artifacts->Delete(*path);
+      Status s = artifacts->Delete(**path);
       return s.ok() ? JsonOk(200, "{}") : Error(s);
     }
     return NoEndpoint(req);
   }
 
   Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& req) override {
-    std::string_view rest = StripPrefix(req.path, kArtifactPrefixes);
-    if (rest.starts_with("mpu/")) {
-      return Unimplemented("Multipart upload is not supported for the current artifact "
-                           "repository");
-    }
-    if (!rest.starts_with("artifacts/")) {
-      return NotFound("No endpoint " + req.method + " " + req.path);
-    }
-    CAIRN_ASSIGN_OR_RETURN(
-        std::string path,
-        service::NormalizeArtifactPath(rest.substr(std::string_view("artifacts/").size()), false));
+    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> path, ArtifactPathOf(req));
+    if (!path) return NotFound("No endpoint " + req.method + " " + req.path);
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, artifacts->NewUpload());
     return std::unique_ptr<UploadSink>(
-        std::make_unique<ArtifactUpload>(artifacts.get(), std::move(path), std::move(writer)));
+        std::make_unique<ArtifactUpload>(artifacts.get(), std::move(*path), std::move(writer)));
   }
 
   HttpResponse ListProxy(const HttpRequest& req) {
