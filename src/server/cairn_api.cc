@@ -176,8 +176,8 @@ Result<CairnResponse> HandleCairnApi(ApiContext& ctx, std::string_view method,
   }
   if (path == "runs") {
     if (method != "POST") return NoEndpoint(method, path);
-    CAIRN_ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));
-    Fields f(&json, "");
+    CAIRN_ASSIGN_OR_RETURN(JsonDocument json, ParseJsonObject(body));
+    Fields f(json);
     return CreateRun(ctx, f);
   }
   // runs/{run_id}/log
@@ -194,8 +194,8 @@ Result<CairnResponse> HandleCairnApi(ApiContext& ctx, std::string_view method,
     return ReadLog(ctx, run_id, f);
   }
   if (method == "POST") {
-    CAIRN_ASSIGN_OR_RETURN(Json json, ParseJsonObject(body));
-    Fields f(&json, "");
+    CAIRN_ASSIGN_OR_RETURN(JsonDocument json, ParseJsonObject(body));
+    Fields f(json);
     return AppendLog(ctx, run_id, f);
   }
   return NoEndpoint(method, path);

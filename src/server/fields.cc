@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "util/json_writer.h"
+
 namespace cairn::server {
 namespace {
 
@@ -29,47 +31,38 @@ bool ParseDouble(std::string_view text, double* out) {
   return true;
 }
 
-}  // namespace
-
-// The deepest nesting of arrays and objects in `text`, strings skipped. nlohmann's parser and
-// dump() recurse once per level, so depth is checked before parsing.
-size_t NestingDepth(std::string_view text) {
-  size_t depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
+// `s` as a JSON string, as errors show values.
+std::string Quoted(std::string_view s) {
+  std::string out;
+  AppendJsonString(&out, s);
+  return out;
 }
 
-Result<Json> ParseJsonObject(std::string_view body) {
-  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return Json::object();
-  if (NestingDepth(body) > kMaxJsonDepth) {
+}  // namespace
+
+Result<JsonDocument> ParseJsonObject(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) body = "{}";
+  JsonDocument::Error error = JsonDocument::Error::kNone;
+  Result<JsonDocument> doc = JsonDocument::Parse(body, kMaxJsonDepth, &error);
+  if (error == JsonDocument::Error::kTooDeep) {
     return InvalidArgument("The request body nests arrays and objects deeper than " +
                            std::to_string(kMaxJsonDepth) + " levels");
   }
-  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return InvalidArgument("Malformed JSON in request body: it could not be parsed");
-  }
-  if (!j.is_object()) return InvalidArgument("The request body must be a JSON object");
-  return j;
+  if (!doc.ok()) return InvalidArgument("Malformed JSON in request body: it could not be parsed");
+  if (!doc->root().is_object()) return InvalidArgument("The request body must be a JSON object");
+  return doc;
 }
 
-const Json* Fields::Find(std::string_view name) const {
-  auto it = json_->find(name);
-  if (it == json_->end() || it->is_null()) return nullptr;
-  return &*it;
+std::string Fields::Prefix() const {
+  if (parent_ == nullptr) return "";
+  std::string out = parent_->Prefix() + name_;
+  if (index_ != kNoIndex) out += "[" + std::to_string(index_) + "]";
+  return out + ".";
+}
+
+JsonValue Fields::Find(std::string_view name) const {
+  JsonValue v = json_.Find(name);
+  return v.exists() && !v.is_null() ? v : JsonValue();
 }
 
 const std::string* Fields::FindQuery(std::string_view name) const {
@@ -78,39 +71,38 @@ const std::string* Fields::FindQuery(std::string_view name) const {
 }
 
 bool Fields::Has(std::string_view name) const {
-  return json_ != nullptr ? Find(name) != nullptr : FindQuery(name) != nullptr;
+  return is_json() ? Find(name).exists() : FindQuery(name) != nullptr;
 }
 
-Status Fields::Invalid(std::string_view name, const Json& value,
+Status Fields::Invalid(std::string_view name, const std::string& shown,
                        std::string_view expected) const {
-  std::string shown = value.is_structured()
-                          ? std::string("of type ") + value.type_name()
-                          : value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (shown.size() > 100) shown = shown.substr(0, 100) + "...";
-  return InvalidArgument("Invalid value " + shown + " for parameter '" + prefix_ +
-                         std::string(name) + "' supplied: expected " + std::string(expected));
+  return InvalidArgument("Invalid value " +
+                         (shown.size() > 100 ? shown.substr(0, 100) + "..." : shown) +
+                         " for parameter '" + Prefix() + std::string(name) +
+                         "' supplied: expected " + std::string(expected));
 }
 
-Status Fields::Invalid(std::string_view name, const std::string& value,
-                       std::string_view expected) const {
-  return Invalid(name, Json(value), expected);
+Status Fields::Invalid(std::string_view name, JsonValue value, std::string_view expected) const {
+  return Invalid(name,
+                 value.is_container() ? "of type " + std::string(value.TypeName()) : value.Dump(),
+                 expected);
 }
 
 Status Fields::Missing(std::string_view name) const {
-  return InvalidArgument("Missing value for required parameter '" + prefix_ + std::string(name) +
-                         "'.");
+  return InvalidArgument("Missing value for required parameter '" + Prefix() +
+                         std::string(name) + "'.");
 }
 
 Result<std::optional<std::string>> Fields::Str(std::string_view name) const {
-  if (json_ == nullptr) {
+  if (!is_json()) {
     const std::string* v = FindQuery(name);
     if (v == nullptr) return std::optional<std::string>();
     return std::optional<std::string>(*v);
   }
-  const Json* v = Find(name);
-  if (v == nullptr) return std::optional<std::string>();
-  if (!v->is_string()) return Invalid(name, *v, "a string");
-  return std::optional<std::string>(v->get<std::string>());
+  JsonValue v = Find(name);
+  if (!v.exists()) return std::optional<std::string>();
+  if (!v.is_string()) return Invalid(name, v, "a string");
+  return std::optional<std::string>(std::string(v.str()));
 }
 
 Result<std::string> Fields::RequiredStr(std::string_view name) const {
@@ -121,25 +113,23 @@ Result<std::string> Fields::RequiredStr(std::string_view name) const {
 
 Result<std::optional<int64_t>> Fields::Int(std::string_view name) const {
   int64_t out = 0;
-  if (json_ == nullptr) {
+  if (!is_json()) {
     const std::string* v = FindQuery(name);
     if (v == nullptr) return std::optional<int64_t>();
-    if (!ParseInt(*v, &out)) return Invalid(name, *v, "an integer");
+    if (!ParseInt(*v, &out)) return Invalid(name, Quoted(*v), "an integer");
     return std::optional<int64_t>(out);
   }
-  const Json* v = Find(name);
-  if (v == nullptr) return std::optional<int64_t>();
-  if (v->is_number_integer()) return std::optional<int64_t>(v->get<int64_t>());
-  if (v->is_number_float()) {
-    double d = v->get<double>();
+  JsonValue v = Find(name);
+  if (!v.exists()) return std::optional<int64_t>();
+  if (v.is_int()) return std::optional<int64_t>(v.int_value());
+  if (v.is_number()) {
+    double d = v.number();
     if (std::trunc(d) == d && std::abs(d) < 9.2e18) {
       return std::optional<int64_t>(static_cast<int64_t>(d));
     }
   }
-  if (v->is_string() && ParseInt(v->get_ref<const std::string&>(), &out)) {
-    return std::optional<int64_t>(out);
-  }
-  return Invalid(name, *v, "an integer");
+  if (v.is_string() && ParseInt(v.str(), &out)) return std::optional<int64_t>(out);
+  return Invalid(name, v, "an integer");
 }
 
 Result<int64_t> Fields::RequiredInt(std::string_view name) const {
@@ -150,70 +140,71 @@ Result<int64_t> Fields::RequiredInt(std::string_view name) const {
 
 Result<double> Fields::RequiredDouble(std::string_view name) const {
   double out = 0;
-  if (json_ == nullptr) {
+  if (!is_json()) {
     const std::string* v = FindQuery(name);
     if (v == nullptr) return Missing(name);
-    if (!ParseDouble(*v, &out)) return Invalid(name, *v, "a number");
+    if (!ParseDouble(*v, &out)) return Invalid(name, Quoted(*v), "a number");
     return out;
   }
-  const Json* v = Find(name);
-  if (v == nullptr) return Missing(name);
-  if (v->is_number()) return v->get<double>();
-  if (v->is_string() && ParseDouble(v->get_ref<const std::string&>(), &out)) return out;
-  return Invalid(name, *v, "a number");
+  JsonValue v = Find(name);
+  if (!v.exists()) return Missing(name);
+  if (v.is_number()) return v.number();
+  if (v.is_string() && ParseDouble(v.str(), &out)) return out;
+  return Invalid(name, v, "a number");
 }
 
 Result<std::vector<std::string>> Fields::StrList(std::string_view name) const {
   std::vector<std::string> out;
-  if (json_ == nullptr) {
+  if (!is_json()) {
     auto [begin, end] = query_->equal_range(std::string(name));
     for (auto it = begin; it != end; ++it) out.push_back(it->second);
     return out;
   }
-  const Json* v = Find(name);
-  if (v == nullptr) return out;
-  if (v->is_string()) {
-    out.push_back(v->get<std::string>());
+  JsonValue v = Find(name);
+  if (!v.exists()) return out;
+  if (v.is_string()) {
+    out.emplace_back(v.str());
     return out;
   }
-  if (!v->is_array()) return Invalid(name, *v, "a list of strings");
-  for (const Json& e : *v) {
-    if (!e.is_string()) return Invalid(name, *v, "a list of strings");
-    out.push_back(e.get<std::string>());
+  if (!v.is_array()) return Invalid(name, v, "a list of strings");
+  out.reserve(v.size());
+  for (JsonValue e : v) {
+    if (!e.is_string()) return Invalid(name, v, "a list of strings");
+    out.emplace_back(e.str());
   }
   return out;
 }
 
 Result<std::vector<Fields>> Fields::Objects(std::string_view name) const {
   std::vector<Fields> out;
-  if (json_ == nullptr) {
+  if (!is_json()) {
     if (FindQuery(name) != nullptr) {
       return InvalidArgument("Parameter '" + std::string(name) +
                              "' must be sent in a JSON body, not in the query string");
     }
     return out;
   }
-  const Json* v = Find(name);
-  if (v == nullptr) return out;
-  if (!v->is_array()) return Invalid(name, *v, "a list of objects");
-  out.reserve(v->size());
-  for (size_t i = 0; i < v->size(); ++i) {
-    const Json& e = (*v)[i];
-    std::string where = prefix_ + std::string(name) + "[" + std::to_string(i) + "]";
+  JsonValue v = Find(name);
+  if (!v.exists()) return out;
+  if (!v.is_array()) return Invalid(name, v, "a list of objects");
+  out.reserve(v.size());
+  size_t i = 0;
+  for (JsonValue e : v) {
     if (!e.is_object()) {
-      return InvalidArgument("Invalid value for parameter '" + where + "': expected an object");
+      return InvalidArgument("Invalid value for parameter '" + Prefix() + std::string(name) +
+                             "[" + std::to_string(i) + "]': expected an object");
     }
-    out.emplace_back(&e, where + ".");
+    out.push_back(Fields(e, this, name, i++));
   }
   return out;
 }
 
 Result<std::optional<Fields>> Fields::Object(std::string_view name) const {
-  if (json_ == nullptr) return std::optional<Fields>();
-  const Json* v = Find(name);
-  if (v == nullptr) return std::optional<Fields>();
-  if (!v->is_object()) return Invalid(name, *v, "an object");
-  return std::optional<Fields>(Fields(v, prefix_ + std::string(name) + "."));
+  if (!is_json()) return std::optional<Fields>();
+  JsonValue v = Find(name);
+  if (!v.exists()) return std::optional<Fields>();
+  if (!v.is_object()) return Invalid(name, v, "an object");
+  return std::optional<Fields>(Fields(v, this, name, kNoIndex));
 }
 
 Result<std::string> Fields::RunId() const {

@@ -1,26 +1,22 @@
 // Request fields, read the same way from a JSON body (POST, PATCH, DELETE) or from a query
-// string (GET), with typed accessors whose errors name the field. Server-internal: this header
-// brings in nlohmann/json, so only server .cc files include it.
+// string (GET), with typed accessors whose errors name the field.
 #pragma once
 
-#include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "server/http_message.h"
+#include "util/json_reader.h"
 #include "util/status.h"
 
 namespace cairn::server {
 
-using Json = nlohmann::json;
-
 class Fields {
  public:
-  // `object` must be a JSON object; `prefix` names it in errors ("metrics[2].").
-  Fields(const Json* object, std::string prefix) : json_(object), prefix_(std::move(prefix)) {}
+  // The fields of a request body, whose root is an object (ParseJsonObject).
+  explicit Fields(const JsonDocument& body) : json_(body.root()) {}
   explicit Fields(const QueryParams* query) : query_(query) {}
 
   bool Has(std::string_view name) const;
@@ -33,30 +29,40 @@ class Fields {
   Result<double> RequiredDouble(std::string_view name) const;
   // A repeated string: a JSON array, or a repeated query key.
   Result<std::vector<std::string>> StrList(std::string_view name) const;
-  // A repeated message: a JSON array of objects (absent: empty).
+  // A repeated message: a JSON array of objects (absent: empty). The fields returned name
+  // themselves in errors through this one ("metrics[2].key"), so they must not outlive it.
   Result<std::vector<Fields>> Objects(std::string_view name) const;
-  // A nested message: a JSON object (absent: nullopt).
+  // A nested message: a JSON object (absent: nullopt); must not outlive this one either.
   Result<std::optional<Fields>> Object(std::string_view name) const;
   // The run id under either of its names, run_id or run_uuid.
   Result<std::string> RunId() const;
 
  private:
-  Status Invalid(std::string_view name, const Json& value, std::string_view expected) const;
-  Status Invalid(std::string_view name, const std::string& value,
-                 std::string_view expected) const;
-  Status Missing(std::string_view name) const;
-  const Json* Find(std::string_view name) const;
-  const std::string* FindQuery(std::string_view name) const;
+  static constexpr size_t kNoIndex = static_cast<size_t>(-1);
+  Fields(JsonValue object, const Fields* parent, std::string_view name, size_t index)
+      : json_(object), parent_(parent), name_(std::string(name)), index_(index) {}
 
-  const Json* json_ = nullptr;
+  // How a field of this message is named in errors: "" at the top, "metrics[2]." below.
+  std::string Prefix() const;
+  Status Invalid(std::string_view name, const std::string& shown,
+                 std::string_view expected) const;
+  Status Invalid(std::string_view name, JsonValue value, std::string_view expected) const;
+  Status Missing(std::string_view name) const;
+  JsonValue Find(std::string_view name) const;
+  const std::string* FindQuery(std::string_view name) const;
+  bool is_json() const { return query_ == nullptr; }
+
+  JsonValue json_;
   const QueryParams* query_ = nullptr;
-  std::string prefix_;
+  const Fields* parent_ = nullptr;  // the message holding this one
+  std::string name_;                // this message's field in its parent
+  size_t index_ = kNoIndex;         // its place in a repeated field
 };
 
 // Request bodies nest at most this deep; MLflow's messages use five levels at most.
 inline constexpr size_t kMaxJsonDepth = 32;
 
 // Parses a request body as a JSON object ("" is {}); errors name the problem.
-Result<Json> ParseJsonObject(std::string_view body);
+Result<JsonDocument> ParseJsonObject(std::string_view body);
 
 }  // namespace cairn::server

@@ -17,6 +17,7 @@
 
 #include "server/http_errors.h"
 #include "util/log.h"
+#include "util/process.h"
 
 namespace cairn::server {
 namespace {
@@ -237,6 +238,8 @@ struct HttpServer::Impl {
     co_return co_await asio::async_initiate<decltype(use_awaitable), void(R)>(
         [this, &fn](auto handler) {
           asio::post(*pool, [handler = std::move(handler), &fn]() mutable {
+            static thread_local bool named = (NameThisThread("cairn-handler"), true);
+            (void)named;
             R r = fn();
             auto ex = asio::get_associated_executor(handler);
             asio::dispatch(ex, [handler = std::move(handler), r = std::move(r)]() mutable {
@@ -442,6 +445,8 @@ struct HttpServer::Impl {
       ~GoneGuard() { p->Gone(); }
     } gone{pipe.get()};
     asio::post(*stream_pool, [this, pipe, body = std::move(res.stream)] {
+      static thread_local bool named = (NameThisThread("cairn-stream"), true);
+      (void)named;
       Status s;
       try {
         s = body([&](std::string_view piece) {
@@ -962,9 +967,15 @@ size_t HttpServer::connections() const { return impl_->open.load(); }
 void HttpServer::Start() {
   Impl* impl = impl_.get();
   asio::co_spawn(*impl->ios[0], impl->Accept(), asio::detached);
-  impl->watchdog = std::thread([impl] { impl->Watchdog(); });
+  impl->watchdog = std::thread([impl] {
+    NameThisThread("cairn-watchdog");
+    impl->Watchdog();
+  });
   for (auto& io : impl->ios) {
-    impl->threads.emplace_back([ctx = io.get()] { ctx->run(); });
+    impl->threads.emplace_back([ctx = io.get()] {
+      NameThisThread("cairn-io");
+      ctx->run();
+    });
   }
 }
 

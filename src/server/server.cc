@@ -327,9 +327,9 @@ struct Server::Impl : HttpHandler {
       if (CorsAllowed(origin, cross_site)) AddCorsHeaders(origin, res);
       respond(std::move(res));
     };
-    Result<Json> json = ParseJsonObject(req.body);
+    Result<JsonDocument> json = ParseJsonObject(req.body);
     if (!json.ok()) return finish(json.status());
-    Fields fields(&*json, "");
+    Fields fields(*json);
     handler(ctx, fields, std::move(finish));
   }
 
@@ -379,9 +379,9 @@ struct Server::Impl : HttpHandler {
       Fields fields(&req.query);
       out = it->second(ctx, fields);
     } else {
-      Result<Json> json = ParseJsonObject(req.body);
+      Result<JsonDocument> json = ParseJsonObject(req.body);
       if (!json.ok()) return Error(json.status());
-      Fields fields(&*json, "");
+      Fields fields(*json);
       out = it->second(ctx, fields);
     }
     return ApiAnswer(req.method + " " + req.path, std::move(out));

@@ -1,6 +1,7 @@
 #include "util/process.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -227,6 +228,12 @@ Result<std::optional<ExitStatus>> Process::TryWait(int* stopped_by) {
   }
   pid_ = -1;
   return std::optional<ExitStatus>(DecodeWaitStatus(status));
+}
+
+void NameThisThread(const char* name) {
+  char shortened[16] = {};
+  strncpy(shortened, name, sizeof shortened - 1);
+  pthread_setname_np(pthread_self(), shortened);
 }
 
 }  // namespace cairn

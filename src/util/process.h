@@ -24,6 +24,9 @@ struct ExitStatus {
   std::string ToString() const;
 };
 
+// Names the calling thread as `top -H`, ps and debuggers show it (at most 15 characters kept).
+void NameThisThread(const char* name);
+
 // `s` single-quoted for a POSIX shell: it reaches the command as one word, unchanged.
 std::string ShellQuote(std::string_view s);
 

@@ -21,6 +21,7 @@
 #include "util/clock.h"
 #include "util/json_writer.h"
 #include "util/log.h"
+#include "util/process.h"
 
 namespace cairn::store {
 namespace {
@@ -122,8 +123,14 @@ class SqliteStore : public MetadataStore {
     CAIRN_ASSIGN_OR_RETURN(checkpointer_, Connection::Open(path_, /*create=*/false));
     CAIRN_RETURN_IF_ERROR(writer_->Exec("PRAGMA wal_autocheckpoint=0"));
     sqlite3_wal_hook(writer_->raw(), &SqliteStore::OnWalCommit, this);
-    checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
-    writer_thread_ = std::thread([this] { WriterLoop(); });
+    checkpoint_thread_ = std::thread([this] {
+      NameThisThread("cairn-checkpoint");
+      CheckpointLoop();
+    });
+    writer_thread_ = std::thread([this] {
+      NameThisThread("cairn-writer");
+      WriterLoop();
+    });
     return Status::Ok();
   }
 
@@ -734,9 +741,8 @@ class SqliteStore : public MetadataStore {
     logged_points_ = 0;
   }
 
-  // 32 MiB of WAL between passive checkpoints: each one syncs the WAL and the database, and
-  // under small-batch ingest a checkpoint every 8 MiB cost the checkpointer about 19 us of CPU
-  // per request, every 32 MiB about 10 us.
+  // A passive checkpoint once the WAL holds 32 MiB, and again every 16 MiB it grows by while
+  // writes go on: each one syncs the WAL and the database.
   static constexpr int kCheckpointPages = 8000;
   static constexpr int kRestartPages = 16384;  // 64 MiB of 4 KiB pages
   static constexpr std::chrono::milliseconds kIdleCheckpoint{200};
@@ -746,8 +752,17 @@ class SqliteStore : public MetadataStore {
   static int OnWalCommit(void* self, sqlite3*, const char*, int pages) {
     auto* store = static_cast<SqliteStore*>(self);
     store->wal_dirty_.store(true, std::memory_order_relaxed);
-    store->wal_pages_.store(pages, std::memory_order_relaxed);
-    if (pages >= kCheckpointPages) {
+    const int before = store->wal_pages_.exchange(pages, std::memory_order_relaxed);
+    // A passive checkpoint under steady writes copies most of the WAL but cannot start it
+    // over, so the WAL stays past kCheckpointPages; the next one is due once it has grown by
+    // half as much again (each one syncs the WAL, and asking at every commit made them run
+    // back to back). A WAL that started over is due at kCheckpointPages again.
+    if (pages < before) {
+      store->checkpoint_due_pages_.store(kCheckpointPages, std::memory_order_relaxed);
+    }
+    if (pages >= store->checkpoint_due_pages_.load(std::memory_order_relaxed)) {
+      store->checkpoint_due_pages_.store(pages + kCheckpointPages / 2,
+                                         std::memory_order_relaxed);
       {
         std::lock_guard<std::mutex> lock(store->checkpoint_mu_);
         store->checkpoint_wanted_ = true;
@@ -1546,6 +1561,7 @@ class SqliteStore : public MetadataStore {
   bool checkpoint_stop_ = false;
   std::atomic<bool> wal_dirty_{false};  // commits since the last complete checkpoint
   std::atomic<int> wal_pages_{0};       // pages in the WAL at the last commit
+  std::atomic<int> checkpoint_due_pages_{kCheckpointPages};  // WAL size that asks for one
 };
 
 }  // namespace
