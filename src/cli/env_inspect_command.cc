@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/env_common.h"
-#include "client/run_report.h"
+#include "report/run_report.h"
 #include "client/tracking_client.h"
 #include "env/conda.h"
 #include "env/env_check.h"
@@ -97,15 +97,15 @@ Result<env::EnvDescription> Describe(const std::string& what, const std::string&
   // A run: the environment snapshot `cairn run` recorded.
   auto client = ConnectOrExplain(tracking_uri);
   if (client == nullptr) return InvalidArgument("bad tracking URI");
-  CAIRN_ASSIGN_OR_RETURN(core::Run run, client::ResolveRun(*client, what));
+  CAIRN_ASSIGN_OR_RETURN(core::Run run, report::ResolveRun(*client, what));
   CAIRN_ASSIGN_OR_RETURN(
       std::string text,
-      client->DownloadArtifact(run.info.artifact_uri, std::string(client::kPylockArtifact)));
+      client->DownloadArtifact(run.info.artifact_uri, std::string(report::kPylockArtifact)));
   CAIRN_ASSIGN_OR_RETURN(env::EnvDescription described,
                          env::DescribeLockText(text, "run " + run.info.run_id.substr(0, 8)));
   // The host it ran on, which `cairn run` records beside the snapshot.
   if (Result<std::string> host =
-          client->DownloadArtifact(run.info.artifact_uri, std::string(client::kHostArtifact));
+          client->DownloadArtifact(run.info.artifact_uri, std::string(report::kHostArtifact));
       host.ok()) {
     if (Result<env::HostFacts> facts = env::ParseHostFactsJson(*host); facts.ok()) {
       described.host_facts = env::ComparedHostFacts(*facts);
@@ -130,7 +130,7 @@ int Diff(const EnvFlags& flags) {
     std::printf("%s\n", env::EnvDiffJson(diff).c_str());
   } else {
     std::fputs(
-        env::FormatEnvDiff(diff, flags.args[0], flags.args[1], client::DetectOutputStyle().color)
+        env::FormatEnvDiff(diff, flags.args[0], flags.args[1], report::DetectOutputStyle().color)
             .c_str(),
         stdout);
   }

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "client/run_report.h"
+#include "report/run_report.h"
 #include "client/tracking_client.h"
 #include "util/clock.h"
 
@@ -19,15 +19,15 @@ struct ExperimentsFlags {
 int ListExperiments(const ExperimentsFlags& flags) {
   auto client = ConnectOrExplain(flags.tracking_uri);
   if (client == nullptr) return 2;
-  auto experiments = client::ListAllExperiments(
+  auto experiments = report::ListAllExperiments(
       *client, flags.all ? core::ViewType::kAll : core::ViewType::kActiveOnly);
   if (!experiments.ok()) {
     std::fprintf(stderr, "error: %s\n", experiments.status().message().c_str());
     return 1;
   }
   std::string out = flags.json
-                        ? client::ExperimentsJsonLines(*experiments)
-                        : client::FormatExperimentTable(*experiments, client::DetectOutputStyle(),
+                        ? report::ExperimentsJsonLines(*experiments)
+                        : report::FormatExperimentTable(*experiments, report::DetectOutputStyle(),
                                                         SystemClock()->NowMillis());
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "client/run_report.h"
+#include "report/run_report.h"
 #include "client/tracking_client.h"
 #include "env/host_facts.h"
 #include "pipeline/builder.h"
@@ -180,7 +180,7 @@ class TerminalProgress : public pipeline::Progress {
   explicit TerminalProgress(size_t steps) : steps_(steps) {
     const char* term = std::getenv("TERM");
     live_ = isatty(STDOUT_FILENO) == 1 && (term == nullptr || std::string(term) != "dumb");
-    width_ = static_cast<size_t>(client::DetectOutputStyle().width);
+    width_ = static_cast<size_t>(report::DetectOutputStyle().width);
   }
   ~TerminalProgress() override { Finish(); }
 
@@ -276,7 +276,7 @@ class TerminalProgress : public pipeline::Progress {
                 std::to_string((now - by_start[k].first) / 1000) + "s";
       }
     }
-    std::fputs(client::Truncate(line, width_ > 1 ? width_ - 1 : 1).c_str(), stdout);
+    std::fputs(report::Truncate(line, width_ > 1 ? width_ - 1 : 1).c_str(), stdout);
     shown_ = true;
     drawn_ms_ = now;
   }

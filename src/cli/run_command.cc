@@ -1,7 +1,7 @@
 // `cairn run`: run a command as a tracked run (client/run_wrapper.h does the work).
 #include <cstdio>
 
-#include "client/run_wrapper.h"
+#include "capture/run_wrapper.h"
 #include "client/tracking_client.h"
 #include "cli/commands.h"
 
@@ -20,7 +20,7 @@ struct RunFlags {
 };
 
 int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
-  client::RunOptions options;
+  capture::RunOptions options;
   options.tracking_uri = client::ResolveTrackingUri(flags.tracking_uri);
   options.experiment = flags.experiment;
   options.run_name = flags.name;
@@ -31,7 +31,7 @@ int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
   // -p and --tag take key=value.
   auto parse = [](const std::vector<std::string>& items, const char* flag, auto* out) {
     for (const std::string& item : items) {
-      auto kv = client::ParseKeyValue(item, flag);
+      auto kv = capture::ParseKeyValue(item, flag);
       if (!kv.ok()) {
         std::fprintf(stderr, "error: %s\n", kv.status().message().c_str());
         return false;
@@ -43,7 +43,7 @@ int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
   if (!parse(flags.params, "-p", &options.params) || !parse(flags.tags, "--tag", &options.tags)) {
     return 2;
   }
-  Result<int> code = client::RunTracked(options);
+  Result<int> code = capture::RunTracked(options);
   if (!code.ok()) {
     std::fprintf(stderr, "cairn run: %s\n", code.status().message().c_str());
     // 127 as a shell reports a command it cannot find; 2 for everything else before it ran.

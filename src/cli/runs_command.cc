@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "client/run_report.h"
+#include "report/run_report.h"
 #include "client/tracking_client.h"
 #include "util/clock.h"
 
@@ -50,7 +50,7 @@ Result<std::vector<std::string>> ExperimentIds(client::TrackingClient& client,
   std::vector<std::string> ids;
   if (wanted.empty()) {
     CAIRN_ASSIGN_OR_RETURN(std::vector<core::Experiment> all,
-                           client::ListAllExperiments(client, core::ViewType::kActiveOnly));
+                           report::ListAllExperiments(client, core::ViewType::kActiveOnly));
     for (const core::Experiment& e : all) {
       ids.push_back(e.experiment_id);
       (*names)[e.experiment_id] = e.name;
@@ -73,11 +73,11 @@ Result<std::vector<std::string>> ExperimentIds(client::TrackingClient& client,
 }
 
 int ListRuns(const RunsFlags& flags) {
-  std::vector<client::RunColumn> columns;
+  std::vector<report::RunColumn> columns;
   if (!flags.columns.empty()) {
     std::string spec;
     for (const std::string& c : flags.columns) spec += c + ",";
-    auto parsed = client::ParseRunColumns(spec);
+    auto parsed = report::ParseRunColumns(spec);
     if (!parsed.ok()) {
       PrintError(parsed.status());
       return 2;
@@ -90,8 +90,8 @@ int ListRuns(const RunsFlags& flags) {
   }
   auto client = Connect(flags);
   if (client == nullptr) return 2;
-  client::RunListOptions options;
-  options.style = client::DetectOutputStyle();
+  report::RunListOptions options;
+  options.style = report::DetectOutputStyle();
   options.now_millis = SystemClock()->NowMillis();
   client::TrackingClient::RunSearch search;
   auto ids = ExperimentIds(*client, flags.experiments, &options.experiment_names);
@@ -105,7 +105,7 @@ int ListRuns(const RunsFlags& flags) {
   bool more = false;
   std::vector<core::Run> runs;
   if (!search.experiment_ids.empty()) {
-    auto found = client::SearchRunsUpTo(*client, search, static_cast<size_t>(flags.max), &more);
+    auto found = report::SearchRunsUpTo(*client, search, static_cast<size_t>(flags.max), &more);
     if (!found.ok()) {
       if (found.status().code() == StatusCode::kInvalidArgument) {
         // The message names the endpoint first ("runs/search: ..."); the user knows no such
@@ -122,11 +122,11 @@ int ListRuns(const RunsFlags& flags) {
     runs = std::move(found).value();
   }
   if (flags.json) {
-    Print(client::RunsJsonLines(runs));
+    Print(report::RunsJsonLines(runs));
   } else if (runs.empty()) {
     std::fprintf(stderr, "no runs found\n");
   } else {
-    Print(client::FormatRunTable(runs, columns, options));
+    Print(report::FormatRunTable(runs, columns, options));
   }
   if (more) {
     std::fprintf(stderr, "(showing %zu runs; more match: raise --max or narrow --filter)\n",
@@ -138,18 +138,18 @@ int ListRuns(const RunsFlags& flags) {
 int ShowRun(const RunsFlags& flags) {
   auto client = Connect(flags);
   if (client == nullptr) return 2;
-  auto run = client::ResolveRun(*client, flags.runs.front());
+  auto run = report::ResolveRun(*client, flags.runs.front());
   if (!run.ok()) {
     PrintError(run.status());
     return 1;
   }
-  auto details = client::FetchRunDetails(*client, *run);
+  auto details = report::FetchRunDetails(*client, *run);
   if (!details.ok()) {
     PrintError(details.status());
     return 1;
   }
-  Print(flags.json ? client::RunDetailsJson(*details)
-                   : client::FormatRunDetails(*details, client::DetectOutputStyle(),
+  Print(flags.json ? report::RunDetailsJson(*details)
+                   : report::FormatRunDetails(*details, report::DetectOutputStyle(),
                                               SystemClock()->NowMillis()));
   return 0;
 }
@@ -159,7 +159,7 @@ std::optional<std::vector<core::Run>> ResolveAll(client::TrackingClient& client,
                                                  const RunsFlags& flags) {
   std::vector<core::Run> runs;
   for (const std::string& id : flags.runs) {
-    auto run = client::ResolveRun(client, id);
+    auto run = report::ResolveRun(client, id);
     if (!run.ok()) {
       PrintError(run.status());
       return std::nullopt;
@@ -179,8 +179,8 @@ int CompareRuns(const RunsFlags& flags) {
   auto runs = ResolveAll(*client, flags);
   if (!runs) return 1;
   const int64_t now = SystemClock()->NowMillis();
-  std::vector<client::CompareRow> rows = client::CompareRuns(*runs, now);
-  Print(client::FormatComparison(*runs, rows, flags.only_diff, client::DetectOutputStyle()));
+  std::vector<report::CompareRow> rows = report::CompareRuns(*runs, now);
+  Print(report::FormatComparison(*runs, rows, flags.only_diff, report::DetectOutputStyle()));
   return 0;
 }
 
@@ -194,10 +194,10 @@ int DiffEnv(const RunsFlags& flags) {
   if (client == nullptr) return 2;
   auto runs = ResolveAll(*client, flags);
   if (!runs) return 2;
-  std::vector<client::EnvRecord> records;
+  std::vector<report::EnvRecord> records;
   std::vector<std::string> labels;
   for (const core::Run& run : *runs) {
-    auto record = client::FetchEnvRecord(*client, run);
+    auto record = report::FetchEnvRecord(*client, run);
     if (!record.ok()) {
       PrintError(record.status());
       return 2;
@@ -206,8 +206,8 @@ int DiffEnv(const RunsFlags& flags) {
     std::string name = run.info.run_name;
     labels.push_back(run.info.run_id + (name.empty() ? "" : " (" + name + ")"));
   }
-  client::EnvDiff diff = client::DiffEnvironments(records[0], records[1]);
-  Print(client::FormatEnvDiff(diff, records[0], labels[0], labels[1], client::DetectOutputStyle()));
+  report::EnvDiff diff = report::DiffEnvironments(records[0], records[1]);
+  Print(report::FormatEnvDiff(diff, records[0], labels[0], labels[1], report::DetectOutputStyle()));
   return diff.empty() ? 0 : 1;
 }
 

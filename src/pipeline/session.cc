@@ -6,7 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "env/code_state.h"
+#include "capture/code_state.h"
 #include "env/env_store.h"
 #include "env/lock.h"
 #include "env/project_env.h"
@@ -60,7 +60,7 @@ Result<std::unique_ptr<Session>> Session::Create(const Pipeline& pipeline, RunSt
   // The whole patch counts (it is hashed, not stored), and so does every untracked file left
   // out of it (binary or large), by content.
   bool needs_git = false;
-  env::CodeStateOptions code_options;
+  capture::CodeStateOptions code_options;
   code_options.max_patch_bytes = std::numeric_limits<int64_t>::max();
   std::error_code ec;
   const std::string workdir = fs::weakly_canonical(s->options_.workdir, ec).string();
@@ -74,7 +74,7 @@ Result<std::unique_ptr<Session>> Session::Create(const Pipeline& pipeline, RunSt
     }
   }
   if (needs_git) {
-    Result<env::CodeState> code = env::ReadCodeState(workdir, code_options);
+    Result<capture::CodeState> code = capture::ReadCodeState(workdir, code_options);
     if (!code.ok()) {
       s->progress_.Warning("cannot read the code state: " + code.status().message());
     } else if (!code->in_repository) {

@@ -1,8 +1,11 @@
-#include "client/console_recorder.h"
+#include "capture/console_recorder.h"
 
 #include <chrono>
 
-namespace cairn::client {
+namespace cairn::capture {
+
+using client::RunJournal;
+using client::TrackingClient;
 namespace {
 
 // A chunk grows by later output of the same stream up to this size.
@@ -79,4 +82,4 @@ Status ConsoleRecorder::Close() {
   return waiting_.empty() ? Status::Ok() : error_;
 }
 
-}  // namespace cairn::client
+}  // namespace cairn::capture

@@ -12,7 +12,7 @@
 
 #include "util/status.h"
 
-namespace cairn::env {
+namespace cairn::capture {
 
 struct CodeStateOptions {
   // Untracked files go into the patch only when they are text and at most this large; the
@@ -48,4 +48,4 @@ Result<CodeState> ReadCodeState(const std::string& dir, const CodeStateOptions& 
 // user name ("git@host:org/r.git"), which is not a secret, but lose any password.
 std::string StripCredentials(std::string_view url);
 
-}  // namespace cairn::env
+}  // namespace cairn::capture

@@ -20,12 +20,12 @@
 #include "util/clock.h"
 #include "util/utf8.h"
 
-namespace cairn::client {
+namespace cairn::capture {
 
 class ConsoleRecorder {
  public:
   // Starts the recording thread. `journal` and `client` must outlive the recorder.
-  ConsoleRecorder(RunJournal* journal, TrackingClient* client, Clock* clock = SystemClock());
+  ConsoleRecorder(client::RunJournal* journal, client::TrackingClient* client, Clock* clock = SystemClock());
   ~ConsoleRecorder();
   ConsoleRecorder(const ConsoleRecorder&) = delete;
   ConsoleRecorder& operator=(const ConsoleRecorder&) = delete;
@@ -41,8 +41,8 @@ class ConsoleRecorder {
   // Moves the waiting chunks into the journal; called with mu_ held.
   void Record();
 
-  RunJournal* journal_;
-  TrackingClient* client_;
+  client::RunJournal* journal_;
+  client::TrackingClient* client_;
   Clock* clock_;
   Utf8Decoder decoders_[2];  // stdout, stderr
 
@@ -56,4 +56,4 @@ class ConsoleRecorder {
   std::thread thread_;
 };
 
-}  // namespace cairn::client
+}  // namespace cairn::capture

@@ -1,4 +1,4 @@
-#include "client/run_report.h"
+#include "report/run_report.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include "env/host_facts.h"
 #include "env/python_env.h"
 
-namespace cairn::client {
+namespace cairn::report {
 namespace {
 
 using ::testing::ElementsAre;
@@ -663,4 +663,4 @@ TEST_F(RunReportTest, EnvRecordsRejectMalformedInput) {
 }
 
 }  // namespace
-}  // namespace cairn::client
+}  // namespace cairn::report

@@ -1,4 +1,4 @@
-#include "env/python_env_cache.h"
+#include "capture/python_env_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "util/hash.h"
 
-namespace cairn::env {
+namespace cairn::capture {
 namespace {
 
 namespace fs = std::filesystem;
@@ -71,4 +71,4 @@ TEST(PythonEnvCacheTest, SecondSnapshotComesFromTheCacheUntilAPackageDirectoryCh
 }
 
 }  // namespace
-}  // namespace cairn::env
+}  // namespace cairn::capture

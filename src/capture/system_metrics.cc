@@ -1,11 +1,15 @@
-#include "env/system_metrics.h"
+#include "capture/system_metrics.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
 #include <sstream>
 
-namespace cairn::env {
+namespace cairn::capture {
+
+using env::CommandOutput;
+using env::HostProbe;
+using env::ParseMemInfo;
 namespace {
 
 constexpr std::chrono::milliseconds kNvidiaSmiUsageTimeout{5000};
@@ -174,4 +178,4 @@ std::vector<core::Metric> SystemSampler::Sample(int64_t timestamp, int64_t step)
   return out;
 }
 
-}  // namespace cairn::env
+}  // namespace cairn::capture

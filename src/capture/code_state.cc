@@ -1,10 +1,10 @@
-#include "env/code_state.h"
+#include "capture/code_state.h"
 
 #include <git2.h>
 
 #include <memory>
 
-namespace cairn::env {
+namespace cairn::capture {
 namespace {
 
 // libgit2 keeps global state; one init per use, balanced by its shutdown.
@@ -196,4 +196,4 @@ Result<CodeState> ReadCodeState(const std::string& dir, const CodeStateOptions& 
   return state;
 }
 
-}  // namespace cairn::env
+}  // namespace cairn::capture

@@ -1,4 +1,4 @@
-#include "client/run_wrapper.h"
+#include "capture/run_wrapper.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -18,14 +18,14 @@
 #include <cstring>
 #include <filesystem>
 
-#include "client/console_recorder.h"
+#include "capture/code_state.h"
+#include "capture/console_recorder.h"
+#include "capture/python_env_cache.h"
+#include "capture/system_metrics.h"
 #include "client/run_journal.h"
 #include "client/tracking_client.h"
-#include "env/code_state.h"
 #include "env/host_facts.h"
 #include "env/project_env.h"
-#include "env/python_env_cache.h"
-#include "env/system_metrics.h"
 #include "util/clock.h"
 #include "util/hash.h"
 #include "util/json_writer.h"
@@ -33,7 +33,15 @@
 
 extern char** environ;
 
-namespace cairn::client {
+namespace cairn::capture {
+
+using client::ClientOptions;
+using client::DefaultJournalDir;
+using client::FallbackJournalDir;
+using client::JournalDirs;
+using client::RunJournal;
+using client::SyncJournals;
+using client::TrackingClient;
 namespace {
 
 // Environment variables whose values are recorded: they change results and hold no secrets.
@@ -90,7 +98,7 @@ std::string ProcessRecord(const std::vector<std::string>& command, const std::st
 }
 
 // The code state as JSON; the patch itself is its own artifact.
-std::string CodeRecord(const env::CodeState& code) {
+std::string CodeRecord(const capture::CodeState& code) {
   JsonWriter w;
   w.BeginObject();
   w.Key("root").String(code.root);
@@ -244,7 +252,7 @@ class RunMonitor {
   TrackingClient* client_;
   RunJournal* journal_;
   const std::string run_id_;
-  env::SystemSampler sampler_;
+  capture::SystemSampler sampler_;
   const int64_t metrics_every_;
   const int64_t beat_every_;
   bool warned_ = false;
@@ -429,12 +437,12 @@ Result<int> RunTracked(const RunOptions& options) {
   // The project's active environment (cairn env build): the command runs in it.
   const std::optional<std::string> active_env =
       env::ProjectEnv(env::FindProjectDir(cwd)).ActivePath();
-  std::future<Result<env::CodeState>> code_future =
-      std::async(std::launch::async, [&cwd] { return env::ReadCodeState(cwd); });
-  std::future<Result<env::CachedSnapshot>> python_future =
+  std::future<Result<capture::CodeState>> code_future =
+      std::async(std::launch::async, [&cwd] { return capture::ReadCodeState(cwd); });
+  std::future<Result<capture::CachedSnapshot>> python_future =
       std::async(std::launch::async, [&options, &active_env] {
-        return env::SnapshotPythonEnvironmentCached(PythonOf(options, active_env),
-                                                    env::DefaultPythonEnvCacheDir());
+        return capture::SnapshotPythonEnvironmentCached(PythonOf(options, active_env),
+                                                    capture::DefaultPythonEnvCacheDir());
       });
   std::future<env::HostFacts> host_future = std::async(
       std::launch::async, [] { return env::CollectHostFacts(*env::RealHostProbe()); });
@@ -480,7 +488,7 @@ Result<int> RunTracked(const RunOptions& options) {
   };
   const env::HostFacts host = host_future.get();
   // The code the command runs: MLflow's git tags, so other MLflow tools read them too.
-  Result<env::CodeState> code = code_future.get();
+  Result<capture::CodeState> code = code_future.get();
   if (!code.ok()) {
     std::fprintf(stderr, "cairn: warning: code state not recorded: %s\n",
                  code.status().message().c_str());
@@ -498,7 +506,7 @@ Result<int> RunTracked(const RunOptions& options) {
   for (core::Tag& t : env::HostFactTags(host)) tags.push_back(std::move(t));
   tags.push_back({"cairn.heartbeat", std::to_string(SystemClock()->NowMillis())});
   // The Python environment: every installed distribution, as a lock-shaped snapshot.
-  Result<env::CachedSnapshot> python = python_future.get();
+  Result<capture::CachedSnapshot> python = python_future.get();
   if (python.ok()) {
     tags.push_back({"cairn.env.hash", python->snapshot.hash});
     tags.push_back({"cairn.python.version", python->snapshot.interpreter.version});
@@ -636,4 +644,4 @@ Result<int> RunTracked(const RunOptions& options) {
   return exit->ShellCode();
 }
 
-}  // namespace cairn::client
+}  // namespace cairn::capture

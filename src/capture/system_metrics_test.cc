@@ -1,11 +1,15 @@
-#include "env/system_metrics.h"
+#include "capture/system_metrics.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <map>
 
-namespace cairn::env {
+namespace cairn::capture {
+
+using env::CommandOutput;
+using env::HostProbe;
+using env::UnameInfo;
 namespace {
 
 TEST(SystemMetricsTest, ParsesProcStatAndPidStat) {
@@ -114,4 +118,4 @@ TEST(SystemMetricsTest, WithoutNvidiaSmiTheSamplerStopsAsking) {
 }
 
 }  // namespace
-}  // namespace cairn::env
+}  // namespace cairn::capture

@@ -1,4 +1,4 @@
-#include "env/code_state.h"
+#include "capture/code_state.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "util/hash.h"
 
-namespace cairn::env {
+namespace cairn::capture {
 namespace {
 
 namespace fs = std::filesystem;
@@ -150,4 +150,4 @@ TEST(StripCredentialsTest, RemovesSecretsKeepsAddresses) {
 }
 
 }  // namespace
-}  // namespace cairn::env
+}  // namespace cairn::capture

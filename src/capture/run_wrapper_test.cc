@@ -1,8 +1,8 @@
-#include "client/run_wrapper.h"
+#include "capture/run_wrapper.h"
 
 #include <gtest/gtest.h>
 
-namespace cairn::client {
+namespace cairn::capture {
 namespace {
 
 TEST(RunWrapperTest, ShellJoinQuotesOnlyWhatNeedsIt) {
@@ -23,4 +23,4 @@ TEST(RunWrapperTest, ParseKeyValueSplitsAtTheFirstEquals) {
 }
 
 }  // namespace
-}  // namespace cairn::client
+}  // namespace cairn::capture

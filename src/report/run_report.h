@@ -8,7 +8,7 @@
 //
 // Everything here that formats or compares is a pure function of values (runs, texts, an
 // OutputStyle and the current time), so it is tested without a server or a terminal. The few
-// functions that fetch take a TrackingClient and are marked as such.
+// functions that fetch take a client::TrackingClient and are marked as such.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@
 #include "core/model.h"
 #include "util/status.h"
 
-namespace cairn::client {
+namespace cairn::report {
 
 // ---------------------------------------------------------------------------------------------
 // Terminal
@@ -177,7 +177,7 @@ TagGroup GroupOfTag(std::string_view key);
 struct RunDetails {
   core::Run run;
   std::string experiment_name;                          // empty when unknown
-  std::vector<TrackingClient::ArtifactFile> artifacts;  // files only, recursively
+  std::vector<client::TrackingClient::ArtifactFile> artifacts;  // files only, recursively
   bool artifacts_truncated = false;  // the listing stopped at kMaxListedArtifacts
 };
 inline constexpr size_t kMaxListedArtifacts = 1000;
@@ -324,24 +324,24 @@ inline constexpr std::string_view kHostArtifact = "cairn/host.json";
 // The run with id `id_or_prefix`; when there is none, the one run (of any experiment, deleted
 // ones included) whose id starts with it, so the 8-character ids of `cairn runs ls` work.
 // NotFound when no run matches, InvalidArgument when several do.
-Result<core::Run> ResolveRun(TrackingClient& client, const std::string& id_or_prefix);
+Result<core::Run> ResolveRun(client::TrackingClient& client, const std::string& id_or_prefix);
 
 // Every experiment visible under `view`, following pages.
-Result<std::vector<core::Experiment>> ListAllExperiments(TrackingClient& client,
+Result<std::vector<core::Experiment>> ListAllExperiments(client::TrackingClient& client,
                                                          core::ViewType view);
 
 // Runs of the search, following pages until `limit` runs (0: all). `more` is set when the
 // search has runs beyond the limit.
-Result<std::vector<core::Run>> SearchRunsUpTo(TrackingClient& client,
-                                              TrackingClient::RunSearch search, size_t limit,
+Result<std::vector<core::Run>> SearchRunsUpTo(client::TrackingClient& client,
+                                              client::TrackingClient::RunSearch search, size_t limit,
                                               bool* more);
 
 // The run, its experiment's name and its artifact files (walking directories, up to
 // kMaxListedArtifacts files).
-Result<RunDetails> FetchRunDetails(TrackingClient& client, const core::Run& run);
+Result<RunDetails> FetchRunDetails(client::TrackingClient& client, const core::Run& run);
 
 // Downloads and reads the run's pylock.toml and host.json. NotFound, naming the artifact,
 // when the run lacks one (it was not recorded by `cairn run`).
-Result<EnvRecord> FetchEnvRecord(TrackingClient& client, const core::Run& run);
+Result<EnvRecord> FetchEnvRecord(client::TrackingClient& client, const core::Run& run);
 
-}  // namespace cairn::client
+}  // namespace cairn::report

@@ -15,7 +15,7 @@
 #include "core/model.h"
 #include "env/host_facts.h"
 
-namespace cairn::env {
+namespace cairn::capture {
 
 // CPU time of the whole machine from the "cpu" line of /proc/stat, in clock ticks.
 struct CpuTimes {
@@ -49,7 +49,7 @@ std::vector<GpuUsage> ParseNvidiaSmiUsage(std::string_view csv);
 // Samples the machine and one process group; each Sample() covers the time since the last.
 class SystemSampler {
  public:
-  SystemSampler(HostProbe* probe, pid_t process_group);
+  SystemSampler(env::HostProbe* probe, pid_t process_group);
   // The metrics at `timestamp` (ms) and `step`. The CPU percentages need a previous sample,
   // so the first call gives memory and GPU figures only.
   std::vector<core::Metric> Sample(int64_t timestamp, int64_t step);
@@ -57,7 +57,7 @@ class SystemSampler {
   void DisableGpus() { gpus_ = false; }
 
  private:
-  HostProbe* probe_;
+  env::HostProbe* probe_;
   pid_t group_;
   std::optional<CpuTimes> last_cpu_;
   int64_t last_group_ticks_ = -1;
@@ -65,4 +65,4 @@ class SystemSampler {
   bool gpus_ = true;  // false once nvidia-smi is known to be missing or failing
 };
 
-}  // namespace cairn::env
+}  // namespace cairn::capture

@@ -13,7 +13,7 @@
 #include "env/python_env.h"
 #include "util/status.h"
 
-namespace cairn::env {
+namespace cairn::capture {
 
 // $XDG_CACHE_HOME/cairn/python-env, else ~/.cache/cairn/python-env.
 std::string DefaultPythonEnvCacheDir();
@@ -22,11 +22,11 @@ std::string DefaultPythonEnvCacheDir();
 // (then `distributions` is empty and `package_count` says how many there were), and stored
 // there otherwise. A cache that cannot be read or written is ignored.
 struct CachedSnapshot {
-  EnvSnapshot snapshot;
+  env::EnvSnapshot snapshot;
   size_t package_count = 0;
   bool from_cache = false;
 };
 Result<CachedSnapshot> SnapshotPythonEnvironmentCached(const std::string& python,
                                                        const std::string& cache_dir);
 
-}  // namespace cairn::env
+}  // namespace cairn::capture

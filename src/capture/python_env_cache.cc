@@ -1,4 +1,4 @@
-#include "env/python_env_cache.h"
+#include "capture/python_env_cache.h"
 
 #include <sys/stat.h>
 #include <time.h>
@@ -11,7 +11,12 @@
 #include "util/file.h"
 #include "util/hash.h"
 
-namespace cairn::env {
+namespace cairn::capture {
+
+using env::EnvSnapshot;
+using env::InterpreterInfo;
+using env::SnapshotHash;
+using env::SnapshotPythonEnvironment;
 namespace {
 
 namespace fs = std::filesystem;
@@ -137,4 +142,4 @@ Result<CachedSnapshot> SnapshotPythonEnvironmentCached(const std::string& python
   return out;
 }
 
-}  // namespace cairn::env
+}  // namespace cairn::capture

@@ -1,4 +1,4 @@
-#include "client/run_report.h"
+#include "report/run_report.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -15,7 +15,9 @@
 #include "env/host_facts.h"
 #include "util/json_writer.h"
 
-namespace cairn::client {
+namespace cairn::report {
+
+using client::TrackingClient;
 namespace {
 
 constexpr std::string_view kEllipsis = "…";
@@ -1658,4 +1660,4 @@ Result<EnvRecord> FetchEnvRecord(TrackingClient& client, const core::Run& run) {
   return record;
 }
 
-}  // namespace cairn::client
+}  // namespace cairn::report

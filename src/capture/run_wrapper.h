@@ -10,7 +10,7 @@
 #include "core/model.h"
 #include "util/status.h"
 
-namespace cairn::client {
+namespace cairn::capture {
 
 struct RunOptions {
   std::string tracking_uri;  // resolved already (ResolveTrackingUri)
@@ -41,4 +41,4 @@ Result<std::pair<std::string, std::string>> ParseKeyValue(const std::string& tex
 // The command line as a POSIX shell would need it typed, each argument quoted when needed.
 std::string ShellJoin(const std::vector<std::string>& argv);
 
-}  // namespace cairn::client
+}  // namespace cairn::capture
