@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "util/strings.h"
+
 namespace cairn::capture {
 
 using env::CommandOutput;
@@ -13,22 +15,6 @@ using env::ParseMemInfo;
 namespace {
 
 constexpr std::chrono::milliseconds kNvidiaSmiUsageTimeout{5000};
-
-std::vector<std::string_view> SplitFields(std::string_view line, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (;;) {
-    size_t end = line.find(sep, start);
-    std::string_view f = line.substr(start, end == std::string_view::npos ? end : end - start);
-    while (!f.empty() && (f.front() == ' ' || f.front() == '\t')) f.remove_prefix(1);
-    while (!f.empty() && (f.back() == ' ' || f.back() == '\r' || f.back() == '\t')) {
-      f.remove_suffix(1);
-    }
-    out.push_back(f);
-    if (end == std::string_view::npos) return out;
-    start = end + 1;
-  }
-}
 
 double Number(std::string_view f) {
   std::string s(f);
@@ -85,12 +71,9 @@ int64_t ParseMemAvailable(std::string_view text) {
 
 std::vector<GpuUsage> ParseNvidiaSmiUsage(std::string_view csv) {
   std::vector<GpuUsage> out;
-  size_t start = 0;
-  while (start < csv.size()) {
-    size_t eol = csv.find('\n', start);
-    std::string_view line = csv.substr(start, eol == std::string_view::npos ? eol : eol - start);
-    start = eol == std::string_view::npos ? csv.size() : eol + 1;
-    std::vector<std::string_view> f = SplitFields(line, ',');
+  for (std::string_view line : Split(csv, '\n')) {
+    std::vector<std::string_view> f = Split(line, ',');
+    for (std::string_view& field : f) field = Trim(field);
     if (f.size() != 4 || f[0].empty()) continue;
     out.push_back({static_cast<int>(Number(f[0])), Number(f[1]), Number(f[2]), Number(f[3])});
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "util/curl_api.h"
+#include "util/strings.h"
 
 namespace cairn::client {
 namespace {
@@ -186,11 +187,7 @@ struct Reply {
 
   std::string Header(std::string_view name) const {
     for (const auto& [n, v] : headers) {
-      if (n.size() == name.size() &&
-          std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
-            return std::tolower(static_cast<unsigned char>(a)) ==
-                   std::tolower(static_cast<unsigned char>(b));
-          })) {
+      if (EqualsIgnoreCase(n, name)) {
         return v;
       }
     }

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/strings.h"
+
 namespace cairn::core {
 namespace {
 
@@ -21,16 +23,6 @@ namespace {
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsWordChar(char c) { return IsLetter(c) || IsDigit(c) || c == '_'; }
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-char ToLowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return ToLowerAscii(x) == ToLowerAscii(y);
-         });
-}
 
 std::string Quoted(std::string_view text) {
   std::string out = "'";
@@ -140,7 +132,7 @@ class Lexer {
 Result<std::vector<Token>> Lexer::Tokenize() {
   std::vector<Token> tokens;
   while (true) {
-    while (pos_ < input_.size() && IsSpace(input_[pos_])) ++pos_;
+    while (pos_ < input_.size() && IsAsciiSpace(input_[pos_])) ++pos_;
     Token token;
     token.offset = pos_;
     if (pos_ == input_.size()) {
@@ -459,7 +451,7 @@ Status FilterParser::InvalidClause() const {
 
 Status FilterParser::InvalidComparison(const Token& identifier, std::string_view expected) const {
   std::string_view so_far = filter_.substr(identifier.offset, Peek().offset - identifier.offset);
-  while (!so_far.empty() && IsSpace(so_far.back())) so_far.remove_suffix(1);
+  while (!so_far.empty() && IsAsciiSpace(so_far.back())) so_far.remove_suffix(1);
   return InvalidArgument("Invalid comparison clause " + Quoted(so_far) + ": expected " +
                          std::string(expected) + ", found " + Describe(Peek()));
 }
@@ -1102,7 +1094,7 @@ void SortExperiments(std::vector<Experiment>* experiments, const std::vector<Ord
 
 bool LikeMatch(std::string_view text, std::string_view pattern, bool fold_case) {
   const auto same = [fold_case](char a, char b) {
-    return fold_case ? ToLowerAscii(a) == ToLowerAscii(b) : a == b;
+    return fold_case ? AsciiLower(a) == AsciiLower(b) : a == b;
   };
   // Greedy matching that, on a mismatch, lets the last '%' absorb one more character. Linear in
   // practice and O(text * pattern) at worst, without recursion.

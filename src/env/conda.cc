@@ -6,18 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "util/file.h"
+#include "util/strings.h"
 #include "util/toml_writer.h"
 
 namespace cairn::env {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
-  return s;
-}
 
 bool Hex(std::string_view s, size_t n) {
   return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {

@@ -1,28 +1,8 @@
 #include "env/core_metadata.h"
 
-#include <cctype>
+#include "util/strings.h"
 
 namespace cairn::env {
-namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
-  return s;
-}
-
-bool SameKey(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 CoreMetadata ParseCoreMetadata(std::string_view text) {
   CoreMetadata m;
@@ -32,15 +12,15 @@ CoreMetadata ParseCoreMetadata(std::string_view text) {
   auto flush = [&] {
     if (key.empty()) return;
     const std::string v(Trim(value));
-    if (SameKey(key, "Name")) {
+    if (EqualsIgnoreCase(key, "Name")) {
       if (m.name.empty()) m.name = v;
-    } else if (SameKey(key, "Version")) {
+    } else if (EqualsIgnoreCase(key, "Version")) {
       if (m.version.empty()) m.version = v;
-    } else if (SameKey(key, "Requires-Python")) {
+    } else if (EqualsIgnoreCase(key, "Requires-Python")) {
       m.requires_python = v;
-    } else if (SameKey(key, "Requires-Dist")) {
+    } else if (EqualsIgnoreCase(key, "Requires-Dist")) {
       if (!v.empty()) m.requires_dist.push_back(v);
-    } else if (SameKey(key, "Provides-Extra")) {
+    } else if (EqualsIgnoreCase(key, "Provides-Extra")) {
       if (!v.empty()) m.provides_extra.push_back(v);
     }
     key.clear();

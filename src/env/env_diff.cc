@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "env/host_facts.h"
+#include "env/pep440.h"
 #include "util/json_writer.h"
 
 namespace cairn::env {
@@ -13,21 +14,6 @@ namespace {
 std::string Str(const toml::table* t, std::string_view key) {
   if (t == nullptr) return "";
   return (*t)[key].value_or(std::string());
-}
-
-std::string Normalize(std::string_view name) {
-  std::string out;
-  bool run = false;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      if (!run) out.push_back('-');
-      run = true;
-      continue;
-    }
-    run = false;
-    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  return out;
 }
 
 void Compare(std::vector<EnvDiff::Change>* out, const std::string& name, const std::string& a,
@@ -65,7 +51,7 @@ Result<EnvDescription> DescribeLockText(std::string_view text, std::string_view 
         if (w != nullptr) info.digest = (*w)["hashes"]["sha256"].value_or(std::string());
       }
       if (info.digest.empty()) info.digest = Str(own, "record-sha256");
-      d.packages[Normalize(Str(p, "name"))] = info;
+      d.packages[NormalizeName(Str(p, "name"))] = info;
     }
   }
   d.python = Str(tool, "python");

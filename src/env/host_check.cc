@@ -1,4 +1,5 @@
 #include "env/host_check.h"
+#include "util/strings.h"
 
 #include <cctype>
 #include <cstdlib>
@@ -25,12 +26,6 @@ bool Numeric(std::string_view v) {
     if (std::isdigit(static_cast<unsigned char>(c)) == 0 && c != '.') return false;
   }
   return v.front() != '.' && v.back() != '.';
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
-  return s;
 }
 
 std::string DriverOf(const HostFacts& host) {

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -18,25 +17,18 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include "util/file.h"
 #include "util/json_writer.h"
 #include "util/process.h"
+#include "util/strings.h"
 #include "util/toml_writer.h"
 
 namespace cairn::env {
 namespace {
 
 constexpr std::string_view kSpaces = " \t\r\n";
-
-std::string_view Trim(std::string_view s) {
-  size_t begin = s.find_first_not_of(kSpaces);
-  if (begin == std::string_view::npos) return {};
-  size_t end = s.find_last_not_of(kSpaces);
-  return s.substr(begin, end - begin + 1);
-}
 
 // Splits on '\n'; a trailing '\r' (CRLF text) is dropped from each line.
 std::vector<std::string_view> Lines(std::string_view text) {
@@ -104,12 +96,6 @@ std::optional<std::string> UnquoteOsReleaseValue(std::string_view raw) {
   return std::nullopt;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // The vendor of an aarch64 "CPU implementer" id, or the id itself.
 std::string ArmVendor(std::string_view implementer) {
   static const std::map<std::string, std::string_view, std::less<>> kVendors = {
@@ -117,7 +103,7 @@ std::string ArmVendor(std::string_view implementer) {
       {"0x48", "HiSilicon"}, {"0x4e", "NVIDIA"},   {"0x50", "APM"},
       {"0x51", "Qualcomm"},  {"0x61", "Apple"},    {"0xc0", "Ampere"},
   };
-  std::string id = Lower(implementer);
+  std::string id = AsciiLower(implementer);
   auto it = kVendors.find(id);
   return it != kVendors.end() ? std::string(it->second) : "implementer " + id;
 }
@@ -131,8 +117,8 @@ std::string KnownArmCore(std::string_view implementer, std::string_view part) {
       {"0xd0b", "Cortex-A76"},  {"0xd0c", "Neoverse-N1"}, {"0xd40", "Neoverse-V1"},
       {"0xd49", "Neoverse-N2"}, {"0xd4f", "Neoverse-V2"},
   };
-  if (Lower(implementer) != "0x41") return {};
-  auto it = kArmParts.find(Lower(part));
+  if (AsciiLower(implementer) != "0x41") return {};
+  auto it = kArmParts.find(AsciiLower(part));
   return it != kArmParts.end() ? "ARM " + std::string(it->second) : std::string();
 }
 
@@ -225,7 +211,7 @@ void ParseCpuInfo(std::string_view text, HostFacts* facts) {
   } else if (!hardware.empty()) {
     facts->cpu_model = std::move(hardware);
   } else if (!implementer.empty() && !part.empty()) {
-    facts->cpu_model = ArmVendor(implementer) + " part " + Lower(part);
+    facts->cpu_model = ArmVendor(implementer) + " part " + AsciiLower(part);
   }
   if (flags) facts->cpu_flags = std::move(*flags);
   if (facts->cpu_cores == 0) facts->cpu_cores = processors;
@@ -354,66 +340,23 @@ class RealProbe final : public HostProbe {
 
   Result<CommandOutput> RunCommand(std::span<const std::string> argv,
                                    std::chrono::milliseconds timeout) override {
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point deadline = Clock::now() + timeout;
     SpawnOptions options;
     options.argv.assign(argv.begin(), argv.end());
-    options.capture_output = true;
     // Numbers and messages in the C locale, whatever the user's: parsers expect "8.0".
     options.env = {{"LC_ALL", "C"}};
-    CAIRN_ASSIGN_OR_RETURN(Process process, Process::Spawn(options));
-
+    CaptureLimits limits;
+    limits.timeout = timeout;
+    limits.max_output = limits.max_error_output = kMaxCommandOutput;
+    CAIRN_ASSIGN_OR_RETURN(CapturedRun run, RunAndCapture(std::move(options), limits));
+    if (run.timed_out) {
+      return Unavailable(argv[0] + " did not finish within " + std::to_string(timeout.count()) +
+                         " ms and was killed");
+    }
     CommandOutput result;
-    struct Stream {
-      int fd;
-      std::string* sink;
-    };
-    std::vector<Stream> open = {{process.stdout_fd(), &result.output},
-                                {process.stderr_fd(), &result.error_output}};
-    bool timed_out = false;
-    while (!open.empty()) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
-        timed_out = true;
-        break;
-      }
-      std::vector<pollfd> fds;
-      for (const Stream& s : open) fds.push_back({s.fd, POLLIN, 0});
-      int ready = poll(fds.data(), fds.size(), static_cast<int>(left.count()));
-      if (ready < 0 && errno != EINTR) {
-        Status failed =
-            Internal(std::string("waiting for output of ") + argv[0] + ": " + std::strerror(errno));
-        Abandon(process);
-        return failed;
-      }
-      if (ready <= 0) continue;
-      for (size_t i = fds.size(); i-- > 0;) {
-        if (fds[i].revents == 0) continue;
-        char buf[1 << 14];
-        ssize_t n = read(fds[i].fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
-          continue;
-        }
-        std::string* sink = open[i].sink;
-        size_t room = kMaxCommandOutput - std::min(sink->size(), kMaxCommandOutput);
-        sink->append(buf, std::min(static_cast<size_t>(n), room));
-      }
-    }
-    // Both pipes are closed; the command is ending or has ended.
-    while (!timed_out) {
-      CAIRN_ASSIGN_OR_RETURN(std::optional<ExitStatus> exit, process.TryWait());
-      if (exit) {
-        result.exit_code = exit->ShellCode();
-        return result;
-      }
-      if (Clock::now() >= deadline) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    Abandon(process);
-    return Unavailable(argv[0] + " did not finish within " + std::to_string(timeout.count()) +
-                       " ms and was killed");
+    result.output = std::move(run.output);
+    result.error_output = std::move(run.error_output);
+    result.exit_code = run.exit.ShellCode();
+    return result;
   }
 
   Result<UnameInfo> Uname() override {
@@ -436,21 +379,6 @@ class RealProbe final : public HostProbe {
       return Internal(std::string("gethostname: ") + std::strerror(errno));
     }
     return std::string(name);
-  }
-
- private:
-  // Kills the command's whole process group and reaps it if it dies promptly. A process stuck
-  // in the kernel (nvidia-smi in an ioctl of a wedged driver) does not die on SIGKILL until it
-  // leaves the kernel, and waiting for it would hang the caller too, so after a short grace it
-  // is left behind unreaped.
-  static void Abandon(Process& process) {
-    process.SignalGroup(SIGKILL);
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (std::chrono::steady_clock::now() < give_up) {
-      Result<std::optional<ExitStatus>> exit = process.TryWait();
-      if (!exit.ok() || exit->has_value()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
   }
 };
 
@@ -514,7 +442,7 @@ HostProbe* RealHostProbe() {
 HostFacts CollectHostFacts(HostProbe& probe) {
   HostFacts facts;
   if (Result<UnameInfo> u = probe.Uname(); u.ok()) {
-    facts.os = Lower(u->sysname);
+    facts.os = AsciiLower(u->sysname);
     facts.kernel = u->release;
     facts.machine = u->machine;
   }

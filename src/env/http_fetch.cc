@@ -17,6 +17,7 @@
 #include "util/curl_api.h"
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/strings.h"
 
 namespace cairn::env {
 namespace {
@@ -26,17 +27,7 @@ namespace fs = std::filesystem;
 constexpr long kMaxRedirects = 10;
 constexpr auto kProgressInterval = std::chrono::milliseconds(100);
 
-char LowerAscii(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    if (LowerAscii(s[i]) != prefix[i]) return false;
-  }
-  return true;
-}
-
-bool IsFileUrl(std::string_view url) { return StartsWithNoCase(url, "file:"); }
+bool IsFileUrl(std::string_view url) { return StartsWithIgnoreCase(url, "file:"); }
 
 // One curl easy handle, configured for `url`; curl's own message lands in error_.
 class Handle {
@@ -53,7 +44,7 @@ class Handle {
     Curl().easy_setopt(h_, CURLOPT_PROTOCOLS_STR, "http,https,file");
     // A redirect may not leave TLS, nor reach the local disk.
     Curl().easy_setopt(h_, CURLOPT_REDIR_PROTOCOLS_STR,
-                     StartsWithNoCase(url, "https:") ? "https" : "http,https");
+                     StartsWithIgnoreCase(url, "https:") ? "https" : "http,https");
     Curl().easy_setopt(h_, CURLOPT_CONNECTTIMEOUT, options.connect_timeout_seconds);
     Curl().easy_setopt(h_, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
     Curl().easy_setopt(h_, CURLOPT_USERAGENT, "cairn");
@@ -176,7 +167,7 @@ LocalTarget InspectFileUrl(const std::string& url) {
 std::string LocalContentType(std::string_view path) {
   auto ends = [&](std::string_view suffix) {
     return path.size() >= suffix.size() &&
-           StartsWithNoCase(path.substr(path.size() - suffix.size()), suffix);
+           StartsWithIgnoreCase(path.substr(path.size() - suffix.size()), suffix);
   };
   if (ends(".json")) return "application/json";
   if (ends(".html") || ends(".htm")) return "text/html";
@@ -376,7 +367,7 @@ UrlParts SplitUrl(std::string_view s) {
   if (colon != std::string_view::npos && (delim == std::string_view::npos || colon < delim) &&
       IsScheme(s.substr(0, colon))) {
     std::string scheme(s.substr(0, colon));
-    for (char& c : scheme) c = LowerAscii(c);
+    scheme = AsciiLower(scheme);
     p.scheme = std::move(scheme);
     s.remove_prefix(colon + 1);
   }
@@ -456,12 +447,6 @@ void AppendEscaped(std::string_view s, std::string* out) {
   }
 }
 
-std::string_view TrimAscii(std::string_view s) {
-  while (!s.empty() && static_cast<unsigned char>(s.front()) <= 0x20) s.remove_prefix(1);
-  while (!s.empty() && static_cast<unsigned char>(s.back()) <= 0x20) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 Result<HttpResponse> HttpGet(const std::string& url, const FetchOptions& options) {
@@ -476,8 +461,8 @@ Result<Downloaded> HttpDownload(const std::string& url, const std::string& dest_
 }
 
 std::string ResolveUrl(const std::string& base_url, const std::string& reference) {
-  const UrlParts base = SplitUrl(TrimAscii(base_url));
-  const UrlParts ref = SplitUrl(TrimAscii(reference));
+  const UrlParts base = SplitUrl(Trim(base_url));
+  const UrlParts ref = SplitUrl(Trim(reference));
   UrlParts t;
   if (ref.scheme) {
     t = ref;

@@ -5,6 +5,7 @@
 
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/strings.h"
 #include "util/toml_writer.h"
 
 namespace cairn::env {
@@ -118,8 +119,7 @@ Result<LockedWheel> ReadWheel(const Reader& r, const toml::node& node, const std
   const toml::table* hashes = t->get_as<toml::table>("hashes");
   if (hashes == nullptr) return r.Error(where + " (" + w.name + ") has no hashes");
   CAIRN_ASSIGN_OR_RETURN(w.sha256, r.String(*hashes, "sha256", where + ".hashes"));
-  std::transform(w.sha256.begin(), w.sha256.end(), w.sha256.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  w.sha256 = AsciiLower(w.sha256);
   if (w.sha256.size() != 64 || w.sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return r.Error(where + " (" + w.name + ") needs a sha256 hash of 64 hex digits");
   }

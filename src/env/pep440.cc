@@ -1,4 +1,5 @@
 #include "env/pep440.h"
+#include "util/strings.h"
 
 #include <algorithm>
 #include <utility>
@@ -10,24 +11,7 @@ namespace {
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsAlnum(char c) { return IsDigit(c) || IsAlpha(c); }
-char ToLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 bool IsSeparator(char c) { return c == '-' || c == '_' || c == '.'; }
-// The whitespace the specification tells parsers to ignore around a version.
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = ToLower(c);
-  return out;
-}
 
 // Reads a version from left to right. The grammar is the specification's regular expression;
 // each optional segment is tried in turn and the reader backs up when a segment's separator
@@ -41,7 +25,7 @@ class VersionReader {
   size_t pos() const { return at_; }
   bool done() const { return at_ >= s_.size(); }
   char peek(size_t ahead = 0) const {
-    return at_ + ahead < s_.size() ? ToLower(s_[at_ + ahead]) : '\0';
+    return at_ + ahead < s_.size() ? AsciiLower(s_[at_ + ahead]) : '\0';
   }
   void advance(size_t n = 1) { at_ += n; }
   void reset(size_t to) { at_ = to; }
@@ -53,7 +37,7 @@ class VersionReader {
     for (std::string_view label : labels) {
       if (s_.size() - at_ < label.size()) continue;
       bool match = true;
-      for (size_t i = 0; i < label.size() && match; ++i) match = ToLower(s_[at_ + i]) == label[i];
+      for (size_t i = 0; i < label.size() && match; ++i) match = AsciiLower(s_[at_ + i]) == label[i];
       if (match) {
         at_ += label.size();
         return label;
@@ -214,7 +198,7 @@ Result<Version> Version::Parse(std::string_view text) {
         part.remove_prefix(std::min(part.find_first_not_of('0'), part.size() - 1));
         lp.text = std::string(part);
       } else {
-        lp.text = Lower(part);
+        lp.text = AsciiLower(part);
       }
       v.local_.push_back(std::move(lp));
       if (!r.Separator()) break;
@@ -425,7 +409,7 @@ bool Specifier::Contains(const Version& v) const {
   const Version& spec = version_;
   switch (op_) {
     case SpecOp::kArbitrary:
-      return Lower(v.ToString()) == Lower(arbitrary_);
+      return AsciiLower(v.ToString()) == AsciiLower(arbitrary_);
     case SpecOp::kEqual:
     case SpecOp::kNotEqual: {
       bool equal;
@@ -572,7 +556,7 @@ std::string NormalizeName(std::string_view name) {
       if (!in_run) out.push_back('-');
       in_run = true;
     } else {
-      out.push_back(ToLower(c));
+      out.push_back(AsciiLower(c));
       in_run = false;
     }
   }

@@ -625,6 +625,8 @@ TEST(NameTest, NormalisesPerPep503) {
   EXPECT_EQ(NormalizeName("Zope.Interface"), "zope-interface");
   EXPECT_EQ(NormalizeName("a__b..c--d"), "a-b-c-d");
   EXPECT_EQ(NormalizeName("numpy"), "numpy");
+  EXPECT_EQ(NormalizeName("Foo-_.-Bar"), "foo-bar");
+  EXPECT_EQ(NormalizeName("PyYAML"), "pyyaml");
 }
 
 TEST(NameTest, ValidNamesStartAndEndWithALetterOrDigit) {

@@ -1,8 +1,6 @@
 #include "env/python_env.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,9 +13,11 @@
 #include <utility>
 
 #include "env/core_metadata.h"
+#include "env/pep440.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/process.h"
+#include "util/strings.h"
 #include "util/toml_writer.h"
 #include "util/utf8.h"
 
@@ -136,71 +136,8 @@ constexpr size_t kMaxProbeOutput = 16 << 20;
 // Only the start of stderr goes into error messages.
 constexpr size_t kMaxErrorText = 2000;
 
-struct Captured {
-  std::string out;
-  std::string err;
-  bool timed_out = false;
-  bool too_large = false;
-};
-
-// Reads both pipes until the child closes them. Reading one after the other could deadlock
-// when the child fills the other pipe, so both are polled together.
-Captured ReadOutput(const Process& process, std::chrono::seconds timeout) {
-  Captured c;
-  int fds[2] = {process.stdout_fd(), process.stderr_fd()};
-  std::string* bufs[2] = {&c.out, &c.err};
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  char chunk[1 << 14];
-  while (fds[0] >= 0 || fds[1] >= 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      c.timed_out = true;
-      return c;
-    }
-    pollfd pfds[2];
-    nfds_t n = 0;
-    int which[2];
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i] < 0) continue;
-      pfds[n] = {fds[i], POLLIN, 0};
-      which[n++] = i;
-    }
-    int rc = poll(pfds, n, static_cast<int>(left.count()));
-    if (rc < 0) {
-      if (errno == EINTR) continue;
-      return c;  // the pipes are unusable; Wait() still tells how the child ended
-    }
-    for (nfds_t k = 0; k < n; ++k) {
-      if (pfds[k].revents == 0) continue;
-      int i = which[k];
-      ssize_t got = read(fds[i], chunk, sizeof chunk);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (got <= 0) {
-        fds[i] = -1;  // end of stream; Process closes the descriptor
-        continue;
-      }
-      if (i == 1 && bufs[i]->size() >= kMaxErrorText) continue;  // drain, keep only the start
-      bufs[i]->append(chunk, static_cast<size_t>(got));
-      if (c.out.size() > kMaxProbeOutput) {
-        c.too_large = true;
-        return c;
-      }
-    }
-  }
-  return c;
-}
-
-std::string Trimmed(std::string_view s) {
-  const char* ws = " \t\r\n\f\v";
-  size_t b = s.find_first_not_of(ws);
-  if (b == std::string_view::npos) return "";
-  size_t e = s.find_last_not_of(ws);
-  return std::string(s.substr(b, e - b + 1));
-}
-
 std::string ErrorText(std::string_view err) {
-  std::string t = Trimmed(err.substr(0, kMaxErrorText));
+  std::string t(Trim(err.substr(0, kMaxErrorText)));
   return t.empty() ? "no error output" : t;
 }
 
@@ -284,13 +221,6 @@ int64_t CountCsvRows(std::string_view csv) {
   return rows;
 }
 
-std::string ToLower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
-
 // PEP 610. Returns nullopt and sets *error when the file is not a direct URL record.
 std::optional<DirectUrl> ParseDirectUrl(std::string_view text, std::string* error) {
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
@@ -326,14 +256,14 @@ std::optional<DirectUrl> ParseDirectUrl(std::string_view text, std::string* erro
     auto hashes = archive->find("hashes");
     if (hashes != archive->end() && hashes->is_object()) {
       for (const auto& [algorithm, digest] : hashes->items()) {
-        if (digest.is_string()) d.archive_hashes[ToLower(algorithm)] = ToLower(digest);
+        if (digest.is_string()) d.archive_hashes[AsciiLower(algorithm)] = AsciiLower(digest.get<std::string>());
       }
     }
     // The older single "hash": "<algorithm>=<hex>" form, when "hashes" does not give it.
     std::string legacy = str(*archive, "hash");
     size_t eq = legacy.find('=');
     if (eq != std::string::npos && eq > 0) {
-      d.archive_hashes.emplace(ToLower(legacy.substr(0, eq)), ToLower(legacy.substr(eq + 1)));
+      d.archive_hashes.emplace(AsciiLower(legacy.substr(0, eq)), AsciiLower(legacy.substr(eq + 1)));
     }
   } else {
     *error = "direct_url.json has none of vcs_info, dir_info and archive_info";
@@ -371,13 +301,13 @@ Result<std::optional<InstalledDistribution>> ReadDistribution(const fs::path& lo
   ParseFolderStem(stem, &folder_name, &folder_version);
   d.name = core.name.empty() ? folder_name : core.name;
   d.version = core.version.empty() ? folder_version : core.version;
-  d.normalized_name = NormalizeDistributionName(d.name);
+  d.normalized_name = NormalizeName(d.name);
   if (d.normalized_name.empty()) return std::optional<InstalledDistribution>();
 
   if (kind == MetadataKind::kEggInfoFile) return std::optional<InstalledDistribution>(d);
 
   CAIRN_ASSIGN_OR_RETURN(std::string installer, ReadOptionalFile(location / "INSTALLER"));
-  d.installer = Trimmed(std::string_view(installer).substr(0, installer.find('\n')));
+  d.installer = Trim(std::string_view(installer).substr(0, installer.find('\n')));
 
   CAIRN_ASSIGN_OR_RETURN(std::string direct_url, ReadOptionalFile(location / "direct_url.json"));
   if (!direct_url.empty()) d.direct_url = ParseDirectUrl(direct_url, &d.direct_url_error);
@@ -533,61 +463,46 @@ Result<InterpreterInfo> ProbeInterpreter(const std::string& python) {
   // PYTHONINSPECT would leave the interpreter waiting at a prompt after the script; an empty
   // value counts as unset. Every other variable is kept: the command will see it too.
   options.env = {{"PYTHONINSPECT", ""}};
-  options.capture_output = true;
-  Result<Process> process = Process::Spawn(options);
-  if (!process.ok()) {
-    if (process.status().code() == StatusCode::kNotFound) {
+  CaptureLimits limits;
+  limits.timeout = std::chrono::seconds(kProbeTimeoutSeconds);
+  limits.max_output = kMaxProbeOutput;
+  limits.max_error_output = kMaxErrorText;
+  limits.kill_on_overflow = true;
+  Result<CapturedRun> run = RunAndCapture(std::move(options), limits);
+  if (!run.ok()) {
+    if (run.status().code() == StatusCode::kNotFound) {
       return NotFound(
           "Python interpreter not found: " + python +
           (python.find('/') == std::string::npos ? " (looked up on PATH)" : " (no such file)"));
     }
-    return Status(process.status().code(),
-                  "cannot run Python interpreter " + python + ": " + process.status().message());
+    return Status(run.status().code(),
+                  "cannot run Python interpreter " + python + ": " + run.status().message());
   }
-  Captured c = ReadOutput(*process, std::chrono::seconds(kProbeTimeoutSeconds));
-  if (c.timed_out || c.too_large) process->SignalGroup(SIGKILL);
-  Result<ExitStatus> exit = process->Wait();
-  if (!exit.ok()) return exit.status().WithContext("waiting for " + python);
-  if (c.timed_out) {
+  if (run->timed_out) {
     return Unavailable("Python interpreter " + python + " did not answer within " +
                        std::to_string(kProbeTimeoutSeconds) + " s");
   }
-  if (c.too_large) {
+  if (run->output_overflowed) {
     return FailedPrecondition("Python interpreter " + python + " printed more than " +
                               std::to_string(kMaxProbeOutput) + " bytes while probed");
   }
-  if (exit->signaled || exit->code != 0) {
+  const ExitStatus& exit = run->exit;
+  if (exit.signaled || exit.code != 0) {
     // 127 is "command not found", e.g. a pyenv shim for a version that is not installed.
-    StatusCode code = !exit->signaled && exit->code == 127 ? StatusCode::kNotFound
-                                                           : StatusCode::kFailedPrecondition;
-    return Status(code, "Python interpreter " + python + " failed (" + exit->ToString() +
-                            "): " + ErrorText(c.err));
+    StatusCode code = !exit.signaled && exit.code == 127 ? StatusCode::kNotFound
+                                                         : StatusCode::kFailedPrecondition;
+    return Status(code, "Python interpreter " + python + " failed (" + exit.ToString() +
+                            "): " + ErrorText(run->error_output));
   }
-  std::string out = "\n" + c.out;  // the marker may be on the very first line
+  std::string out = "\n" + run->output;  // the marker may be on the very first line
   std::string_view report = FindReport(out);
   if (report.empty()) {
     return FailedPrecondition("Python interpreter " + python +
-                              " printed no report: " + ErrorText(c.err));
+                              " printed no report: " + ErrorText(run->error_output));
   }
   Result<InterpreterInfo> info = ParseInterpreterReport(report);
   if (!info.ok()) return info.status().WithContext("probing " + python);
   return info;
-}
-
-std::string NormalizeDistributionName(std::string_view name) {
-  std::string out;
-  out.reserve(name.size());
-  bool in_run = false;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      if (!in_run) out.push_back('-');
-      in_run = true;
-      continue;
-    }
-    in_run = false;
-    out.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
-  }
-  return out;
 }
 
 Result<std::vector<InstalledDistribution>> ScanDistributions(

@@ -117,13 +117,6 @@ std::optional<std::string> DumpTomlWithPython(const std::string& toml) {
   return out;
 }
 
-TEST(PythonEnvTest, NormalizesNamesPerPep503) {
-  EXPECT_EQ(NormalizeDistributionName("Zope.Interface__Extra"), "zope-interface-extra");
-  EXPECT_EQ(NormalizeDistributionName("Foo-_.-Bar"), "foo-bar");
-  EXPECT_EQ(NormalizeDistributionName("PyYAML"), "pyyaml");
-  EXPECT_EQ(NormalizeDistributionName("a.b_c-d"), "a-b-c-d");
-}
-
 TEST(PythonEnvTest, ScanReadsFixtureDistributions) {
   auto dists = ScanDistributions({SiteA(), SiteB()});
   ASSERT_TRUE(dists.ok()) << dists.status().ToString();

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "util/hash.h"
+#include "util/strings.h"
 
 namespace cairn::env {
 namespace {
@@ -16,28 +17,12 @@ constexpr std::string_view kAccept =
     "Accept: application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
     "text/html;q=0.01";
 
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = Lower(c);
-  return out;
-}
-
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // Case-insensitive find of a lowercase `needle`.
 size_t FindNoCase(std::string_view hay, std::string_view needle, size_t from) {
   if (needle.size() > hay.size()) return std::string_view::npos;
   for (size_t i = from; i + needle.size() <= hay.size(); ++i) {
     size_t k = 0;
-    while (k < needle.size() && Lower(hay[i + k]) == needle[k]) ++k;
+    while (k < needle.size() && AsciiLower(hay[i + k]) == needle[k]) ++k;
     if (k == needle.size()) return i;
   }
   return std::string_view::npos;
@@ -91,7 +76,7 @@ std::string DecodeEntities(std::string_view s) {
       if (!digits.empty() && *end == '\0' && v > 0 && v <= 0x10FFFF && !surrogate) {
         cp = static_cast<uint32_t>(v);
       }
-    } else if (auto it = kNamed.find(Lower(name)); it != kNamed.end()) {
+    } else if (auto it = kNamed.find(AsciiLower(name)); it != kNamed.end()) {
       cp = it->second;
     }
     if (!cp) {
@@ -106,7 +91,7 @@ std::string DecodeEntities(std::string_view s) {
 
 // "sha256=<hex>" (a URL fragment or a metadata attribute) → the lowercase hex; else "".
 std::string Sha256From(std::string_view spec) {
-  const std::string lower = Lower(Trim(spec));
+  const std::string lower = AsciiLower(Trim(spec));
   return lower.starts_with("sha256=") ? lower.substr(7) : "";
 }
 
@@ -156,7 +141,7 @@ Result<std::vector<IndexFile>> ParseJson(std::string_view body, const std::strin
     file.url = ResolveUrl(page_url, url);
     SplitFragment(&file);
     if (auto h = f.find("hashes"); h != f.end() && h->is_object()) {
-      if (const std::string sha = StringAt(*h, "sha256"); !sha.empty()) file.sha256 = Lower(sha);
+      if (const std::string sha = StringAt(*h, "sha256"); !sha.empty()) file.sha256 = AsciiLower(sha);
     }
     if (auto s = f.find("size"); s != f.end() && s->is_number_integer() && s->get<int64_t>() >= 0) {
       file.size = s->get<int64_t>();
@@ -173,7 +158,7 @@ Result<std::vector<IndexFile>> ParseJson(std::string_view body, const std::strin
         file.has_metadata = m->get<bool>();
       } else if (m->is_object()) {
         file.has_metadata = true;
-        file.metadata_sha256 = Lower(StringAt(*m, "sha256"));
+        file.metadata_sha256 = AsciiLower(StringAt(*m, "sha256"));
       }
     }
     out.push_back(std::move(file));
@@ -205,27 +190,27 @@ bool IsNameChar(char c) {
 Tag ReadTag(std::string_view body, size_t at) {
   Tag tag;
   size_t i = at + 1;
-  while (i < body.size() && IsNameChar(body[i])) tag.name.push_back(Lower(body[i++]));
+  while (i < body.size() && IsNameChar(body[i])) tag.name.push_back(AsciiLower(body[i++]));
   while (i < body.size() && body[i] != '>') {
-    if (IsSpace(body[i]) || body[i] == '/') {
+    if (IsAsciiSpace(body[i]) || body[i] == '/') {
       ++i;
       continue;
     }
     std::string name;
-    while (i < body.size() && !IsSpace(body[i]) && body[i] != '=' && body[i] != '>' &&
+    while (i < body.size() && !IsAsciiSpace(body[i]) && body[i] != '=' && body[i] != '>' &&
            body[i] != '/') {
-      name.push_back(Lower(body[i++]));
+      name.push_back(AsciiLower(body[i++]));
     }
     if (name.empty()) {  // a stray '=': skip it
       ++i;
       continue;
     }
     size_t j = i;
-    while (j < body.size() && IsSpace(body[j])) ++j;
+    while (j < body.size() && IsAsciiSpace(body[j])) ++j;
     std::string value;
     if (j < body.size() && body[j] == '=') {
       ++j;
-      while (j < body.size() && IsSpace(body[j])) ++j;
+      while (j < body.size() && IsAsciiSpace(body[j])) ++j;
       if (j < body.size() && (body[j] == '"' || body[j] == '\'')) {
         const size_t close = body.find(body[j], j + 1);
         const size_t stop = close == std::string_view::npos ? body.size() : close;
@@ -233,7 +218,7 @@ Tag ReadTag(std::string_view body, size_t at) {
         j = close == std::string_view::npos ? body.size() : close + 1;
       } else {
         const size_t start = j;
-        while (j < body.size() && !IsSpace(body[j]) && body[j] != '>') ++j;
+        while (j < body.size() && !IsAsciiSpace(body[j]) && body[j] != '>') ++j;
         value = DecodeEntities(body.substr(start, j - start));
       }
       i = j;
@@ -295,7 +280,7 @@ Result<std::vector<IndexFile>> ParseHtml(std::string_view body, const std::strin
     } else if (tag.name == "meta") {
       const std::string* name = tag.Find("name");
       const std::string* content = tag.Find("content");
-      if (name != nullptr && content != nullptr && Lower(*name) == "pypi:repository-version") {
+      if (name != nullptr && content != nullptr && AsciiLower(*name) == "pypi:repository-version") {
         CAIRN_RETURN_IF_ERROR(CheckApiVersion(*content, page_url));
       }
     } else if (tag.name == "a") {
@@ -310,7 +295,7 @@ Result<std::vector<IndexFile>> ParseHtml(std::string_view body, const std::strin
       file.yanked = tag.Find("data-yanked") != nullptr;
       const std::string* metadata = tag.Find("data-core-metadata");
       if (metadata == nullptr) metadata = tag.Find("data-dist-info-metadata");
-      if (metadata != nullptr && Lower(Trim(*metadata)) != "false") {
+      if (metadata != nullptr && AsciiLower(Trim(*metadata)) != "false") {
         file.has_metadata = true;
         file.metadata_sha256 = Sha256From(*metadata);
       }
@@ -325,7 +310,7 @@ Result<std::vector<IndexFile>> ParseHtml(std::string_view body, const std::strin
 Result<std::vector<IndexFile>> ParseProjectPage(std::string_view body,
                                                 std::string_view content_type,
                                                 const std::string& page_url) {
-  const std::string type = Lower(content_type.substr(0, content_type.find(';')));
+  const std::string type = AsciiLower(content_type.substr(0, content_type.find(';')));
   // A file:// index has no Content-Type; its JSON still starts with '{'.
   const bool json =
       type.find("json") != std::string::npos || (Trim(type).empty() && Trim(body).starts_with("{"));
@@ -368,7 +353,7 @@ Result<std::string> FetchCoreMetadata(const IndexFile& file, const FetchOptions&
   }
   if (!file.metadata_sha256.empty()) {
     const std::string actual = Sha256Hex(r.body);
-    if (actual != Lower(file.metadata_sha256)) {
+    if (actual != AsciiLower(file.metadata_sha256)) {
       return FailedPrecondition("the metadata at " + RedactUrl(url) + " has sha256 " + actual +
                                 "; the index gave " + file.metadata_sha256);
     }

@@ -1,8 +1,6 @@
 #include "env/venv_layout.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,54 +73,6 @@ Status EnsureSymlink(const std::string& target, const fs::path& link) {
                               target);
   }
   return Status::Ok();
-}
-
-struct Captured {
-  std::string out;
-  std::string err;
-  bool timed_out = false;
-};
-
-// Reads both pipes together (reading one then the other could deadlock) until they close.
-Captured ReadOutput(const Process& process, std::chrono::seconds timeout) {
-  Captured c;
-  int fds[2] = {process.stdout_fd(), process.stderr_fd()};
-  std::string* bufs[2] = {&c.out, &c.err};
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  char chunk[1 << 14];
-  while (fds[0] >= 0 || fds[1] >= 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      c.timed_out = true;
-      return c;
-    }
-    pollfd pfds[2];
-    nfds_t n = 0;
-    int which[2];
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i] < 0) continue;
-      pfds[n] = {fds[i], POLLIN, 0};
-      which[n++] = i;
-    }
-    int rc = ::poll(pfds, n, static_cast<int>(left.count()));
-    if (rc < 0) {
-      if (errno == EINTR) continue;
-      return c;
-    }
-    for (nfds_t k = 0; k < n; ++k) {
-      if (pfds[k].revents == 0) continue;
-      int i = which[k];
-      ssize_t got = ::read(fds[i], chunk, sizeof chunk);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (got <= 0) {
-        fds[i] = -1;  // Process closes the descriptor
-        continue;
-      }
-      if (bufs[i]->size() < kMaxProbeOutput) bufs[i]->append(chunk, static_cast<size_t>(got));
-    }
-  }
-  return c;
 }
 
 Status CheckPrefix(const std::string& prefix) {
@@ -281,27 +231,26 @@ Result<VenvLayout> VenvLayoutFor(const std::string& prefix, const std::string& p
   // -I: isolated (no user site, no PYTHON* variables, no current directory on sys.path);
   // -B: write no bytecode.
   options.argv = {python, "-I", "-B", "-c", kProbeScript};
-  options.capture_output = true;
-  Result<Process> process = Process::Spawn(options);
-  if (!process.ok()) {
-    return Status(process.status().code(),
-                  "cannot run Python interpreter " + python + ": " + process.status().message());
+  CaptureLimits limits;
+  limits.timeout = std::chrono::seconds(kProbeSeconds);
+  limits.max_output = limits.max_error_output = kMaxProbeOutput;
+  Result<CapturedRun> run = RunAndCapture(std::move(options), limits);
+  if (!run.ok()) {
+    return Status(run.status().code(),
+                  "cannot run Python interpreter " + python + ": " + run.status().message());
   }
-  Captured c = ReadOutput(*process, std::chrono::seconds(kProbeSeconds));
-  if (c.timed_out) process->SignalGroup(SIGKILL);
-  Result<ExitStatus> exit = process->Wait();
-  if (!exit.ok()) return exit.status().WithContext("waiting for " + python);
-  if (c.timed_out) {
+  if (run->timed_out) {
     return Unavailable("Python interpreter " + python + " did not answer within " +
                        std::to_string(kProbeSeconds) + " s");
   }
-  if (exit->signaled || exit->code != 0) {
-    StatusCode code = !exit->signaled && exit->code == 127 ? StatusCode::kNotFound
-                                                           : StatusCode::kFailedPrecondition;
-    return Status(code, "Python interpreter " + python + " failed (" + exit->ToString() +
-                            "): " + c.err.substr(0, 2000));
+  const ExitStatus& exit = run->exit;
+  if (exit.signaled || exit.code != 0) {
+    StatusCode code = !exit.signaled && exit.code == 127 ? StatusCode::kNotFound
+                                                         : StatusCode::kFailedPrecondition;
+    return Status(code, "Python interpreter " + python + " failed (" + exit.ToString() +
+                            "): " + run->error_output.substr(0, 2000));
   }
-  std::string out = "\n" + c.out;
+  std::string out = "\n" + run->output;
   size_t at = out.rfind("\n" + std::string(kMarker) + "\n");
   std::vector<std::string> lines;
   if (at != std::string::npos) {

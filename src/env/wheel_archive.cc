@@ -22,6 +22,7 @@
 
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/strings.h"
 
 namespace cairn::env {
 namespace {
@@ -52,18 +53,10 @@ std::string UrlsafeB64NoPad(std::string_view raw) {
   return b64;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
 // The digest a RECORD hash names. The spec asks for sha256 or stronger; md5, sha1 and sha224
 // are refused by name so the message can say why.
 Result<const EVP_MD*> DigestFor(std::string_view algorithm) {
-  std::string a = Lower(algorithm);
+  std::string a = AsciiLower(algorithm);
   if (a == "sha256") return EVP_sha256();
   if (a == "sha384") return EVP_sha384();
   if (a == "sha512") return EVP_sha512();
@@ -291,14 +284,6 @@ bool ParseInt(std::string_view s, int* out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-std::string_view Trim(std::string_view s) {
-  const char* ws = " \t\r\n";
-  size_t b = s.find_first_not_of(ws);
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(ws);
-  return s.substr(b, e - b + 1);
-}
-
 // WHEEL is in email-header form ("Key: value" lines).
 Result<WheelFile> ParseWheelFile(std::string_view text) {
   WheelFile w;
@@ -310,7 +295,7 @@ Result<WheelFile> ParseWheelFile(std::string_view text) {
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    std::string key = Lower(Trim(line.substr(0, colon)));
+    std::string key = AsciiLower(Trim(line.substr(0, colon)));
     std::string_view value = Trim(line.substr(colon + 1));
     if (key == "wheel-version" && !have_version) {
       have_version = true;
@@ -321,7 +306,7 @@ Result<WheelFile> ParseWheelFile(std::string_view text) {
         return InvalidArgument("malformed Wheel-Version \"" + w.version + "\"");
       }
     } else if (key == "root-is-purelib") {
-      w.root_is_purelib = Lower(value) == "true";
+      w.root_is_purelib = AsciiLower(value) == "true";
     }
   }
   if (!have_version) return InvalidArgument("WHEEL has no Wheel-Version");

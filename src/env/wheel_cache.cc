@@ -11,18 +11,12 @@
 
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/strings.h"
 
 namespace cairn::env {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string LowerHex(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
 
 // Copies `from` to the new file `to`, hashing what it copies; `to` is fsynced, or removed on
 // error.
@@ -100,12 +94,12 @@ std::string WheelCache::PathOf(const std::string& sha256) const {
 }
 
 std::string WheelCache::UnpackedDir(const std::string& sha256) const {
-  const std::string hex = LowerHex(sha256);
+  const std::string hex = AsciiLower(sha256);
   return (fs::path(root_) / "unpacked" / hex.substr(0, 2) / hex).string();
 }
 
 std::optional<std::string> WheelCache::Find(const std::string& sha256, int64_t size) const {
-  const std::string hex = LowerHex(sha256);
+  const std::string hex = AsciiLower(sha256);
   if (!IsSha256Hex(hex)) return std::nullopt;
   const std::string path = PathOf(hex);
   struct stat st {};
@@ -121,7 +115,7 @@ Result<std::string> WheelCache::Fetch(const std::string& sha256, int64_t size,
                                       const std::string& url, const std::string& path,
                                       const std::string& what, const FetchOptions& options,
                                       std::function<void(int64_t, int64_t)> progress) {
-  const std::string expected = LowerHex(sha256);
+  const std::string expected = AsciiLower(sha256);
   if (!IsSha256Hex(expected)) {
     return InvalidArgument(what + ": \"" + sha256 + "\" is not a SHA-256 to check it by");
   }

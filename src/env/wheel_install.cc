@@ -19,19 +19,12 @@
 #include "env/wheel_archive.h"
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/strings.h"
 
 namespace cairn::env {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string_view Trim(std::string_view s) {
-  const char* ws = " \t\r\n";
-  size_t b = s.find_first_not_of(ws);
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(ws);
-  return s.substr(b, e - b + 1);
-}
 
 // A Python identifier as far as a launcher needs: ASCII letters, digits and '_' (not first),
 // or any non-ASCII byte (UTF-8 identifiers are left for Python to judge). What matters is that

@@ -9,6 +9,9 @@
 #include <gnu/libc-version.h>
 #endif
 
+#include "env/pep440.h"
+#include "util/strings.h"
+
 namespace cairn::env {
 namespace {
 
@@ -16,22 +19,10 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
 bool IsAsciiLetter(char c) { return IsLower(c) || (c >= 'A' && c <= 'Z'); }
 bool IsAsciiAlnum(char c) { return IsAsciiLetter(c) || IsDigit(c); }
-char ToLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool AllOf(std::string_view s, bool (*pred)(char)) { return std::all_of(s.begin(), s.end(), pred); }
 bool IsLowerAlnumOrUnderscore(char c) { return IsLower(c) || IsDigit(c) || c == '_'; }
 bool IsTagChar(char c) { return IsAsciiAlnum(c) || c == '_'; }
-
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  while (true) {
-    size_t pos = s.find(sep);
-    parts.push_back(s.substr(0, pos));
-    if (pos == std::string_view::npos) break;
-    s.remove_prefix(pos + 1);
-  }
-  return parts;
-}
 
 std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
@@ -83,23 +74,6 @@ std::optional<LinuxPlatform> ParseVersionedLinux(std::string_view tag, std::stri
   std::string_view arch = tag.substr(parts[0].size() + parts[1].size() + 2);
   if (arch.empty()) return std::nullopt;
   return LinuxPlatform{*major, *minor, arch};
-}
-
-// PEP 503 (a full PEP 503/440 module lives elsewhere; this one serves file names only).
-std::string NormalizeName(std::string_view name) {
-  std::string out;
-  out.reserve(name.size());
-  bool in_run = false;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      if (!in_run) out.push_back('-');
-      in_run = true;
-    } else {
-      out.push_back(ToLower(c));
-      in_run = false;
-    }
-  }
-  return out;
 }
 
 std::string VersionNodot(int major, int minor) {
@@ -159,9 +133,7 @@ Result<std::vector<WheelTag>> ParseTagSet(std::string_view compressed) {
         return InvalidArgument("tag " + Quote(compressed) + ": python tag " + Quote(member) +
                                " starts with a digit");
       }
-      std::string lower(member);
-      std::transform(lower.begin(), lower.end(), lower.begin(), ToLower);
-      members[i].push_back(std::move(lower));
+      members[i].push_back(AsciiLower(member));
     }
     count *= members[i].size();
     if (count > kMaxWheelTags) {
@@ -371,7 +343,7 @@ Result<TargetPlatform> TargetPlatform::FromHostFacts(std::string_view python_ver
   }
 
   std::string arch;
-  for (char c : machine) arch.push_back(c == '-' || c == '.' ? '_' : ToLower(c));
+  for (char c : machine) arch.push_back(c == '-' || c == '.' ? '_' : AsciiLower(c));
   if (arch == "i386" || arch == "i486" || arch == "i586") arch = "i686";
   if (arch == "amd64") arch = "x86_64";
   if (arch == "arm64") arch = "aarch64";

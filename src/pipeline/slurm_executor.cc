@@ -9,37 +9,21 @@
 
 #include "util/file.h"
 #include "util/process.h"
+#include "util/strings.h"
 
 namespace cairn::pipeline {
 namespace {
 
-std::string Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
-
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  for (;;) {
-    size_t next = s.find(sep, pos);
-    out.push_back(s.substr(pos, next == std::string_view::npos ? s.npos : next - pos));
-    if (next == std::string_view::npos) return out;
-    pos = next + 1;
-  }
-}
-
 // "CANCELLED by 0" -> "CANCELLED".
 std::string BareState(std::string_view state) {
-  std::string s = Trim(state);
+  std::string s(Trim(state));
   if (size_t space = s.find(' '); space != std::string::npos) s.resize(space);
   return s;
 }
 
 // "3:0" -> code 3, signal 0.
 bool ParseExit(std::string_view text, SlurmJobState* out) {
-  const std::string trimmed = Trim(text);
+  const std::string trimmed(Trim(text));
   std::vector<std::string_view> parts = Split(trimmed, ':');
   if (parts.size() != 2) return false;
   try {
@@ -114,8 +98,9 @@ class SlurmExecutor : public Executor {
     argv.push_back(script_path);
     CAIRN_ASSIGN_OR_RETURN(env::CommandOutput out, commands_->Run(argv));
     if (out.exit_code != 0) {
-      return FailedPrecondition("sbatch refused the job: " +
-                                Trim(out.error_output.empty() ? out.output : out.error_output));
+      return FailedPrecondition(
+          "sbatch refused the job: " +
+          std::string(Trim(out.error_output.empty() ? out.output : out.error_output)));
     }
     CAIRN_ASSIGN_OR_RETURN(std::string id, ParseSbatchParsable(out.output));
     jobs_[job.step] = {id};
@@ -241,7 +226,8 @@ class SlurmExecutor : public Executor {
         env::CommandOutput sacct,
         commands_->Run({"sacct", "-n", "-P", "-X", "-j", id, "-o", "JobID,State,ExitCode"}));
     if (sacct.exit_code != 0) {
-      return Unavailable("neither scontrol nor sacct knows it: " + Trim(sacct.error_output));
+      return Unavailable("neither scontrol nor sacct knows it: " +
+                         std::string(Trim(sacct.error_output)));
     }
     return ParseSacct(sacct.output);
   }
@@ -268,11 +254,13 @@ std::unique_ptr<Executor> NewSlurmExecutor(std::unique_ptr<SlurmCommands> comman
 
 Result<int> CancelLeftoverSlurmJobs(SlurmCommands& commands, const std::string& run_id) {
   CAIRN_ASSIGN_OR_RETURN(env::CommandOutput out, commands.Run({"squeue", "-h", "-o", "%i|%j"}));
-  if (out.exit_code != 0) return Unavailable("squeue failed: " + Trim(out.error_output));
+  if (out.exit_code != 0) {
+    return Unavailable("squeue failed: " + std::string(Trim(out.error_output)));
+  }
   const std::string prefix = "cairn-" + run_id.substr(0, 8) + "-";
   int cancelled = 0;
   for (std::string_view line : Split(out.output, '\n')) {
-    const std::string trimmed = Trim(line);
+    const std::string trimmed(Trim(line));
     std::vector<std::string_view> f = Split(trimmed, '|');
     if (f.size() < 2 || !f[1].starts_with(prefix)) continue;
     (void)commands.Run({"scancel", std::string(f[0])});
@@ -282,11 +270,13 @@ Result<int> CancelLeftoverSlurmJobs(SlurmCommands& commands, const std::string& 
 }
 
 Result<std::string> ParseSbatchParsable(std::string_view output) {
-  std::string line = Trim(output);
-  if (size_t nl = line.rfind('\n'); nl != std::string::npos) line = Trim(line.substr(nl + 1));
+  std::string line(Trim(output));
+  if (size_t nl = line.rfind('\n'); nl != std::string::npos) {
+    line = std::string(Trim(line.substr(nl + 1)));
+  }
   if (size_t semi = line.find(';'); semi != std::string::npos) line.resize(semi);
   if (line.empty() || !std::all_of(line.begin(), line.end(), ::isdigit)) {
-    return Internal("sbatch printed no job id: '" + Trim(output) + "'");
+    return Internal("sbatch printed no job id: '" + std::string(Trim(output)) + "'");
   }
   return line;
 }
@@ -294,11 +284,11 @@ Result<std::string> ParseSbatchParsable(std::string_view output) {
 std::vector<SlurmJobState> ParseSqueue(std::string_view output) {
   std::vector<SlurmJobState> out;
   for (std::string_view line : Split(output, '\n')) {
-    const std::string trimmed = Trim(line);
+    const std::string trimmed(Trim(line));
     std::vector<std::string_view> f = Split(trimmed, '|');
     if (f.size() < 2 || Trim(f[0]).empty()) continue;
     SlurmJobState s;
-    s.job_id = Trim(f[0]);
+    s.job_id = std::string(Trim(f[0]));
     s.state = BareState(f[1]);
     out.push_back(s);
   }
@@ -307,7 +297,7 @@ std::vector<SlurmJobState> ParseSqueue(std::string_view output) {
 
 Result<SlurmJobState> ParseScontrolJob(std::string_view output) {
   SlurmJobState s;
-  const std::string trimmed = Trim(output);
+  const std::string trimmed(Trim(output));
   for (std::string_view field : Split(trimmed, ' ')) {
     size_t eq = field.find('=');
     if (eq == std::string_view::npos) continue;
@@ -318,18 +308,18 @@ Result<SlurmJobState> ParseScontrolJob(std::string_view output) {
     if (key == "ExitCode") ParseExit(value, &s);
   }
   if (s.job_id.empty() || s.state.empty()) {
-    return Internal("scontrol printed no job: '" + Trim(output).substr(0, 200) + "'");
+    return Internal("scontrol printed no job: '" + std::string(Trim(output)).substr(0, 200) + "'");
   }
   return s;
 }
 
 Result<SlurmJobState> ParseSacct(std::string_view output) {
   for (std::string_view line : Split(output, '\n')) {
-    const std::string trimmed = Trim(line);
+    const std::string trimmed(Trim(line));
     std::vector<std::string_view> f = Split(trimmed, '|');
     if (f.size() < 3 || Trim(f[0]).empty() || f[0].find('.') != std::string_view::npos) continue;
     SlurmJobState s;
-    s.job_id = Trim(f[0]);
+    s.job_id = std::string(Trim(f[0]));
     s.state = BareState(f[1]);
     ParseExit(f[2], &s);
     return s;

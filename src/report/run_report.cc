@@ -14,6 +14,7 @@
 #include "core/mlflow_json.h"
 #include "env/host_facts.h"
 #include "util/json_writer.h"
+#include "util/strings.h"
 
 namespace cairn::report {
 
@@ -366,12 +367,6 @@ constexpr ColumnPrefix kColumnPrefixes[] = {
     {"metrics.", RunColumn::Kind::kMetric}, {"metric.", RunColumn::Kind::kMetric},
     {"tags.", RunColumn::Kind::kTag},       {"tag.", RunColumn::Kind::kTag},
 };
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 std::string_view KindPrefix(RunColumn::Kind kind) {
   switch (kind) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "env/host_facts.h"
+#include "env/pep440.h"
 #include "env/python_env.h"
 
 namespace cairn::report {
@@ -414,7 +415,7 @@ env::InterpreterInfo Interpreter() {
 env::InstalledDistribution Dist(std::string name, std::string version, std::string record) {
   env::InstalledDistribution d;
   d.name = name;
-  d.normalized_name = env::NormalizeDistributionName(name);
+  d.normalized_name = env::NormalizeName(name);
   d.version = std::move(version);
   d.installer = "pip";
   d.location = "/opt/venv/lib/python3.11/site-packages/" + name + ".dist-info";

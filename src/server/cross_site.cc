@@ -1,4 +1,5 @@
 #include "server/cross_site.h"
+#include "util/strings.h"
 
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -7,13 +8,6 @@
 
 namespace cairn::server {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool IsIpLiteral(const std::string& host) {
   unsigned char buf[16];
@@ -25,7 +19,7 @@ bool Matches(const std::string& host, std::string_view pattern) {
   const std::string p = HostName(pattern);
   if (pattern == "*") return true;
   if (pattern.starts_with("*.")) {
-    const std::string suffix = Lower(pattern.substr(1));
+    const std::string suffix = AsciiLower(pattern.substr(1));
     return host.size() > suffix.size() && host.ends_with(suffix);
   }
   return host == p;
@@ -35,7 +29,7 @@ const std::string& MachineName() {
   static const std::string name = [] {
     char buf[256] = {};
     if (gethostname(buf, sizeof(buf) - 1) != 0) return std::string();
-    return Lower(buf);
+    return AsciiLower(buf);
   }();
   return name;
 }
@@ -71,14 +65,14 @@ std::string_view PortOf(std::string_view authority) {
 std::string HostName(std::string_view authority) {
   if (authority.starts_with('[')) {
     const size_t close = authority.find(']');
-    return Lower(authority.substr(1, close == std::string_view::npos ? std::string_view::npos
+    return AsciiLower(authority.substr(1, close == std::string_view::npos ? std::string_view::npos
                                                                       : close - 1));
   }
   const size_t colon = authority.find(':');
   if (colon != std::string_view::npos && authority.find(':', colon + 1) != std::string_view::npos) {
-    return Lower(authority);  // a bare IPv6 address
+    return AsciiLower(authority);  // a bare IPv6 address
   }
-  return Lower(authority.substr(0, colon));
+  return AsciiLower(authority.substr(0, colon));
 }
 
 bool HostAllowed(std::string_view host_header, const CrossSitePolicy& policy) {

@@ -1,4 +1,5 @@
 #include "server/range.h"
+#include "util/strings.h"
 
 #include <optional>
 #include <vector>
@@ -13,14 +14,6 @@ struct Spec {
   std::optional<int64_t> first;  // absent for a suffix range "-N"
   std::optional<int64_t> last;   // absent for an open range "N-"
 };
-
-bool IsSpace(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // Decimal digits only; values past int64 saturate (a range past any representation).
 std::optional<int64_t> ParseCount(std::string_view s) {
@@ -53,16 +46,6 @@ std::optional<Spec> ParseSpec(std::string_view s) {
   return spec;
 }
 
-bool StartsWithBytesUnit(std::string_view h) {
-  constexpr std::string_view kUnit = "bytes=";
-  if (h.size() < kUnit.size()) return false;
-  for (size_t i = 0; i < kUnit.size(); ++i) {
-    char c = h[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != kUnit[i]) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -79,7 +62,7 @@ std::string RangeDecision::ContentRange(int64_t size) const {
 
 RangeDecision DecideRange(std::string_view header, int64_t size) {
   RangeDecision whole{RangeDecision::Kind::kWhole, 0, size < 0 ? 0 : size};
-  if (header.empty() || size <= 0 || !StartsWithBytesUnit(Trim(header))) return whole;
+  if (header.empty() || size <= 0 || !StartsWithIgnoreCase(Trim(header), "bytes=")) return whole;
   std::string_view list = Trim(header).substr(6);
   std::vector<Spec> specs;
   while (true) {

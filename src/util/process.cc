@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -10,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
+#include <thread>
 
 extern char** environ;
 
@@ -234,6 +237,87 @@ void NameThisThread(const char* name) {
   char shortened[16] = {};
   strncpy(shortened, name, sizeof shortened - 1);
   pthread_setname_np(pthread_self(), shortened);
+}
+
+namespace {
+
+// Kills the command's group and reaps it if it dies within a second (see RunAndCapture).
+void Abandon(Process& process) {
+  process.SignalGroup(SIGKILL);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (std::chrono::steady_clock::now() < give_up) {
+    Result<std::optional<ExitStatus>> exit = process.TryWait();
+    if (!exit.ok() || exit->has_value()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+
+Result<CapturedRun> RunAndCapture(SpawnOptions options, const CaptureLimits& limits) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + limits.timeout;
+  options.capture_output = true;
+  options.output_path.clear();
+  CAIRN_ASSIGN_OR_RETURN(Process process, Process::Spawn(options));
+  const std::string name = options.argv.empty() ? std::string("command") : options.argv[0];
+
+  CapturedRun run;
+  struct Stream {
+    int fd;
+    std::string* sink;
+    size_t cap;
+  };
+  std::vector<Stream> open = {{process.stdout_fd(), &run.output, limits.max_output},
+                              {process.stderr_fd(), &run.error_output, limits.max_error_output}};
+  while (!open.empty()) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      run.timed_out = true;
+      break;
+    }
+    std::vector<pollfd> fds;
+    for (const Stream& s : open) fds.push_back({s.fd, POLLIN, 0});
+    int ready = poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+    if (ready < 0 && errno != EINTR) {
+      Status failed = Errno("waiting for output of " + name);
+      Abandon(process);
+      return failed;
+    }
+    if (ready <= 0) continue;
+    for (size_t i = fds.size(); i-- > 0;) {
+      if (fds[i].revents == 0) continue;
+      char buf[1 << 14];
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));  // Process closes it
+        continue;
+      }
+      Stream& s = open[i];
+      const size_t room = s.cap - std::min(s.sink->size(), s.cap);
+      s.sink->append(buf, std::min(static_cast<size_t>(n), room));
+      if (s.sink == &run.output && static_cast<size_t>(n) > room) run.output_overflowed = true;
+    }
+    if (run.output_overflowed && limits.kill_on_overflow) break;
+  }
+  // The pipes are closed (or given up on): the command is ending or has ended.
+  std::chrono::microseconds pause(100);
+  while (!run.timed_out && !(run.output_overflowed && limits.kill_on_overflow)) {
+    CAIRN_ASSIGN_OR_RETURN(std::optional<ExitStatus> exit, process.TryWait());
+    if (exit) {
+      run.exit = *exit;
+      return run;
+    }
+    if (Clock::now() >= deadline) {
+      run.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+  Abandon(process);
+  return run;
 }
 
 }  // namespace cairn

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,5 +78,31 @@ class Process {
   int out_fd_ = -1;
   int err_fd_ = -1;
 };
+
+// What a command printed and how it ended, from RunAndCapture.
+struct CapturedRun {
+  std::string output;        // stdout, its first `max_output` bytes
+  std::string error_output;  // stderr, its first `max_error_output` bytes
+  bool output_overflowed = false;  // stdout went past max_output
+  bool timed_out = false;          // still running at the deadline, and killed
+  ExitStatus exit;                 // how it ended; not meaningful when timed_out
+};
+
+struct CaptureLimits {
+  std::chrono::milliseconds timeout{30000};
+  size_t max_output = 4 << 20;
+  size_t max_error_output = 4 << 20;
+  // Kill the command as soon as its stdout passes max_output (for commands whose answer is
+  // small, so that one that prints without end is not waited for until the timeout).
+  bool kill_on_overflow = false;
+};
+
+// Runs a command with both outputs on pipes (read together, so that a full pipe cannot
+// deadlock it), keeping what the limits allow and draining the rest, until it ends or the
+// timeout passes. A command still running at the deadline (or past its output with
+// kill_on_overflow) has its process group killed; one stuck in the kernel, which SIGKILL does
+// not end at once, is left unreaped after a second rather than hanging the caller. Fails only
+// when the command cannot be started (NotFound when it does not exist) or its pipes fail.
+Result<CapturedRun> RunAndCapture(SpawnOptions options, const CaptureLimits& limits);
 
 }  // namespace cairn

@@ -78,5 +78,64 @@ TEST(ProcessTest, MissingCommandAndDirectoryAreNotFound) {
   EXPECT_EQ(Process::Spawn(o).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(RunAndCaptureTest, KeepsBothOutputsAndTheExitStatus) {
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "printf out; printf err >&2; exit 3"};
+  Result<CapturedRun> run = RunAndCapture(o, CaptureLimits{});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->output, "out");
+  EXPECT_EQ(run->error_output, "err");
+  EXPECT_FALSE(run->timed_out);
+  EXPECT_FALSE(run->exit.signaled);
+  EXPECT_EQ(run->exit.code, 3);
+}
+
+TEST(RunAndCaptureTest, CapsEachOutputAndDrainsTheRest) {
+  SpawnOptions o;
+  // 1 MiB on each stream: more than a pipe holds, so a reader of one stream alone would hang.
+  o.argv = {"/bin/sh", "-c", "head -c 1048576 /dev/zero >&2; head -c 1048576 /dev/zero"};
+  CaptureLimits limits;
+  limits.max_output = 10;
+  limits.max_error_output = 20;
+  Result<CapturedRun> run = RunAndCapture(o, limits);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->output.size(), 10u);
+  EXPECT_EQ(run->error_output.size(), 20u);
+  EXPECT_TRUE(run->output_overflowed);
+  EXPECT_EQ(run->exit.code, 0);
+}
+
+TEST(RunAndCaptureTest, KillsWhatOutlivesItsTimeoutOrItsOutput) {
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", "printf started; exec sleep 30"};
+  CaptureLimits limits;
+  limits.timeout = std::chrono::milliseconds(200);
+  auto start = std::chrono::steady_clock::now();
+  Result<CapturedRun> run = RunAndCapture(o, limits);
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->timed_out);
+  EXPECT_EQ(run->output, "started");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+
+  o.argv = {"/bin/sh", "-c", "exec yes"};
+  limits.timeout = std::chrono::seconds(60);
+  limits.max_output = 1000;
+  limits.kill_on_overflow = true;
+  start = std::chrono::steady_clock::now();
+  run = RunAndCapture(o, limits);
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->output_overflowed);
+  EXPECT_FALSE(run->timed_out);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(RunAndCaptureTest, AMissingCommandIsNotFound) {
+  SpawnOptions o;
+  o.argv = {"/nonexistent/cairn-no-such-command"};
+  Result<CapturedRun> run = RunAndCapture(o, CaptureLimits{});
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace cairn

@@ -1,0 +1,25 @@
+// Small string helpers written once: ASCII whitespace trimming and case folding, splitting.
+// ASCII only, whatever the locale: these read protocol and file-format text, not prose.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cairn {
+
+// Space, tab, newline, carriage return, form feed, vertical tab (C's isspace in the "C" locale).
+bool IsAsciiSpace(char c);
+// `s` without leading and trailing ASCII whitespace.
+std::string_view Trim(std::string_view s);
+
+char AsciiLower(char c);
+// `s` with A-Z turned into a-z; other bytes (UTF-8 included) unchanged.
+std::string AsciiLower(std::string_view s);
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix);
+
+// The pieces of `s` between each `sep` (n separators give n + 1 pieces; "" gives one).
+std::vector<std::string_view> Split(std::string_view s, char sep);
+
+}  // namespace cairn

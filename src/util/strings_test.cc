@@ -1,0 +1,35 @@
+#include "util/strings.h"
+
+#include <gtest/gtest.h>
+
+namespace cairn {
+namespace {
+
+TEST(StringsTest, TrimRemovesAsciiWhitespaceOnly) {
+  EXPECT_EQ(Trim(" \t\r\n\f\va b\n"), "a b");
+  EXPECT_EQ(Trim(""), "");
+  EXPECT_EQ(Trim("   "), "");
+  // A no-break space (U+00A0) is not ASCII whitespace.
+  EXPECT_EQ(Trim("\xc2\xa0x "), "\xc2\xa0x");
+}
+
+TEST(StringsTest, CaseFoldingIsAscii) {
+  EXPECT_EQ(AsciiLower("Torch-CUDA_12.X"), "torch-cuda_12.x");
+  EXPECT_EQ(AsciiLower("\xc3\x89t\xc3\xa9"), "\xc3\x89t\xc3\xa9");  // É stays as it is
+  EXPECT_EQ(AsciiLower('Q'), 'q');
+  EXPECT_EQ(AsciiLower('['), '[');
+  EXPECT_TRUE(EqualsIgnoreCase("Content-Type", "content-TYPE"));
+  EXPECT_FALSE(EqualsIgnoreCase("abc", "abcd"));
+  EXPECT_FALSE(EqualsIgnoreCase("abc", "abd"));
+  EXPECT_TRUE(StartsWithIgnoreCase("HTTPS://x", "https:"));
+  EXPECT_FALSE(StartsWithIgnoreCase("http", "https:"));
+}
+
+TEST(StringsTest, SplitKeepsEmptyPieces) {
+  EXPECT_EQ(Split("a,,b,", ','), (std::vector<std::string_view>{"a", "", "b", ""}));
+  EXPECT_EQ(Split("", ','), (std::vector<std::string_view>{""}));
+  EXPECT_EQ(Split("abc", ','), (std::vector<std::string_view>{"abc"}));
+}
+
+}  // namespace
+}  // namespace cairn
