@@ -26,6 +26,7 @@
 #include "client/tracking_client.h"
 #include "env/host_facts.h"
 #include "env/project_env.h"
+#include "env/venv_layout.h"
 #include "util/clock.h"
 #include "util/hash.h"
 #include "util/json_writer.h"
@@ -600,10 +601,9 @@ Result<int> RunTracked(const RunOptions& options) {
                {"CAIRN_RUN_ID", run.run_id}};
   if (!experiment_id.empty()) spawn.env.push_back({"MLFLOW_EXPERIMENT_ID", experiment_id});
   if (active_env) {
-    const char* path = std::getenv("PATH");
-    spawn.env.push_back(
-        {"PATH", *active_env + "/bin" + (path != nullptr ? ":" + std::string(path) : "")});
-    spawn.env.push_back({"VIRTUAL_ENV", *active_env});
+    for (auto& variable : env::ActivationVariables(*active_env)) {
+      spawn.env.push_back(std::move(variable));
+    }
     if (environment) (void)env::RecordEnvironmentRun(*active_env, run.run_id);
   }
   // Output goes through a pipe, where Python would buffer it in blocks; keep it live.

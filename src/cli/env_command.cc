@@ -18,6 +18,7 @@
 #include "env/env_store.h"
 #include "env/locker.h"
 #include "env/manifest.h"
+#include "env/venv_layout.h"
 #include "util/file.h"
 
 extern char** environ;
@@ -274,14 +275,11 @@ int Gc(const EnvFlags& flags) {
   return 0;
 }
 
-// Runs `argv` in the environment: its bin first on PATH, VIRTUAL_ENV set. Replaces this
-// process.
+// Runs `argv` in the environment (env::ActivationVariables). Replaces this process.
 int ExecIn(const std::string& prefix, std::vector<std::string> argv) {
-  const char* path = std::getenv("PATH");
-  const std::string new_path = prefix + "/bin" + (path != nullptr ? ":" + std::string(path) : "");
-  setenv("PATH", new_path.c_str(), 1);
-  setenv("VIRTUAL_ENV", prefix.c_str(), 1);
-  unsetenv("PYTHONHOME");
+  for (const auto& [name, value] : env::ActivationVariables(prefix)) {
+    setenv(name.c_str(), value.c_str(), 1);
+  }
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);

@@ -26,6 +26,7 @@
 #include "env/wheel_tags.h"
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/parallel.h"
 
 namespace cairn::env {
 namespace {
@@ -50,37 +51,6 @@ std::string Megabytes(uint64_t bytes) {
   std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / 1e6);
   return buf;
 }
-
-// Runs `work(i)` for i in [0, n) on `threads` threads; the first error stops the rest and is
-// returned.
-Status ParallelFor(size_t n, int threads, const std::function<Status(size_t)>& work) {
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  Status first;
-  std::atomic<bool> failed{false};
-  auto run = [&] {
-    for (;;) {
-      if (failed.load()) return;
-      const size_t i = next.fetch_add(1);
-      if (i >= n) return;
-      Status s = work(i);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first.ok()) first = s;
-        failed = true;
-        return;
-      }
-    }
-  };
-  const size_t count = std::max<size_t>(1, std::min<size_t>(n, static_cast<size_t>(threads)));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < count; ++t) pool.emplace_back(run);
-  run();
-  for (std::thread& t : pool) t.join();
-  return first;
-}
-
-int Cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
 std::string MachineName() {
   utsname u{};
@@ -264,7 +234,7 @@ Result<BuiltEnvironment> EnvStore::Build(const std::string& lock_path,
 
   // Unpack each wheel once into the unpacked cache.
   std::atomic<size_t> unpacked{0};
-  CAIRN_RETURN_IF_ERROR(ParallelFor(jobs.size(), Cores(), [&](size_t i) -> Status {
+  CAIRN_RETURN_IF_ERROR(ParallelFor(jobs.size(), CoreCount(), [&](size_t i) -> Status {
     Job& j = jobs[i];
     j.unpacked = cache.UnpackedDir(j.wheel->sha256);
     std::error_code exists_ec;
@@ -298,7 +268,7 @@ Result<BuiltEnvironment> EnvStore::Build(const std::string& lock_path,
   CAIRN_RETURN_IF_ERROR(CreateVenvLayout(layout));
   std::atomic<size_t> installed{0};
   std::atomic<size_t> files{0};
-  CAIRN_RETURN_IF_ERROR(ParallelFor(jobs.size(), Cores(), [&](size_t i) -> Status {
+  CAIRN_RETURN_IF_ERROR(ParallelFor(jobs.size(), CoreCount(), [&](size_t i) -> Status {
     const Job& j = jobs[i];
     InstallOptions install;
     install.link = options.link;

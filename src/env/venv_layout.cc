@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -281,6 +282,13 @@ Result<VenvLayout> VenvLayoutFor(const std::string& prefix, const std::string& p
     return Unimplemented("cannot lay out a venv for the free-threaded build " + python);
   }
   return layout;
+}
+
+std::vector<std::pair<std::string, std::string>> ActivationVariables(const std::string& prefix) {
+  const char* path = std::getenv("PATH");
+  return {{"PATH", prefix + "/bin" + (path != nullptr ? ":" + std::string(path) : "")},
+          {"VIRTUAL_ENV", prefix},
+          {"PYTHONHOME", ""}};
 }
 
 }  // namespace cairn::env

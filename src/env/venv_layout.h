@@ -14,6 +14,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "util/status.h"
 
@@ -62,5 +64,11 @@ Result<VenvLayout> VenvLayoutFor(const std::string& prefix, const std::string& p
 // The text of pyvenv.cfg and bin/activate for `layout` (exposed for tests).
 std::string PyvenvCfgText(const VenvLayout& layout);
 std::string ActivateScriptText(const VenvLayout& layout);
+
+// The variables a command runs with inside the environment at `prefix`, as bin/activate sets
+// them: its bin first on PATH (this process's PATH after it), VIRTUAL_ENV, and PYTHONHOME
+// emptied (Python ignores an empty one), so that the caller's cannot point the interpreter
+// at another installation.
+std::vector<std::pair<std::string, std::string>> ActivationVariables(const std::string& prefix);
 
 }  // namespace cairn::env

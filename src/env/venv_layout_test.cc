@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -204,6 +205,17 @@ TEST_F(VenvLayoutTest, RejectsBadInputs) {
   EXPECT_EQ(CreateVenvLayout(l).code(), StatusCode::kNotFound);
   EXPECT_EQ(VenvLayoutFor(l.prefix, "/no/such/python3").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(VenvLayoutFor(l.prefix, "/bin/false").status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(ActivationTest, PutsTheEnvironmentFirst) {
+  const char* path = std::getenv("PATH");
+  const std::string expected_path = "/envs/e1/bin" + (path ? ":" + std::string(path) : "");
+  auto vars = ActivationVariables("/envs/e1");
+  std::map<std::string, std::string> m(vars.begin(), vars.end());
+  EXPECT_EQ(m["PATH"], expected_path);
+  EXPECT_EQ(m["VIRTUAL_ENV"], "/envs/e1");
+  ASSERT_EQ(m.count("PYTHONHOME"), 1u);
+  EXPECT_EQ(m["PYTHONHOME"], "");
 }
 
 }  // namespace

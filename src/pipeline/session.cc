@@ -10,6 +10,7 @@
 #include "env/env_store.h"
 #include "env/lock.h"
 #include "env/project_env.h"
+#include "env/venv_layout.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -192,9 +193,9 @@ void Session::Prepare(StepJob* job) {
   if (!removed.ok()) progress_.Warning(removed.message());
   Result<std::pair<std::string, std::string>> env = EnvironmentOf(step);
   if (env.ok() && !env->second.empty()) {
-    const char* path = std::getenv("PATH");
-    job->env["PATH"] = env->second + "/bin" + (path != nullptr ? ":" + std::string(path) : "");
-    job->env["VIRTUAL_ENV"] = env->second;
+    for (const auto& [name, value] : env::ActivationVariables(env->second)) {
+      job->env[name] = value;
+    }
   }
   job->env["CAIRN_PIPELINE_RUN"] = state_.info().id;
   if (options_.tracker != nullptr) {

@@ -21,6 +21,7 @@
 
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/parallel.h"
 #include "util/utf8.h"
 
 namespace cairn::pipeline {
@@ -257,31 +258,6 @@ Result<std::string> ReadLinkAt(int dir_fd, const char* name, const std::string& 
 struct DirCloser {
   void operator()(DIR* d) const { ::closedir(d); }
 };
-
-// Runs `work` on `threads` threads (on this one when 1) and returns the first error any of them
-// returned; `failed` tells the others to stop early.
-Status RunOnThreads(int threads, const std::function<Status(int, const std::atomic<bool>&)>& work) {
-  if (threads <= 1) {
-    std::atomic<bool> never{false};
-    return work(0, never);
-  }
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  Status first_error;
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<size_t>(threads));
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      Status s = work(t, failed);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failed.exchange(true)) first_error = std::move(s);
-      }
-    });
-  }
-  for (std::thread& t : pool) t.join();
-  return first_error;
-}
 
 // Lists every regular file and symlink under a directory, on several threads (one directory at
 // a time each; stat(2) dominates a tree the stat cache answers). Symlinks are hashed during the

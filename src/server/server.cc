@@ -12,6 +12,7 @@
 #include "server/cross_site.h"
 #include "server/fields.h"
 #include "server/http_errors.h"
+#include "server/media_types.h"
 #include "server/range.h"
 #include "server/routes.h"
 #include "server/ui_files.h"
@@ -77,24 +78,6 @@ bool HasPrefix(std::string_view path, std::span<const std::string_view> prefixes
 
 bool IsWrite(std::string_view method) {
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
-}
-
-std::string ContentTypeFor(std::string_view name) {
-  auto ends = [&](std::string_view ext) { return name.ends_with(ext); };
-  if (ends(".json")) return "application/json";
-  if (ends(".txt") || ends(".log") || ends(".md") || ends(".yaml") || ends(".yml") ||
-      ends(".csv") || ends(".toml") || ends(".py") || name == "MLmodel") {
-    return "text/plain";
-  }
-  if (ends(".html")) return "text/plain";  // never rendered as a page of the server's origin
-  if (ends(".png")) return "image/png";
-  if (ends(".jpg") || ends(".jpeg")) return "image/jpeg";
-  if (ends(".gif")) return "image/gif";
-  if (ends(".webp")) return "image/webp";
-  // Shown in an <img> by the UI; opened directly, it is a download under a CSP that runs no
-  // script (see Download).
-  if (ends(".svg")) return "image/svg+xml";
-  return "application/octet-stream";
 }
 
 // A header-safe quoted file name.
@@ -484,7 +467,7 @@ struct Server::Impl : HttpHandler {
     Result<service::Download> d = artifacts->Open(path);
     if (!d.ok()) return Error(d.status());
     HttpResponse res;
-    res.content_type = ContentTypeFor(d->file_name);
+    res.content_type = ArtifactContentType(d->file_name);
     res.SetHeader("Content-Disposition",
                   "attachment; filename=\"" + DispositionName(d->file_name) + "\"");
     // An artifact is the user's data, never a page of this origin: nothing in it may run.

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "server/media_types.h"
 #include "server/ui_bundle.h"
 #include "util/file.h"
 
@@ -10,21 +11,6 @@ namespace cairn::server {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ContentTypeOf(std::string_view name) {
-  const size_t dot = name.rfind('.');
-  const std::string_view ext = dot == std::string_view::npos ? "" : name.substr(dot + 1);
-  if (ext == "html") return "text/html; charset=utf-8";
-  if (ext == "js" || ext == "mjs") return "text/javascript; charset=utf-8";
-  if (ext == "css") return "text/css; charset=utf-8";
-  if (ext == "json" || ext == "map") return "application/json";
-  if (ext == "svg") return "image/svg+xml";
-  if (ext == "png") return "image/png";
-  if (ext == "ico") return "image/x-icon";
-  if (ext == "woff2") return "font/woff2";
-  if (ext == "txt") return "text/plain; charset=utf-8";
-  return "application/octet-stream";
-}
 
 const char kNotBuilt[] =
     "<!doctype html><meta charset=utf-8><title>cairn</title>"
@@ -39,7 +25,7 @@ const char kNotBuilt[] =
 void UiFiles::Add(const std::string& rel, std::string bytes) {
   UiFile f;
   f.body = std::make_shared<const std::string>(std::move(bytes));
-  f.content_type = ContentTypeOf(rel);
+  f.content_type = UiContentType(rel);
   if (rel == "index.html") {
     f.cache_control = "no-cache";
   } else if (rel.starts_with("assets/")) {
