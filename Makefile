@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make run    install what is missing, build, start the server with the embedded store
 #   make test   install what is missing, build, run every test suite
-# Other targets: build, deps, bench, sanitized-test (the non-slow suites on the debug build),
+# Other targets: build, deps, bench, fuzz, sanitized-test (the non-slow suites on the debug build),
 # debug-test (unit tests only, debug build), clean.
 
 PRESET ?= release
@@ -15,7 +15,7 @@ HOST ?= 127.0.0.1
 PORT ?= 5000
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps npm-deps ui build run test sanitized-test debug-test bench clean
+.PHONY: all deps npm-deps ui build run test sanitized-test debug-test bench fuzz clean
 
 all: build
 
@@ -81,6 +81,12 @@ debug-test: deps
 
 bench: build
 	bench/run.sh $(CAIRN)
+
+# Coverage-guided fuzzing of every target in fuzz/ with clang's libFuzzer, FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 20
+fuzz: deps
+	@for f in fuzz/*_fuzz.cc; do t=$$(basename $$f _fuzz.cc); \
+	  scripts/fuzz.sh $$t $(FUZZ_SECONDS) || exit 1; done
 
 clean:
 	rm -rf build $(WEB_DIR)/dist

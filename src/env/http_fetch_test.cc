@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "fakes/http_test_server.h"
+#include "fakes/temp_dir.h"
 #include "util/hash.h"
 
 namespace cairn::env {
@@ -25,62 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// An HTTP server on 127.0.0.1:<any port> in a background thread, counting requests by path.
-// Handlers are registered on http() before Start().
-class TestServer {
- public:
-  TestServer() {
-    http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++counts_[req.path];
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-  }
-  ~TestServer() {
-    if (!thread_.joinable()) return;
-    while (!http_.is_running()) std::this_thread::yield();
-    http_.stop();
-    thread_.join();
-  }
-  httplib::Server& http() { return http_; }
-  void Start() {
-    port_ = http_.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port_, 0);
-    thread_ = std::thread([this] { http_.listen_after_bind(); });
-  }
-  std::string Url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
-  int Count(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return counts_[path];
-  }
-
- private:
-  httplib::Server http_;
-  std::thread thread_;
-  int port_ = 0;
-  std::mutex mu_;
-  std::map<std::string, int> counts_;
-};
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "cairn-http-XXXXXX").string();
-    CAIRN_CHECK(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // Bytes that look like a wheel (a zip's magic) and are not all alike.
 std::string WheelLikeBlob(size_t size) {
@@ -189,13 +135,13 @@ class HttpFetchTest : public ::testing::Test {
     slow_cv_.notify_all();
   }
 
-  TempDir dir_;
+  fakes::TempDir dir_;
   const std::string blob_ = WheelLikeBlob(300 * 1024 + 17);
   std::atomic<int> flaky_failures_{1};
   std::mutex slow_mu_;
   std::condition_variable slow_cv_;
   bool slow_released_ = false;
-  TestServer server_;  // last: stopped before the state its handlers use goes away
+  fakes::HttpTestServer server_;  // last: stopped before the state its handlers use goes away
 };
 
 TEST_F(HttpFetchTest, GetReturnsBodyStatusAndContentType) {
@@ -365,7 +311,7 @@ TEST_F(HttpFetchTest, DownloadWithoutAServerIsUnavailable) {
 // file:// URLs ----------------------------------------------------------------------------------
 
 TEST(HttpFetchFileTest, GetReadsFilesDirectoriesAndMissingOnes) {
-  TempDir dir;
+  fakes::TempDir dir;
   fs::create_directories(dir.path() / "simple" / "demo");
   WriteAll(dir.path() / "simple" / "demo" / "index.html", "<a href='x.whl'>x.whl</a>");
   WriteAll(dir.path() / "page.json", "{}");
@@ -390,7 +336,7 @@ TEST(HttpFetchFileTest, GetReadsFilesDirectoriesAndMissingOnes) {
 }
 
 TEST(HttpFetchFileTest, DownloadCopiesAndHashesAFile) {
-  TempDir dir;
+  fakes::TempDir dir;
   const std::string blob = WheelLikeBlob(70000);
   WriteAll(dir.path() / "with space.whl", blob);
   Result<Downloaded> d =
@@ -403,7 +349,7 @@ TEST(HttpFetchFileTest, DownloadCopiesAndHashesAFile) {
 }
 
 TEST(HttpFetchFileTest, DownloadOfAMissingFileIsNotFound) {
-  TempDir dir;
+  fakes::TempDir dir;
   Result<Downloaded> d = HttpDownload("file://" + dir.path().string() + "/none.whl",
                                       (dir.path() / "copy.whl").string());
   ASSERT_FALSE(d.ok());

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "fakes/http_test_server.h"
+#include "fakes/temp_dir.h"
 #include "util/hash.h"
 
 namespace cairn::env {
@@ -257,49 +259,6 @@ TEST(ParseProjectPageTest, ContentTypeChoosesTheFormat) {
 
 // Against a server ---------------------------------------------------------------------------
 
-class TestServer {
- public:
-  TestServer() {
-    http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++counts_[req.path];
-      accept_[req.path] = req.get_header_value("Accept");
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-  }
-  ~TestServer() {
-    if (!thread_.joinable()) return;
-    while (!http_.is_running()) std::this_thread::yield();
-    http_.stop();
-    thread_.join();
-  }
-  httplib::Server& http() { return http_; }
-  void Start() {
-    port_ = http_.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port_, 0);
-    thread_ = std::thread([this] { http_.listen_after_bind(); });
-  }
-  std::string Url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
-  int Count(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return counts_[path];
-  }
-  std::string Accept(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return accept_[path];
-  }
-
- private:
-  httplib::Server http_;
-  std::thread thread_;
-  int port_ = 0;
-  std::mutex mu_;
-  std::map<std::string, int> counts_;
-  std::map<std::string, std::string> accept_;
-};
-
 class SimpleIndexServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -344,7 +303,7 @@ class SimpleIndexServerTest : public ::testing::Test {
 
   const std::string metadata_ = "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n";
   const std::string wheel_sha_ = std::string(64, 'd');
-  TestServer server_;  // last: stopped before the state its handlers use goes away
+  fakes::HttpTestServer server_;  // last: stopped before the state its handlers use goes away
 };
 
 TEST_F(SimpleIndexServerTest, FetchesJsonWhenTheIndexOffersIt) {
@@ -421,9 +380,8 @@ TEST_F(SimpleIndexServerTest, FetchesAndChecksCoreMetadata) {
 }
 
 TEST(SimpleIndexFileTest, ReadsAFileIndex) {
-  std::string tmpl = (fs::temp_directory_path() / "cairn-index-XXXXXX").string();
-  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-  const fs::path root = tmpl;
+  fakes::TempDir tmp("index");
+  const fs::path root = tmp.path();
   fs::create_directories(root / "simple" / "demo");
   std::ofstream(root / "simple" / "demo" / "index.html")
       << "<a href=\"demo-1.0-py3-none-any.whl#sha256=" << std::string(64, 'e')
@@ -437,7 +395,6 @@ TEST(SimpleIndexFileTest, ReadsAFileIndex) {
   Result<std::vector<IndexFile>> none = FetchProjectPage(index, "nothing");
   ASSERT_TRUE(none.ok()) << none.status().ToString();
   EXPECT_TRUE(none->empty());
-  fs::remove_all(root);
 }
 
 }  // namespace

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "fakes/temp_dir.h"
+#include "util/process.h"
+
 namespace cairn::env {
 namespace {
 
@@ -20,29 +23,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr char kSystemPython[] = "/usr/bin/python3";
-
-class TempDir {
- public:
-  explicit TempDir(const std::string& name = "cairn-venv-XXXXXX") {
-    std::string tmpl = (fs::temp_directory_path() / name).string();
-    CAIRN_CHECK(mkdtemp(tmpl.data()) != nullptr);
-    path_ = fs::canonical(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 struct RunResult {
   int code = -1;
@@ -79,7 +59,7 @@ class VenvLayoutTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.ToString();
     return *layout;
   }
-  TempDir tmp_;
+  fakes::TempDir tmp_{"venv"};
 };
 
 TEST_F(VenvLayoutTest, ProbesTheBaseInterpreter) {

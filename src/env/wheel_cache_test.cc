@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "fakes/http_test_server.h"
+#include "fakes/temp_dir.h"
 #include "util/hash.h"
 
 namespace cairn::env {
@@ -22,61 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// An HTTP server on 127.0.0.1:<any port> in a background thread, counting requests by path.
-class TestServer {
- public:
-  TestServer() {
-    http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++counts_[req.path];
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-  }
-  ~TestServer() {
-    if (!thread_.joinable()) return;
-    while (!http_.is_running()) std::this_thread::yield();
-    http_.stop();
-    thread_.join();
-  }
-  httplib::Server& http() { return http_; }
-  void Start() {
-    port_ = http_.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port_, 0);
-    thread_ = std::thread([this] { http_.listen_after_bind(); });
-  }
-  std::string Url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
-  int Count(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return counts_[path];
-  }
-
- private:
-  httplib::Server http_;
-  std::thread thread_;
-  int port_ = 0;
-  std::mutex mu_;
-  std::map<std::string, int> counts_;
-};
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "cairn-cache-XXXXXX").string();
-    CAIRN_CHECK(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string WheelLikeBlob(size_t size, uint32_t seed) {
   std::string blob = "PK\x03\x04";
@@ -129,11 +76,11 @@ class WheelCacheTest : public ::testing::Test {
   int64_t WheelSize() const { return static_cast<int64_t>(wheel_.size()); }
   std::string WhatOf() const { return "demo 1.0 (demo-1.0-py3-none-any.whl)"; }
 
-  TempDir dir_;
+  fakes::TempDir dir_;
   const fs::path root_ = dir_.path() / "cache";
   const std::string wheel_ = WheelLikeBlob(200 * 1024 + 3, 7);
   const std::string sha_ = Sha256Hex(wheel_);
-  TestServer server_;  // last: stopped before the state its handlers use goes away
+  fakes::HttpTestServer server_;  // last: stopped before the state its handlers use goes away
 };
 
 TEST_F(WheelCacheTest, LaysOutFilesByHash) {

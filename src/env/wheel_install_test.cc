@@ -19,8 +19,10 @@
 
 #include "env/venv_layout.h"
 #include "env/wheel_archive.h"
+#include "fakes/temp_dir.h"
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/process.h"
 
 namespace cairn::env {
 namespace {
@@ -134,29 +136,6 @@ WheelSpec DemoSpec() {
   return s;
 }
 
-class TempDir {
- public:
-  explicit TempDir(const std::string& name = "cairn-wheel-install-XXXXXX") {
-    std::string tmpl = (fs::temp_directory_path() / name).string();
-    CAIRN_CHECK(mkdtemp(tmpl.data()) != nullptr);
-    path_ = fs::canonical(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 struct RunResult {
   int code = -1;
   std::string out;  // stdout and stderr
@@ -215,7 +194,7 @@ class WheelInstallTest : public ::testing::Test {
   fs::path Site() const { return layout_.purelib(); }
   fs::path Bin() const { return layout_.scripts(); }
 
-  TempDir root_;
+  fakes::TempDir root_;
   VenvLayout layout_;
 };
 
@@ -447,7 +426,7 @@ TEST_F(WheelInstallTest, PlatlibWheelLandsInSitePackages) {
 }
 
 TEST_F(WheelInstallTest, LaunchersUseTheShellTrampolineForPathsWithSpaces) {
-  TempDir spaced("cairn wheel install XXXXXX");
+  fakes::TempDir spaced("wheel install with spaces");
   VenvLayout layout = MakeEnv(spaced.path() / "my env");
   ASSERT_TRUE(InstallWheel(Unpacked(DemoSpec()), layout, {}).ok());
   fs::path cli = fs::path(layout.scripts()) / "demo-cli";

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "fakes/temp_dir.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -19,24 +20,6 @@ namespace fs = std::filesystem;
 
 constexpr char kShaEmpty[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 constexpr char kShaAbc[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "cairn-treehash-XXXXXX").string();
-    CAIRN_CHECK(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(std::string_view rel) const { return path_ + "/" + std::string(rel); }
-
- private:
-  std::string path_;
-};
 
 void Write(const std::string& path, std::string_view bytes, mode_t mode = 0644) {
   std::error_code ec;
@@ -74,7 +57,7 @@ int64_t RealNowMillis() { return SystemClock()->NowMillis(); }
 // --- Files and manifests -------------------------------------------------------------------
 
 TEST(TreeHashTest, FileDigestIsSha256OfItsBytes) {
-  TempDir dir;
+  fakes::TempDir dir;
   Write(dir / "abc.txt", "abc");
   Write(dir / "empty", "");
   TreeHash h = MustHash(dir / "abc.txt");
@@ -88,7 +71,7 @@ TEST(TreeHashTest, FileDigestIsSha256OfItsBytes) {
 }
 
 TEST(TreeHashTest, LargeFileDigestIsTheSameReadOrMapped) {
-  TempDir dir;
+  fakes::TempDir dir;
   // Three full read buffers and a partial one.
   std::string bytes = Pattern((3 << 20) + 17, 1);
   Write(dir / "big.bin", bytes);
@@ -99,7 +82,7 @@ TEST(TreeHashTest, LargeFileDigestIsTheSameReadOrMapped) {
 }
 
 TEST(TreeHashTest, ManifestBytesOfASmallTreeAreExact) {
-  TempDir dir;
+  fakes::TempDir dir;
   Write(dir / "a.txt", "abc");
   Write(dir / "bin/run", "#!/bin/sh\necho hi\n", 0755);
   Symlink("a.txt", dir / "link");
@@ -133,7 +116,7 @@ TEST(TreeHashTest, ManifestBytesOfASmallTreeAreExact) {
 }
 
 TEST(TreeHashTest, EmptyDirectoryHashesTheEmptyManifest) {
-  TempDir dir;
+  fakes::TempDir dir;
   TreeHash h = MustHash(dir.path());
   EXPECT_TRUE(h.is_directory);
   EXPECT_TRUE(h.files.empty());
@@ -147,7 +130,7 @@ TEST(TreeHashTest, EmptyDirectoryHashesTheEmptyManifest) {
 }
 
 TEST(TreeHashTest, OnlyTheOwnerExecutableBitCounts) {
-  TempDir dir;
+  fakes::TempDir dir;
   Write(dir / "tool", "x", 0644);
   std::string plain = MustHash(dir.path()).digest;
   ::chmod((dir / "tool").c_str(), 0611);  // group and others may execute: not recorded
@@ -161,7 +144,7 @@ TEST(TreeHashTest, OnlyTheOwnerExecutableBitCounts) {
 }
 
 TEST(TreeHashTest, SymlinksInsideATreeAreNotFollowed) {
-  TempDir outside, dir;
+  fakes::TempDir outside, dir;
   Write(outside / "data/big", "payload");
   Symlink(outside / "data", dir / "to_dir");
   Symlink("missing", dir / "dangling");
@@ -170,7 +153,7 @@ TEST(TreeHashTest, SymlinksInsideATreeAreNotFollowed) {
   EXPECT_EQ(h.files[0], (FileEntry{"dangling", 7, 0120000, Sha256Hex("missing")}));
   EXPECT_EQ(h.files[1].path, "to_dir");
   EXPECT_EQ(h.files[1].mode, 0120000u);
-  EXPECT_EQ(h.files[1].sha256, Sha256Hex(outside / "data"));
+  EXPECT_EQ(h.files[1].sha256, Sha256Hex((outside / "data").string()));
   EXPECT_EQ(h.files_read, 0);
   // The target's content is not part of the tree; the link text is.
   Write(outside / "data/big", "other payload");
@@ -181,7 +164,7 @@ TEST(TreeHashTest, SymlinksInsideATreeAreNotFollowed) {
 }
 
 TEST(TreeHashTest, APathThatIsASymlinkIsFollowed) {
-  TempDir dir;
+  fakes::TempDir dir;
   Write(dir / "data/f", "abc");
   Write(dir / "file", "abc");
   Symlink("data", dir / "data_link");
@@ -193,7 +176,7 @@ TEST(TreeHashTest, APathThatIsASymlinkIsFollowed) {
 }
 
 TEST(TreeHashTest, OneAndEightThreadsGiveTheSameResult) {
-  TempDir dir;
+  fakes::TempDir dir;
   for (int i = 0; i < 150; ++i) {
     std::string rel =
         "d" + std::to_string(i % 7) + "/s" + std::to_string(i % 3) + "/f" + std::to_string(i);
@@ -210,7 +193,7 @@ TEST(TreeHashTest, OneAndEightThreadsGiveTheSameResult) {
 }
 
 TEST(TreeHashTest, ChangingAFileOrANameChangesTheDigest) {
-  TempDir dir;
+  fakes::TempDir dir;
   Write(dir / "a/x", Pattern(5000, 1));
   Write(dir / "b", "abc");
   std::string before = MustHash(dir.path()).digest;
@@ -224,7 +207,7 @@ TEST(TreeHashTest, ChangingAFileOrANameChangesTheDigest) {
 }
 
 TEST(TreeHashTest, EscapedNamesRoundTrip) {
-  TempDir dir;
+  fakes::TempDir dir;
   std::string odd = "q\"uote\\back\nline\x01tab\t\xc3\xa9";
   Write(dir / odd, "abc");
   TreeHash h = MustHash(dir.path());
@@ -239,7 +222,7 @@ TEST(TreeHashTest, EscapedNamesRoundTrip) {
 // --- Errors --------------------------------------------------------------------------------
 
 TEST(TreeHashTest, MissingPathIsNotFound) {
-  TempDir dir;
+  fakes::TempDir dir;
   Result<TreeHash> r = HashPath(dir / "nope", {});
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("nope"), std::string::npos);
@@ -250,7 +233,7 @@ TEST(TreeHashTest, MissingPathIsNotFound) {
 }
 
 TEST(TreeHashTest, FifosAreRejectedWithTheirPath) {
-  TempDir dir;
+  fakes::TempDir dir;
   Write(dir / "ok", "x");
   fs::create_directories(dir / "sub");
   ASSERT_EQ(::mkfifo((dir / "sub/pipe").c_str(), 0644), 0);
@@ -263,7 +246,7 @@ TEST(TreeHashTest, FifosAreRejectedWithTheirPath) {
 }
 
 TEST(TreeHashTest, NamesThatAreNotUtf8AreRejected) {
-  TempDir dir;
+  fakes::TempDir dir;
   Write(dir / "bad\xff", "x");
   Result<TreeHash> r = HashPath(dir.path(), {});
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
@@ -271,7 +254,7 @@ TEST(TreeHashTest, NamesThatAreNotUtf8AreRejected) {
 }
 
 TEST(TreeHashTest, NegativeThreadCountIsRejected) {
-  TempDir dir;
+  fakes::TempDir dir;
   EXPECT_EQ(HashPath(dir.path(), {.threads = -1}).status().code(), StatusCode::kInvalidArgument);
 }
 
@@ -338,7 +321,7 @@ TEST(TreeHashTest, ParseManifestRejectsMalformedManifests) {
 // --- The stat cache through HashPath ---------------------------------------------------------
 
 TEST(TreeHashTest, StatCacheAnswersUnchangedFiles) {
-  TempDir dir, state;
+  fakes::TempDir dir, state;
   for (int i = 0; i < 20; ++i) Write(dir / ("f" + std::to_string(i)), Pattern(1000 + i, i));
   Symlink("f1", dir / "link");
   // Ten seconds on: the files were written long enough ago not to be racy.
@@ -362,7 +345,7 @@ TEST(TreeHashTest, StatCacheAnswersUnchangedFiles) {
 }
 
 TEST(TreeHashTest, StatCacheRereadsAFileChangedWithTheSameSize) {
-  TempDir dir, state;
+  fakes::TempDir dir, state;
   Write(dir / "a", "abc");
   Write(dir / "b", "xyz");
   struct stat old_stat;
@@ -384,7 +367,7 @@ TEST(TreeHashTest, StatCacheRereadsAFileChangedWithTheSameSize) {
 }
 
 TEST(TreeHashTest, RacyFilesAreNotTrusted) {
-  TempDir dir, state;
+  fakes::TempDir dir, state;
   // The clock says "now", taken before the write: the file is within the racy window.
   FakeClock clock(RealNowMillis());
   Write(dir / "a", "abc");
@@ -417,7 +400,7 @@ constexpr int64_t kNowNanos = kNow * 1'000'000;
 constexpr int64_t kOld = kNowNanos - 3'600'000'000'123;  // an hour ago, fine-grained
 
 TEST(StatCacheTest, AnEntryAnswersOnlyTheExactStat) {
-  TempDir state;
+  fakes::TempDir state;
   FakeClock clock(kNow);
   auto cache = StatCache::Open(state / "cache", &clock);
   ASSERT_TRUE(cache.ok());
@@ -450,7 +433,7 @@ TEST(StatCacheTest, AnEntryAnswersOnlyTheExactStat) {
 }
 
 TEST(StatCacheTest, RacyStatsAreNeitherRecordedNorAnswered) {
-  TempDir state;
+  fakes::TempDir state;
   FakeClock clock(kNow);
   auto cache = StatCache::Open(state / "cache", &clock);
   ASSERT_TRUE(cache.ok());
@@ -482,7 +465,7 @@ TEST(StatCacheTest, RacyStatsAreNeitherRecordedNorAnswered) {
 }
 
 TEST(StatCacheTest, SaveAndOpenRoundTrip) {
-  TempDir state;
+  fakes::TempDir state;
   FakeClock clock(kNow);
   std::string path = state / "sub/dir/cache";
   {
@@ -510,7 +493,7 @@ TEST(StatCacheTest, SaveAndOpenRoundTrip) {
 }
 
 TEST(StatCacheTest, ACorruptFileIsAnEmptyCache) {
-  TempDir state;
+  fakes::TempDir state;
   FakeClock clock(kNow);
   std::string path = state / "cache";
   {
@@ -542,7 +525,7 @@ TEST(StatCacheTest, ACorruptFileIsAnEmptyCache) {
 }
 
 TEST(StatCacheTest, SaveDropsUnusedEntriesPastTheBound) {
-  TempDir state;
+  fakes::TempDir state;
   FakeClock clock(kNow);
   std::string path = state / "cache";
   {
