@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/mlflow_json.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/json_writer.h"
@@ -27,20 +28,6 @@ constexpr std::string_view kJournalSuffix = ".journal";
 constexpr std::string_view kSentSuffix = ".sent";
 constexpr std::string_view kEndPrefix = R"({"op":"end")";
 constexpr std::string_view kHeaderPrefix = R"({"cairn_journal":)";
-
-void WriteMetric(JsonWriter& w, const core::Metric& m) {
-  w.BeginObject().Key("key").String(m.key).Key("value").Double(m.value);
-  w.Key("timestamp").Int(m.timestamp).Key("step").Int(m.step).EndObject();
-}
-
-template <typename KeyValue>
-void WriteKeyValues(JsonWriter& w, std::string_view name, const std::vector<KeyValue>& items) {
-  w.Key(name).BeginArray();
-  for (const KeyValue& kv : items) {
-    w.BeginObject().Key("key").String(kv.key).Key("value").String(kv.value).EndObject();
-  }
-  w.EndArray();
-}
 
 double Number(const json& v) {
   if (v.is_number()) return v.get<double>();
@@ -269,10 +256,12 @@ Status RunJournal::AppendBatch(const std::vector<core::Metric>& metrics,
   JsonWriter w;
   w.BeginObject().Key("op").String("batch");
   w.Key("metrics").BeginArray();
-  for (const core::Metric& m : metrics) WriteMetric(w, m);
+  for (const core::Metric& m : metrics) core::WriteMetric(w, m);
   w.EndArray();
-  WriteKeyValues(w, "params", params);
-  WriteKeyValues(w, "tags", tags);
+  w.Key("params");
+  core::WriteParams(w, params);
+  w.Key("tags");
+  core::WriteTags(w, tags);
   w.EndObject();
   return Append(w.Take());
 }
@@ -280,11 +269,7 @@ Status RunJournal::AppendBatch(const std::vector<core::Metric>& metrics,
 Status RunJournal::AppendLog(const std::vector<core::ConsoleChunk>& chunks) {
   JsonWriter w;
   w.BeginObject().Key("op").String("log").Key("chunks").BeginArray();
-  for (const core::ConsoleChunk& c : chunks) {
-    w.BeginObject().Key("offset").Int(c.offset);
-    w.Key("stream").String(core::ConsoleStreamName(c.stream));
-    w.Key("timestamp").Int(c.timestamp).Key("data").String(c.data).EndObject();
-  }
+  for (const core::ConsoleChunk& c : chunks) core::WriteConsoleChunk(w, c);
   w.EndArray().EndObject();
   return Append(w.Take());
 }
@@ -309,7 +294,8 @@ Status RunJournal::AppendCreate(const std::string& experiment_name, const std::s
   JsonWriter w;
   w.BeginObject().Key("op").String("create").Key("experiment_name").String(experiment_name);
   w.Key("run_name").String(run_name).Key("start_time").Int(start_time);
-  WriteKeyValues(w, "tags", tags);
+  w.Key("tags");
+  core::WriteTags(w, tags);
   w.EndObject();
   return Append(w.Take());
 }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/mlflow_json.h"
 #include "util/curl_api.h"
 #include "util/strings.h"
 
@@ -90,23 +91,16 @@ double Number(const json& j, const char* key) {
   return 0;
 }
 
-json MetricJson(const core::Metric& m) {
-  json v;
-  if (std::isnan(m.value)) {
-    v = "NaN";
-  } else if (std::isinf(m.value)) {
-    v = m.value > 0 ? "Infinity" : "-Infinity";
-  } else {
-    v = m.value;
+// The fields a new run starts with: its name, start time, tags, and the user from the
+// mlflow.user tag (as MLflow's clients send it).
+void WriteRunStart(JsonWriter& w, const std::string& run_name, int64_t start_time,
+                   const std::vector<core::Tag>& tags) {
+  if (!run_name.empty()) w.Key("run_name").String(run_name);
+  w.Key("start_time").Int(start_time).Key("tags");
+  core::WriteTags(w, tags);
+  for (const core::Tag& t : tags) {
+    if (t.key == "mlflow.user") w.Key("user_id").String(t.value);
   }
-  return {{"key", m.key}, {"value", v}, {"timestamp", m.timestamp}, {"step", m.step}};
-}
-
-template <typename KeyValue>
-json KeyValues(const std::vector<KeyValue>& items) {
-  json out = json::array();
-  for (const KeyValue& kv : items) out.push_back({{"key", kv.key}, {"value", kv.value}});
-  return out;
 }
 
 core::RunInfo DecodeRunInfo(const json& j) {
@@ -213,9 +207,7 @@ size_t AppendHeader(char* data, size_t size, size_t n, void* out) {
   std::string_view line(data, size * n);
   const size_t colon = line.find(':');
   if (colon != std::string_view::npos) {
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n')) value.remove_suffix(1);
+    std::string_view value = Trim(line.substr(colon + 1));
     static_cast<Reply*>(out)->headers.emplace_back(std::string(line.substr(0, colon)),
                                                    std::string(value));
   } else if (line.starts_with("HTTP/")) {
@@ -360,7 +352,11 @@ struct TrackingClient::Impl {
   }
 
   Result<json> Post(const std::string& endpoint, const json& body) {
-    std::string text = body.dump();
+    return PostApi(endpoint, body.dump());
+  }
+
+  // POSTs a JSON text to an endpoint of the MLflow API.
+  Result<json> PostApi(const std::string& endpoint, std::string_view text) {
     return PostText(endpoint, prefix + "/api/2.0/mlflow/" + endpoint, text);
   }
 
@@ -520,13 +516,11 @@ Result<std::string> TrackingClient::DownloadArtifact(const std::string& artifact
 Result<core::RunInfo> TrackingClient::CreateRun(const std::string& experiment_id,
                                                  const std::string& run_name, int64_t start_time,
                                                  const std::vector<core::Tag>& tags) {
-  json body = {{"experiment_id", experiment_id}, {"start_time", start_time},
-               {"tags", KeyValues(tags)}};
-  if (!run_name.empty()) body["run_name"] = run_name;
-  for (const core::Tag& t : tags) {
-    if (t.key == "mlflow.user") body["user_id"] = t.value;  // as MLflow's clients send it
-  }
-  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Post("runs/create", body));
+  JsonWriter w;
+  w.BeginObject().Key("experiment_id").String(experiment_id);
+  WriteRunStart(w, run_name, start_time, tags);
+  w.EndObject();
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->PostApi("runs/create", w.str()));
   return DecodeRunInfo(r["run"]["info"]);
 }
 
@@ -536,15 +530,14 @@ Result<core::RunInfo> TrackingClient::CreateRunWithId(const std::string& run_id,
                                                        const std::string& run_name,
                                                        int64_t start_time,
                                                        const std::vector<core::Tag>& tags) {
-  json body = {{"run_id", run_id}, {"start_time", start_time}, {"tags", KeyValues(tags)}};
-  if (!experiment_id.empty()) body["experiment_id"] = experiment_id;
-  if (!experiment_name.empty()) body["experiment_name"] = experiment_name;
-  if (!run_name.empty()) body["run_name"] = run_name;
-  for (const core::Tag& t : tags) {
-    if (t.key == "mlflow.user") body["user_id"] = t.value;
-  }
+  JsonWriter w;
+  w.BeginObject().Key("run_id").String(run_id);
+  if (!experiment_id.empty()) w.Key("experiment_id").String(experiment_id);
+  if (!experiment_name.empty()) w.Key("experiment_name").String(experiment_name);
+  WriteRunStart(w, run_name, start_time, tags);
+  w.EndObject();
   CAIRN_ASSIGN_OR_RETURN(
-      json r, impl_->PostText("create run", impl_->prefix + "/api/cairn/v1/runs", body.dump()));
+      json r, impl_->PostText("create run", impl_->prefix + "/api/cairn/v1/runs", w.str()));
   core::RunInfo info;
   info.run_id = Str(r, "run_id");
   info.experiment_id = Str(r, "experiment_id");
@@ -562,11 +555,15 @@ Status TrackingClient::LogBatch(const std::string& run_id,
                                 const std::vector<core::Metric>& metrics,
                                 const std::vector<core::Param>& params,
                                 const std::vector<core::Tag>& tags) {
-  json m = json::array();
-  for (const core::Metric& metric : metrics) m.push_back(MetricJson(metric));
-  json body = {{"run_id", run_id}, {"metrics", m}, {"params", KeyValues(params)},
-               {"tags", KeyValues(tags)}};
-  return impl_->Post("runs/log-batch", body).status();
+  JsonWriter w;
+  w.BeginObject().Key("run_id").String(run_id).Key("metrics").BeginArray();
+  for (const core::Metric& metric : metrics) core::WriteMetric(w, metric);
+  w.EndArray().Key("params");
+  core::WriteParams(w, params);
+  w.Key("tags");
+  core::WriteTags(w, tags);
+  w.EndObject();
+  return impl_->PostApi("runs/log-batch", w.str()).status();
 }
 
 Status TrackingClient::SetTag(const std::string& run_id, const std::string& key,
@@ -584,18 +581,14 @@ Status TrackingClient::UpdateRun(const std::string& run_id, core::RunStatus stat
 
 Result<int64_t> TrackingClient::AppendRunLog(const std::string& run_id,
                                              const std::vector<core::ConsoleChunk>& chunks) {
-  json items = json::array();
-  for (const core::ConsoleChunk& c : chunks) {
-    items.push_back({{"offset", c.offset},
-                     {"stream", std::string(core::ConsoleStreamName(c.stream))},
-                     {"timestamp", c.timestamp},
-                     {"data", c.data}});
-  }
+  JsonWriter w;
+  w.BeginObject().Key("chunks").BeginArray();
+  for (const core::ConsoleChunk& c : chunks) core::WriteConsoleChunk(w, c);
+  w.EndArray().EndObject();
   std::string path = impl_->prefix + "/api/cairn/v1/runs/" + PercentEncode(run_id) + "/log";
-  // Console text is UTF-8 already (the wrapper decodes it); replace anything else rather
-  // than fail the upload.
-  std::string text = json{{"chunks", items}}.dump(-1, ' ', false, json::error_handler_t::replace);
-  CAIRN_ASSIGN_OR_RETURN(json r, impl_->PostText("console log upload", path, text));
+  // Console text is UTF-8 already (the wrapper decodes it); the writer replaces anything else
+  // rather than fail the upload.
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->PostText("console log upload", path, w.str()));
   return Int(r, "length");
 }
 

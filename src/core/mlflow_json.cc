@@ -17,6 +17,10 @@ void WriteKeyValues(JsonWriter& w, const std::vector<KeyValue>& items) {
 
 void WriteTags(JsonWriter& w, const std::vector<core::Tag>& tags) { WriteKeyValues(w, tags); }
 
+void WriteParams(JsonWriter& w, const std::vector<core::Param>& params) {
+  WriteKeyValues(w, params);
+}
+
 void WriteExperiment(JsonWriter& w, const core::Experiment& e) {
   w.BeginObject();
   w.Key("experiment_id").String(e.experiment_id);
@@ -97,6 +101,15 @@ void WriteRun(JsonWriter& w, const core::Run& run) {
     w.EndArray();
   }
   w.EndObject();
+  w.EndObject();
+}
+
+void WriteConsoleChunk(JsonWriter& w, const core::ConsoleChunk& c) {
+  w.BeginObject();
+  w.Key("offset").Int(c.offset);
+  w.Key("stream").String(core::ConsoleStreamName(c.stream));
+  w.Key("timestamp").Int(c.timestamp);
+  w.Key("data").String(c.data);
   w.EndObject();
 }
 

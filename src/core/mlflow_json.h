@@ -8,10 +8,13 @@
 namespace cairn::core {
 
 void WriteTags(JsonWriter& w, const std::vector<core::Tag>& tags);
+void WriteParams(JsonWriter& w, const std::vector<core::Param>& params);
 void WriteExperiment(JsonWriter& w, const core::Experiment& e);
 void WriteRunInfo(JsonWriter& w, const core::RunInfo& info);
 // With a run id, the metric carries it too (as get-history-bulk-interval's rows do).
 void WriteMetric(JsonWriter& w, const core::Metric& m, std::string_view run_id = {});
 void WriteRun(JsonWriter& w, const core::Run& run);
+// A piece of a run's console, as cairn's run-log API carries it.
+void WriteConsoleChunk(JsonWriter& w, const core::ConsoleChunk& c);
 
 }  // namespace cairn::core
