@@ -1,4 +1,5 @@
 #include "capture/system_metrics.h"
+#include "fakes/fake_host_probe.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +9,6 @@
 namespace cairn::capture {
 
 using env::CommandOutput;
-using env::HostProbe;
 using env::UnameInfo;
 namespace {
 
@@ -41,31 +41,6 @@ TEST(SystemMetricsTest, ParsesNvidiaSmiUsage) {
   EXPECT_EQ(gpus[1].index, 1);
 }
 
-// Serves files from a map and nvidia-smi from a canned answer.
-class FakeProbe : public HostProbe {
- public:
-  std::map<std::string, std::string> files;
-  std::optional<std::string> nvidia_smi;
-  int nvidia_smi_calls = 0;
-  Result<std::string> ReadFile(const std::string& path) override {
-    auto it = files.find(path);
-    if (it == files.end()) return NotFound(path);
-    return it->second;
-  }
-  Result<std::vector<std::string>> ListDir(const std::string&) override {
-    return std::vector<std::string>{"1", "500", "501", "self", "acpi"};
-  }
-  Result<CommandOutput> RunCommand(std::span<const std::string>,
-                                   std::chrono::milliseconds) override {
-    ++nvidia_smi_calls;
-    if (!nvidia_smi) return NotFound("nvidia-smi");
-    return CommandOutput{0, *nvidia_smi, ""};
-  }
-  Result<UnameInfo> Uname() override { return UnameInfo{}; }
-  Result<std::string> GlibcVersion() override { return std::string("2.36"); }
-  Result<std::string> Hostname() override { return std::string("h"); }
-};
-
 std::map<std::string, double> ByName(const std::vector<core::Metric>& metrics) {
   std::map<std::string, double> out;
   for (const core::Metric& m : metrics) out[m.key] = m.value;
@@ -79,13 +54,14 @@ std::string PidStat(int pid, int pgrp, long ticks, long rss) {
 }
 
 TEST(SystemMetricsTest, SamplerMeasuresTheProcessGroupAndGpus) {
-  FakeProbe probe;
+  fakes::FakeHostProbe probe;
+  probe.dirs["/proc"] = {"1", "500", "501", "self", "acpi"};
   probe.files["/proc/meminfo"] = "MemTotal: 4096000 kB\nMemAvailable: 1024000 kB\n";
   probe.files["/proc/stat"] = "cpu  0 0 0 1000 0 0 0 0\n";
   probe.files["/proc/1/stat"] = PidStat(1, 1, 999, 1000);  // another group: not counted
   probe.files["/proc/500/stat"] = PidStat(500, 500, 0, 256);
   probe.files["/proc/501/stat"] = PidStat(501, 500, 0, 256);
-  probe.nvidia_smi = "0, 50, 1024, 4096\n";
+  probe.commands["*"] = {0, "0, 50, 1024, 4096\n", Status()};
   SystemSampler sampler(&probe, 500);
 
   auto first = ByName(sampler.Sample(10'000, 0));
@@ -108,12 +84,13 @@ TEST(SystemMetricsTest, SamplerMeasuresTheProcessGroupAndGpus) {
 }
 
 TEST(SystemMetricsTest, WithoutNvidiaSmiTheSamplerStopsAsking) {
-  FakeProbe probe;
+  fakes::FakeHostProbe probe;
+  probe.dirs["/proc"] = {"1", "500", "501", "self", "acpi"};
   probe.files["/proc/meminfo"] = "MemTotal: 1024 kB\nMemAvailable: 512 kB\n";
   SystemSampler sampler(&probe, 500);
   auto metrics = ByName(sampler.Sample(1, 0));
   sampler.Sample(2, 1);
-  EXPECT_EQ(probe.nvidia_smi_calls, 1);
+  EXPECT_EQ(probe.ran.size(), 1u);
   for (const auto& [name, value] : metrics) EXPECT_EQ(name.find("gpu"), std::string::npos);
 }
 

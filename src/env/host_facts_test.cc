@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fakes/fake_host_probe.h"
 #include "util/file.h"
 #include "util/utf8.h"
 
@@ -36,67 +37,24 @@ std::string Recorded(const std::string& name) {
   return text.ok() ? *text : std::string();
 }
 
-std::string Join(std::span<const std::string> argv) {
-  std::string out;
-  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
-  return out;
-}
+using fakes::FakeHostProbe;
 
-const std::string kQueryWithCc = Join(NvidiaSmiQueryArgv(GpuQuery::kWithComputeCap));
-const std::string kQueryWithoutCc = Join(NvidiaSmiQueryArgv(GpuQuery::kWithoutComputeCap));
-
-// A host made of recorded files: host paths map to files under tests/data/host, commands
-// (argv joined by spaces) to an exit code and a recorded stdout, or to a Status.
-class FakeHostProbe : public HostProbe {
- public:
-  struct Command {
-    int exit_code = 0;
-    std::string output_file;
-    Status status;  // when not OK, RunCommand returns it
-  };
-
-  std::map<std::string, std::string> files;
-  std::map<std::string, Command> commands;
-  std::vector<std::string> ran;                     // commands run, in order
-  std::vector<std::chrono::milliseconds> timeouts;  // the timeout of each
-  Result<UnameInfo> uname = UnameInfo{"Linux", "5.15.0-105-generic", "x86_64"};
-  Result<std::string> glibc = std::string("2.35");
-  Result<std::string> hostname = std::string("dgx-07");
-
-  Result<std::string> ReadFile(const std::string& path) override {
-    auto it = files.find(path);
-    if (it == files.end()) return NotFound("open " + path + ": No such file or directory");
-    return Recorded(it->second);
-  }
-  Result<CommandOutput> RunCommand(std::span<const std::string> argv,
-                                   std::chrono::milliseconds timeout) override {
-    ran.push_back(Join(argv));
-    timeouts.push_back(timeout);
-    auto it = commands.find(ran.back());
-    // What Process::Spawn says for a command that is not on PATH.
-    if (it == commands.end()) return NotFound("command not found: " + argv[0]);
-    if (!it->second.status.ok()) return it->second.status;
-    CommandOutput out;
-    out.exit_code = it->second.exit_code;
-    if (!it->second.output_file.empty()) out.output = Recorded(it->second.output_file);
-    return out;
-  }
-  Result<UnameInfo> Uname() override { return uname; }
-  Result<std::string> GlibcVersion() override { return glibc; }
-  Result<std::string> Hostname() override { return hostname; }
-};
+const std::string kQueryWithCc =
+    FakeHostProbe::Join(NvidiaSmiQueryArgv(GpuQuery::kWithComputeCap));
+const std::string kQueryWithoutCc =
+    FakeHostProbe::Join(NvidiaSmiQueryArgv(GpuQuery::kWithoutComputeCap));
 
 // A Ubuntu 22.04 Xeon host with 2 TiB and the given driver's recorded outputs.
 FakeHostProbe HostWithDriver(const std::string& driver_dir) {
   FakeHostProbe probe;
   probe.files = {
-      {"/etc/os-release", "os-release-ubuntu-22.04"},
-      {"/proc/cpuinfo", "cpuinfo-x86_64"},
-      {"/proc/meminfo", "meminfo"},
+      {"/etc/os-release", Recorded("os-release-ubuntu-22.04")},
+      {"/proc/cpuinfo", Recorded("cpuinfo-x86_64")},
+      {"/proc/meminfo", Recorded("meminfo")},
   };
   if (!driver_dir.empty()) {
-    probe.files["/proc/driver/nvidia/version"] = driver_dir + "/driver-version";
-    probe.commands["nvidia-smi"] = {0, driver_dir + "/nvidia-smi.txt", Status()};
+    probe.files["/proc/driver/nvidia/version"] = Recorded(driver_dir + "/driver-version");
+    probe.commands["nvidia-smi"] = {0, Recorded(driver_dir + "/nvidia-smi.txt"), Status()};
   }
   return probe;
 }
@@ -301,7 +259,7 @@ TEST(HostFactsTest, ParsesDriverVersionFileOfProprietaryAndOpenModules) {
 
 TEST(HostFactsTest, CollectsEveryFactFromAHostWith535Driver) {
   FakeHostProbe probe = HostWithDriver("nvidia-535");
-  probe.commands[kQueryWithCc] = {0, "nvidia-535/query-gpu.csv", Status()};
+  probe.commands[kQueryWithCc] = {0, Recorded("nvidia-535/query-gpu.csv"), Status()};
   HostFacts facts = CollectHostFacts(probe);
 
   EXPECT_EQ(facts.os, "linux");
@@ -325,7 +283,7 @@ TEST(HostFactsTest, CollectsEveryFactFromAHostWith535Driver) {
 
 TEST(HostFactsTest, JsonReadsBackWhatItWrote) {
   FakeHostProbe probe = HostWithDriver("nvidia-535");
-  probe.commands[kQueryWithCc] = {0, "nvidia-535/query-gpu.csv", Status()};
+  probe.commands[kQueryWithCc] = {0, Recorded("nvidia-535/query-gpu.csv"), Status()};
   const HostFacts facts = CollectHostFacts(probe);
   Result<HostFacts> back = ParseHostFactsJson(HostFactsJson(facts));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -339,8 +297,8 @@ TEST(HostFactsTest, JsonReadsBackWhatItWrote) {
 
 TEST(HostFactsTest, CollectFallsBackWithoutComputeCapOn470Driver) {
   FakeHostProbe probe = HostWithDriver("nvidia-470");
-  probe.commands[kQueryWithCc] = {2, "nvidia-470/query-gpu-compute-cap.txt", Status()};
-  probe.commands[kQueryWithoutCc] = {0, "nvidia-470/query-gpu.csv", Status()};
+  probe.commands[kQueryWithCc] = {2, Recorded("nvidia-470/query-gpu-compute-cap.txt"), Status()};
+  probe.commands[kQueryWithoutCc] = {0, Recorded("nvidia-470/query-gpu.csv"), Status()};
   HostFacts facts = CollectHostFacts(probe);
 
   EXPECT_EQ(probe.ran, (std::vector<std::string>{kQueryWithCc, kQueryWithoutCc, "nvidia-smi"}));
@@ -361,7 +319,7 @@ TEST(HostFactsTest, CollectFallsBackWithoutComputeCapOn470Driver) {
 
 TEST(HostFactsTest, CollectReadsOpenKernelModuleHostWith550Driver) {
   FakeHostProbe probe = HostWithDriver("nvidia-550-open");
-  probe.commands[kQueryWithCc] = {0, "nvidia-550-open/query-gpu.csv", Status()};
+  probe.commands[kQueryWithCc] = {0, Recorded("nvidia-550-open/query-gpu.csv"), Status()};
   HostFacts facts = CollectHostFacts(probe);
   EXPECT_EQ(facts.gpus.size(), 4u);
   EXPECT_EQ(facts.driver_version, "550.54.15");
@@ -394,7 +352,7 @@ TEST(HostFactsTest, CollectWithoutNvidiaSmiYieldsNoGpu) {
 
 TEST(HostFactsTest, CollectRecordsWhyABrokenDriverGivesNoGpu) {
   FakeHostProbe probe = HostWithDriver("");
-  probe.commands[kQueryWithCc] = {9, "no-gpu/nvidia-smi-no-driver.txt", Status()};
+  probe.commands[kQueryWithCc] = {9, Recorded("no-gpu/nvidia-smi-no-driver.txt"), Status()};
   HostFacts facts = CollectHostFacts(probe);
   EXPECT_TRUE(facts.gpus.empty());
   EXPECT_EQ(facts.gpu_note,
@@ -404,7 +362,7 @@ TEST(HostFactsTest, CollectRecordsWhyABrokenDriverGivesNoGpu) {
   EXPECT_EQ(probe.ran, std::vector<std::string>{kQueryWithCc});
 
   FakeHostProbe no_devices = HostWithDriver("nvidia-535");
-  no_devices.commands[kQueryWithCc] = {6, "no-gpu/nvidia-smi-no-devices.txt", Status()};
+  no_devices.commands[kQueryWithCc] = {6, Recorded("no-gpu/nvidia-smi-no-devices.txt"), Status()};
   HostFacts facts2 = CollectHostFacts(no_devices);
   EXPECT_TRUE(facts2.gpus.empty());
   EXPECT_EQ(facts2.gpu_note, "nvidia-smi exited with code 6: No devices were found");
@@ -437,9 +395,9 @@ TEST(HostFactsTest, CollectSurvivesAHostWhereNothingCanBeRead) {
 TEST(HostFactsTest, CollectFallsBackToOtherOsReleaseAndToNvidiaSmiDriverVersion) {
   FakeHostProbe probe = HostWithDriver("nvidia-535");
   probe.files.erase("/etc/os-release");
-  probe.files["/usr/lib/os-release"] = "os-release-ubuntu-22.04";
+  probe.files["/usr/lib/os-release"] = Recorded("os-release-ubuntu-22.04");
   probe.files.erase("/proc/driver/nvidia/version");  // hidden, as in some containers
-  probe.commands[kQueryWithCc] = {0, "nvidia-535/query-gpu.csv", Status()};
+  probe.commands[kQueryWithCc] = {0, Recorded("nvidia-535/query-gpu.csv"), Status()};
   HostFacts facts = CollectHostFacts(probe);
   EXPECT_EQ(facts.distribution, "Ubuntu 22.04.4 LTS");
   EXPECT_EQ(facts.driver_version, "535.104.05");
@@ -449,7 +407,7 @@ TEST(HostFactsTest, CollectFallsBackToOtherOsReleaseAndToNvidiaSmiDriverVersion)
 
 TEST(HostFactsTest, TagsNameTheKeyFacts) {
   FakeHostProbe probe = HostWithDriver("nvidia-535");
-  probe.commands[kQueryWithCc] = {0, "nvidia-535/query-gpu.csv", Status()};
+  probe.commands[kQueryWithCc] = {0, Recorded("nvidia-535/query-gpu.csv"), Status()};
   auto tags = TagMap(HostFactTags(CollectHostFacts(probe)));
   EXPECT_EQ(tags, (std::map<std::string, std::string>{
                       {"cairn.host.os", "linux"},

@@ -1,4 +1,5 @@
 #include "pipeline/builder.h"
+#include "fakes/fake_clock.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -26,7 +27,7 @@ class FakeExecutor : public Executor {
     int attempt;
   };
 
-  FakeClock clock_{0};
+  fakes::FakeClock clock_{0};
   std::map<std::string, std::vector<Attempt>> script;  // per step id, per attempt
   std::vector<Start> starts;
   size_t max_parallel = 0;

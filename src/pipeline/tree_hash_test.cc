@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "fakes/fake_clock.h"
 #include "fakes/temp_dir.h"
 #include "util/clock.h"
 #include "util/file.h"
@@ -325,7 +326,7 @@ TEST(TreeHashTest, StatCacheAnswersUnchangedFiles) {
   for (int i = 0; i < 20; ++i) Write(dir / ("f" + std::to_string(i)), Pattern(1000 + i, i));
   Symlink("f1", dir / "link");
   // Ten seconds on: the files were written long enough ago not to be racy.
-  FakeClock clock(RealNowMillis() + 10'000);
+  fakes::FakeClock clock(RealNowMillis() + 10'000);
   auto cache = StatCache::Open(state / "cache", &clock);
   ASSERT_TRUE(cache.ok());
   HashOptions options{.threads = 4, .cache = cache->get()};
@@ -350,7 +351,7 @@ TEST(TreeHashTest, StatCacheRereadsAFileChangedWithTheSameSize) {
   Write(dir / "b", "xyz");
   struct stat old_stat;
   ASSERT_EQ(::stat((dir / "a").c_str(), &old_stat), 0);
-  FakeClock clock(RealNowMillis() + 10'000);
+  fakes::FakeClock clock(RealNowMillis() + 10'000);
   auto cache = StatCache::Open(state / "cache", &clock);
   ASSERT_TRUE(cache.ok());
   HashOptions options{.cache = cache->get()};
@@ -369,7 +370,7 @@ TEST(TreeHashTest, StatCacheRereadsAFileChangedWithTheSameSize) {
 TEST(TreeHashTest, RacyFilesAreNotTrusted) {
   fakes::TempDir dir, state;
   // The clock says "now", taken before the write: the file is within the racy window.
-  FakeClock clock(RealNowMillis());
+  fakes::FakeClock clock(RealNowMillis());
   Write(dir / "a", "abc");
   auto cache = StatCache::Open(state / "cache", &clock);
   ASSERT_TRUE(cache.ok());
@@ -401,7 +402,7 @@ constexpr int64_t kOld = kNowNanos - 3'600'000'000'123;  // an hour ago, fine-gr
 
 TEST(StatCacheTest, AnEntryAnswersOnlyTheExactStat) {
   fakes::TempDir state;
-  FakeClock clock(kNow);
+  fakes::FakeClock clock(kNow);
   auto cache = StatCache::Open(state / "cache", &clock);
   ASSERT_TRUE(cache.ok());
   StatCache& c = **cache;
@@ -434,7 +435,7 @@ TEST(StatCacheTest, AnEntryAnswersOnlyTheExactStat) {
 
 TEST(StatCacheTest, RacyStatsAreNeitherRecordedNorAnswered) {
   fakes::TempDir state;
-  FakeClock clock(kNow);
+  fakes::FakeClock clock(kNow);
   auto cache = StatCache::Open(state / "cache", &clock);
   ASSERT_TRUE(cache.ok());
   StatCache& c = **cache;
@@ -466,7 +467,7 @@ TEST(StatCacheTest, RacyStatsAreNeitherRecordedNorAnswered) {
 
 TEST(StatCacheTest, SaveAndOpenRoundTrip) {
   fakes::TempDir state;
-  FakeClock clock(kNow);
+  fakes::FakeClock clock(kNow);
   std::string path = state / "sub/dir/cache";
   {
     auto cache = StatCache::Open(path, &clock);
@@ -494,7 +495,7 @@ TEST(StatCacheTest, SaveAndOpenRoundTrip) {
 
 TEST(StatCacheTest, ACorruptFileIsAnEmptyCache) {
   fakes::TempDir state;
-  FakeClock clock(kNow);
+  fakes::FakeClock clock(kNow);
   std::string path = state / "cache";
   {
     auto cache = StatCache::Open(path, &clock);
@@ -526,7 +527,7 @@ TEST(StatCacheTest, ACorruptFileIsAnEmptyCache) {
 
 TEST(StatCacheTest, SaveDropsUnusedEntriesPastTheBound) {
   fakes::TempDir state;
-  FakeClock clock(kNow);
+  fakes::FakeClock clock(kNow);
   std::string path = state / "cache";
   {
     auto cache = StatCache::Open(path, &clock);
