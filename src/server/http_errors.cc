@@ -25,4 +25,25 @@ std::string ErrorBody(std::string_view error_code, std::string_view message) {
   return w.Take();
 }
 
+HttpResponse JsonError(int status, std::string_view error_code, std::string_view message) {
+  HttpResponse r;
+  r.status = status;
+  r.body = ErrorBody(error_code, message);
+  return r;
+}
+
+HttpResponse ErrorResponse(const Status& status) {
+  HttpError e = ToHttpError(status.code());
+  return JsonError(e.http_status, e.error_code, status.message());
+}
+
+HttpResponse LimitError(int status, std::string_view message) {
+  std::string_view code = status == 503   ? "TEMPORARILY_UNAVAILABLE"
+                          : status == 400 ? "MALFORMED_REQUEST"
+                                          : "REQUEST_LIMIT_EXCEEDED";
+  HttpResponse r = JsonError(status, code, message);
+  r.close = true;
+  return r;
+}
+
 }  // namespace cairn::server

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/http_message.h"
 #include "util/status.h"
 
 namespace cairn::server {
@@ -17,5 +18,14 @@ struct HttpError {
 HttpError ToHttpError(StatusCode code);
 // {"error_code": ..., "message": ...}
 std::string ErrorBody(std::string_view error_code, std::string_view message);
+
+// That body as an answer with `status`.
+HttpResponse JsonError(int status, std::string_view error_code, std::string_view message);
+// A Status as MLflow answers it (ToHttpError).
+HttpResponse ErrorResponse(const Status& status);
+// The answer the edge gives itself when a request breaks a limit or HTTP's framing, before any
+// handler: 400 MALFORMED_REQUEST, 503 TEMPORARILY_UNAVAILABLE, else REQUEST_LIMIT_EXCEEDED;
+// the connection closes after it.
+HttpResponse LimitError(int status, std::string_view message);
 
 }  // namespace cairn::server

@@ -80,4 +80,12 @@ class UploadSink {
   virtual HttpResponse Finish() = 0;
 };
 
+// %XX escapes decoded (a '%' not followed by two hex digits stays as it is); with
+// `plus_is_space`, as in a query string, '+' is a space.
+std::string PercentDecode(std::string_view s, bool plus_is_space);
+
+// The fields of a query string ("a=1&b=x%20y&flag"), decoded, added to `out` in order; a field
+// without '=' has an empty value, and empty fields ("a=1&&b=2") are skipped.
+void ParseQuery(std::string_view query, QueryParams* out);
+
 }  // namespace cairn::server

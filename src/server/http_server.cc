@@ -48,62 +48,6 @@ constexpr uint64_t kUploadDrainLimit = 64 << 20;
 constexpr uint64_t kLingerBytes = 8 << 20;
 constexpr auto kLingerTime = std::chrono::seconds(2);
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// %XX escapes decoded; a '%' not followed by two hex digits stays as it is.
-std::string PercentDecode(std::string_view s, bool plus_is_space) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 && HexValue(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
-      out.push_back(' ');
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-void ParseQuery(std::string_view q, QueryParams* out) {
-  while (!q.empty()) {
-    const size_t amp = q.find('&');
-    std::string_view item = q.substr(0, amp);
-    if (!item.empty()) {
-      const size_t eq = item.find('=');
-      std::string key = PercentDecode(item.substr(0, eq), true);
-      std::string value =
-          eq == std::string_view::npos ? std::string() : PercentDecode(item.substr(eq + 1), true);
-      out->emplace(std::move(key), std::move(value));
-    }
-    if (amp == std::string_view::npos) break;
-    q.remove_prefix(amp + 1);
-  }
-}
-
-// The answer to a request's head that the server gives itself, before any handler.
-HttpResponse LimitError(int status, std::string_view message) {
-  std::string_view code = status == 503   ? "TEMPORARILY_UNAVAILABLE"
-                          : status == 400 ? "MALFORMED_REQUEST"
-                                          : "REQUEST_LIMIT_EXCEEDED";
-  HttpResponse r = JsonError(status, code, message);
-  r.close = true;
-  return r;
-}
-
-HttpResponse ErrorResponse(const Status& status) {
-  HttpError e = ToHttpError(status.code());
-  return JsonError(e.http_status, e.error_code, status.message());
-}
-
 std::string Seconds(std::chrono::milliseconds ms) {
   char text[32];
   if (ms.count() % 1000 == 0) {
@@ -174,20 +118,6 @@ struct ConnState {
 };
 
 }  // namespace
-
-const std::string* HttpHeaders::Find(std::string_view name) const {
-  for (const auto& [n, v] : fields_) {
-    if (beast::iequals(n, name)) return &v;
-  }
-  return nullptr;
-}
-
-HttpResponse JsonError(int status, std::string_view error_code, std::string_view message) {
-  HttpResponse r;
-  r.status = status;
-  r.body = ErrorBody(error_code, message);
-  return r;
-}
 
 struct HttpServer::Impl {
   HttpServerOptions options;

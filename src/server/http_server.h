@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "server/http_errors.h"
 #include "server/http_message.h"
 #include "util/status.h"
 
@@ -81,9 +82,6 @@ class HttpHandler {
   // response and the body is not read.
   virtual Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& head) = 0;
 };
-
-// {"error_code": code, "message": message} with its status.
-HttpResponse JsonError(int status, std::string_view error_code, std::string_view message);
 
 class HttpServer {
  public:

@@ -47,11 +47,6 @@ HttpResponse JsonOk(int status, std::string body) {
   return r;
 }
 
-HttpResponse Error(const Status& status) {
-  HttpError e = ToHttpError(status.code());
-  return JsonError(e.http_status, e.error_code, status.message());
-}
-
 HttpResponse NoEndpoint(const HttpRequest& req) {
   return JsonError(404, "ENDPOINT_NOT_FOUND", "No endpoint " + req.method + " " + req.path);
 }
@@ -112,7 +107,7 @@ class ArtifactUpload : public UploadSink {
   Status Write(std::string_view piece) override { return writer_->Write(piece); }
   HttpResponse Finish() override {
     Status s = artifacts_->CommitUpload(path_, *writer_);
-    return s.ok() ? JsonOk(200, "{}") : Error(s);
+    return s.ok() ? JsonOk(200, "{}") : ErrorResponse(s);
   }
 
  private:
@@ -363,7 +358,7 @@ struct Server::Impl : HttpHandler {
       out = it->second(ctx, fields);
     } else {
       Result<JsonDocument> json = ParseJsonObject(req.body);
-      if (!json.ok()) return Error(json.status());
+      if (!json.ok()) return ErrorResponse(json.status());
       Fields fields(*json);
       out = it->second(ctx, fields);
     }
@@ -377,14 +372,14 @@ struct Server::Impl : HttpHandler {
         out.status().code() == StatusCode::kUnavailable) {
       LogError(std::string(what) + ": " + out.status().ToString());
     }
-    return Error(out.status());
+    return ErrorResponse(out.status());
   }
 
   HttpResponse ServeCairnApi(HttpRequest& req) {
     Result<CairnResponse> out =
         HandleCairnApi(ctx, req.method, std::string_view(req.path).substr(kCairnApiPrefix.size()),
                        req.query, req.body);
-    if (!out.ok()) return Error(out.status());
+    if (!out.ok()) return ErrorResponse(out.status());
     HttpResponse res = JsonOk(200, std::move(out->body));
     res.content_type = out->content_type;
     for (auto& [name, value] : out->headers) res.SetHeader(name, value);
@@ -394,7 +389,7 @@ struct Server::Impl : HttpHandler {
   HttpResponse ServeStream(const HttpRequest& req, StreamHandler handler) {
     Fields fields(&req.query);
     Result<BodyStream> stream = handler(ctx, fields);
-    if (!stream.ok()) return Error(stream.status());
+    if (!stream.ok()) return ErrorResponse(stream.status());
     HttpResponse res;
     res.stream = std::move(stream).value();
     return res;
@@ -422,12 +417,12 @@ struct Server::Impl : HttpHandler {
       return ListProxy(req);
     }
     Result<std::optional<std::string>> path = ArtifactPathOf(req);
-    if (!path.ok()) return Error(path.status());
+    if (!path.ok()) return ErrorResponse(path.status());
     if (!path->has_value()) return NoEndpoint(req);
     if (req.method == "GET") return Download(req, **path);
     if (req.method == "DELETE") {
       Status s = artifacts->Delete(**path);
-      return s.ok() ? JsonOk(200, "{}") : Error(s);
+      return s.ok() ? JsonOk(200, "{}") : ErrorResponse(s);
     }
     return NoEndpoint(req);
   }
@@ -445,9 +440,9 @@ struct Server::Impl : HttpHandler {
     Result<std::string> path = service::NormalizeArtifactPath(
         param == req.query.end() ? std::string_view() : std::string_view(param->second),
         /*allow_root=*/true);
-    if (!path.ok()) return Error(path.status());
+    if (!path.ok()) return ErrorResponse(path.status());
     Result<std::vector<store::ArtifactEntry>> entries = artifacts->List(*path);
-    if (!entries.ok()) return Error(entries.status());
+    if (!entries.ok()) return ErrorResponse(entries.status());
     JsonWriter w;
     w.BeginObject();
     if (!entries->empty()) {
@@ -465,7 +460,7 @@ struct Server::Impl : HttpHandler {
 
   HttpResponse Download(const HttpRequest& req, const std::string& path) {
     Result<service::Download> d = artifacts->Open(path);
-    if (!d.ok()) return Error(d.status());
+    if (!d.ok()) return ErrorResponse(d.status());
     HttpResponse res;
     res.content_type = ArtifactContentType(d->file_name);
     res.SetHeader("Content-Disposition",
