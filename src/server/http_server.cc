@@ -13,7 +13,9 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <optional>
 #include <unordered_set>
+#include <variant>
 
 #include "server/http_errors.h"
 #include "util/log.h"
@@ -491,202 +493,281 @@ struct HttpServer::Impl {
     return true;
   }
 
+  using HeadParser = http::request_parser<http::empty_body>;
+
+  // Why a request's head did not come: the connection ended or went idle too long (close it
+  // quietly), or the head broke a limit or HTTP's grammar (answer `refusal`, then close).
+  struct HeadRead {
+    bool closed = false;
+    std::optional<HttpResponse> refusal;
+  };
+
+  // Waits for a request to start (idle timeout), then reads its head within the header
+  // deadline and the header size limit.
+  template <class Stream>
+  awaitable<HeadRead> ReadHead(Stream& stream, beast::flat_buffer& buffer, HeadParser& parser,
+                               const std::shared_ptr<ConnState>& state) {
+    const HttpLimits& limits = options.limits;
+    auto& tcp = beast::get_lowest_layer(stream);
+    if (buffer.size() == 0) {
+      if (stopping) co_return HeadRead{true, {}};
+      state->idle = true;
+      tcp.expires_after(limits.idle_timeout);
+      auto [ec, n] = co_await stream.async_read_some(buffer.prepare(kReadChunk), kTuple);
+      state->idle = false;
+      if (ec) co_return HeadRead{true, {}};
+      buffer.commit(n);
+    }
+    // The header deadline cancels the read rather than closing the socket (as the stream's
+    // own timeout would), so that the client still gets its 408. Its handler may run after
+    // this request (or the connection) is over, so it shares only what outlives both.
+    struct Deadline {
+      bool over = false;
+      bool fired = false;
+    };
+    auto header_deadline = std::make_shared<Deadline>();
+    tcp.expires_never();
+    asio::steady_timer deadline(co_await asio::this_coro::executor, limits.header_timeout);
+    deadline.async_wait([header_deadline, state](error_code ec) {
+      if (ec || header_deadline->over) return;
+      header_deadline->fired = true;
+      error_code ignored;
+      if (state->tcp != nullptr) state->tcp->socket().cancel(ignored);
+    });
+    parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
+    parser.body_limit(boost::none);  // each route's own limit is applied later
+    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kTuple);
+    header_deadline->over = true;
+    deadline.cancel();
+    if (!ec) co_return HeadRead{};
+    if (header_deadline->fired) {
+      co_return HeadRead{false, LimitError(408, "The request's headers did not arrive within " +
+                                                    Seconds(limits.header_timeout))};
+    }
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+      co_return HeadRead{true, {}};
+    }
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+      co_return HeadRead{false, LimitError(431, "The request line and headers exceed the limit of " +
+                                                    std::to_string(limits.max_header_bytes) +
+                                                    " bytes")};
+    }
+    co_return HeadRead{false, LimitError(400, "Malformed HTTP request: " + ec.message())};
+  }
+
+  // The checks a head must pass before anything routes it; on success, the request it starts.
+  std::variant<HttpRequest, HttpResponse> CheckHead(const HeadParser& parser) const {
+    const auto& head = parser.get();
+    size_t field_count = 0;
+    for (auto it = head.begin(); it != head.end(); ++it) ++field_count;
+    if (field_count > options.limits.max_headers) {
+      return LimitError(431, "The request has " + std::to_string(field_count) +
+                                 " header fields; the limit is " +
+                                 std::to_string(options.limits.max_headers));
+    }
+    // Framing that proxies and servers could read differently (request smuggling): a
+    // Transfer-Encoding that does not end in chunked, or one beside a Content-Length.
+    if (head.count(http::field::transfer_encoding) > 0 &&
+        (!parser.chunked() || head.count(http::field::content_length) > 0)) {
+      return LimitError(400, "Malformed HTTP request: a Transfer-Encoding other than chunked, "
+                             "or beside a Content-Length");
+    }
+    if (head.version() >= 11 && head.count(http::field::host) == 0) {
+      return LimitError(400, "Malformed HTTP request: HTTP/1.1 needs a Host header");
+    }
+    HttpRequest req;
+    req.method = std::string(head.method_string());
+    req.target = std::string(head.target());
+    if (!req.target.starts_with('/')) {
+      return LimitError(400, "Malformed HTTP request: the target must be a path");
+    }
+    const size_t question = req.target.find('?');
+    req.path = PercentDecode(std::string_view(req.target).substr(0, question), false);
+    if (question != std::string::npos) {
+      ParseQuery(std::string_view(req.target).substr(question + 1), &req.query);
+    }
+    for (const auto& field : head) {
+      req.headers.Add(std::string(field.name_string()), std::string(field.value()));
+    }
+    return req;
+  }
+
+  // What one request came to: its answer, whether its body was read to the end, and (for a
+  // connection that must close at once, before the answer) the bytes still to drop.
+  struct Exchange {
+    HttpResponse res;
+    bool body_done = false;
+    std::optional<uint64_t> abort;
+  };
+
+  // Reads a body the plan buffers (within its limit and the server's memory budget) and runs
+  // the handler on it.
+  template <class Stream>
+  awaitable<Exchange> BufferAndHandle(Stream& stream, beast::flat_buffer& buffer,
+                                      HeadParser& head_parser, HttpRequest& req,
+                                      const BodyPlan& plan, bool expects_continue,
+                                      boost::optional<uint64_t> declared,
+                                      BodyReservation& reservation) {
+    Exchange x;
+    x.body_done = head_parser.is_done();
+    if (!x.body_done && !Reserve(declared ? *declared : plan.limit, &reservation)) {
+      x.res = LimitError(503, "The server holds as many request bodies in memory as it may; "
+                              "try again in a moment");
+      x.res.SetHeader("Retry-After", "1");
+      co_return x;
+    }
+    http::request_parser<http::string_body> parser(std::move(head_parser));
+    parser.body_limit(plan.limit);
+    if (!x.body_done) {
+      co_await WriteContinue(stream, req, expects_continue);
+      beast::get_lowest_layer(stream).expires_after(options.limits.io_timeout);
+      WideBuffer wide(buffer, !parser.chunked(), options.limits.max_header_bytes + kReadSlack);
+      auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
+      if (ec == http::error::body_limit) {
+        x.res = TooLarge(plan, std::nullopt);
+        x.res.close = true;
+        co_return x;
+      }
+      if (ec == http::error::buffer_overflow) {
+        x.res = LimitError(400, "Malformed HTTP request: a chunk line or trailer exceeds the "
+                                "limit");
+        x.abort = kLingerBytes;
+        co_return x;
+      }
+      if (ec) {
+        x.abort = 0;  // the client went away, stalled or sent a malformed body
+        co_return x;
+      }
+      x.body_done = true;
+    }
+    req.body = std::move(parser.get().body());
+    if (plan.inline_handler) {
+      x.res = co_await HandleInline(req);
+    } else {
+      auto handle = [&] { return SafeHandle(req); };
+      x.res = co_await OnPool(handle);
+    }
+    co_return x;
+  }
+
+  // Streams an upload into the sink the handler opens for it, then finishes it.
+  template <class Stream>
+  awaitable<Exchange> UploadAndHandle(Stream& stream, beast::flat_buffer& buffer,
+                                      HeadParser& head_parser, HttpRequest& req,
+                                      const BodyPlan& plan, bool expects_continue) {
+    Exchange x;
+    x.body_done = head_parser.is_done();
+    auto open_upload = [&]() -> Result<std::unique_ptr<UploadSink>> {
+      try {
+        return handler->OpenUpload(req);
+      } catch (const std::exception& e) {
+        return Internal(e.what());
+      }
+    };
+    Result<std::unique_ptr<UploadSink>> sink = co_await OnPool(open_upload);
+    if (!sink.ok()) {
+      x.res = ErrorResponse(sink.status());
+      co_await DrainIfSmall(stream, buffer, head_parser, expects_continue, kUploadDrainLimit,
+                            &x.body_done);
+      co_return x;
+    }
+    co_await UploadBody(stream, buffer, head_parser, req, plan, expects_continue, **sink, &x.res,
+                        &x.body_done);
+    if (x.body_done) {
+      auto finish = [&] {
+        try {
+          return (*sink)->Finish();
+        } catch (const std::exception& e) {
+          return JsonError(500, "INTERNAL_ERROR", e.what());
+        }
+      };
+      x.res = co_await OnPool(finish);
+    }
+    sink->reset();  // an unfinished upload is discarded here
+    co_return x;
+  }
+
+  static HttpResponse TooLarge(const BodyPlan& plan, std::optional<uint64_t> size) {
+    if (plan.too_large) return plan.too_large(size);
+    return LimitError(413, (size ? "Request body of " + std::to_string(*size) + " bytes"
+                                 : std::string("Request body")) +
+                               " exceeds the limit of " + std::to_string(plan.limit) + " bytes");
+  }
+
+  // A refused request's body is read and dropped when it is small and on its way (no
+  // "Expect: 100-continue"), so that a client that reads answers only after sending (most do)
+  // gets this one, on a connection that stays usable.
+  template <class Stream>
+  awaitable<void> DrainIfSmall(Stream& stream, beast::flat_buffer& buffer, HeadParser& parser,
+                               bool expects_continue, uint64_t limit, bool* body_done) {
+    const boost::optional<uint64_t> declared = parser.content_length();
+    if (!*body_done && declared && *declared <= limit && !expects_continue) {
+      *body_done = co_await Drain(stream, buffer, parser, limit);
+    }
+  }
+
+  // Answers a request refused before its body and tells the caller to close.
+  template <class Stream>
+  awaitable<uint64_t> Refuse(Stream& stream, HttpResponse res) {
+    bool ok = true;
+    co_await WriteResponse(stream, res, false, false, 11, &ok);
+    co_return kLingerBytes;
+  }
+
   // Serves requests until the connection should close; returns how many bytes of the last
   // request's body may still be arriving (the caller reads and drops them for a moment before
   // closing, so that the close does not reset the connection under the answer).
   template <class Stream>
   awaitable<uint64_t> ServeConnection(Stream& stream, const std::shared_ptr<ConnState>& state) {
-    const HttpLimits& limits = options.limits;
     // Bounded: the parser keeps a header line, a chunk-size line (with its extensions) or a
     // trailer in the buffer until its end arrives, and none of them may grow without limit.
-    beast::flat_buffer buffer(limits.max_header_bytes + kReadSlack);
-    auto& tcp = beast::get_lowest_layer(stream);
+    beast::flat_buffer buffer(options.limits.max_header_bytes + kReadSlack);
     for (;;) {
-      if (buffer.size() == 0) {
-        if (stopping) co_return 0;
-        state->idle = true;
-        tcp.expires_after(limits.idle_timeout);
-        auto [ec, n] = co_await stream.async_read_some(buffer.prepare(kReadChunk), kTuple);
-        state->idle = false;
-        if (ec) co_return 0;
-        buffer.commit(n);
+      HeadParser head_parser;
+      HeadRead head = co_await ReadHead(stream, buffer, head_parser, state);
+      if (head.closed) co_return 0;
+      if (head.refusal) co_return co_await Refuse(stream, std::move(*head.refusal));
+      std::variant<HttpRequest, HttpResponse> checked = CheckHead(head_parser);
+      if (auto* refusal = std::get_if<HttpResponse>(&checked)) {
+        co_return co_await Refuse(stream, std::move(*refusal));
       }
-      // The header deadline cancels the read rather than closing the socket (as the stream's
-      // own timeout would), so that the client still gets its 408. Its handler may run after
-      // this request (or the connection) is over, so it shares only what outlives both.
-      struct Deadline {
-        bool over = false;
-        bool fired = false;
-      };
-      auto header_deadline = std::make_shared<Deadline>();
-      tcp.expires_never();
-      asio::steady_timer deadline(co_await asio::this_coro::executor, limits.header_timeout);
-      deadline.async_wait([header_deadline, state](error_code ec) {
-        if (ec || header_deadline->over) return;
-        header_deadline->fired = true;
-        error_code ignored;
-        if (state->tcp != nullptr) state->tcp->socket().cancel(ignored);
-      });
-      http::request_parser<http::empty_body> head_parser;
-      head_parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
-      head_parser.body_limit(boost::none);  // each route's own limit is applied below
-      auto [ec, n] = co_await http::async_read_header(stream, buffer, head_parser, kTuple);
-      header_deadline->over = true;
-      deadline.cancel();
-      HttpResponse res;
-      bool ok = true;
-      auto refuse = [&](int status, std::string message) -> awaitable<uint64_t> {
-        res = LimitError(status, std::move(message));
-        co_await WriteResponse(stream, res, false, false, 11, &ok);
-        co_return kLingerBytes;
-      };
-      if (ec) {
-        if (header_deadline->fired) {
-          co_return co_await refuse(408, "The request's headers did not arrive within " +
-                                             Seconds(limits.header_timeout));
-        }
-        if (ec == http::error::end_of_stream || ec == asio::error::eof ||
-            ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
-          co_return 0;
-        }
-        if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
-          co_return co_await refuse(431, "The request line and headers exceed the limit of " +
-                                             std::to_string(limits.max_header_bytes) + " bytes");
-        }
-        co_return co_await refuse(400, "Malformed HTTP request: " + ec.message());
-      }
-      const auto& head = head_parser.get();
-      size_t field_count = 0;
-      for (auto it = head.begin(); it != head.end(); ++it) ++field_count;
-      if (field_count > limits.max_headers) {
-        co_return co_await refuse(431, "The request has " + std::to_string(field_count) +
-                                           " header fields; the limit is " +
-                                           std::to_string(limits.max_headers));
-      }
-      // Framing that proxies and servers could read differently (request smuggling): a
-      // Transfer-Encoding that does not end in chunked, or one beside a Content-Length.
-      if (head.count(http::field::transfer_encoding) > 0 &&
-          (!head_parser.chunked() || head.count(http::field::content_length) > 0)) {
-        co_return co_await refuse(400, "Malformed HTTP request: a Transfer-Encoding other than "
-                                       "chunked, or beside a Content-Length");
-      }
-      const unsigned version = head.version();
-      if (version >= 11 && head.count(http::field::host) == 0) {
-        co_return co_await refuse(400, "Malformed HTTP request: HTTP/1.1 needs a Host header");
-      }
-      HttpRequest req;
-      req.method = std::string(head.method_string());
-      req.target = std::string(head.target());
-      if (!req.target.starts_with('/')) {
-        co_return co_await refuse(400, "Malformed HTTP request: the target must be a path");
-      }
-      const size_t question = req.target.find('?');
-      req.path = PercentDecode(std::string_view(req.target).substr(0, question), false);
-      if (question != std::string::npos) {
-        ParseQuery(std::string_view(req.target).substr(question + 1), &req.query);
-      }
-      for (const auto& field : head) {
-        req.headers.Add(std::string(field.name_string()), std::string(field.value()));
-      }
+      HttpRequest& req = std::get<HttpRequest>(checked);
+      const unsigned version = head_parser.get().version();
+      // Read now: the body's parser takes the head over.
+      const bool wants_keep_alive = head_parser.get().keep_alive();
       const bool head_only = req.method == "HEAD";
       if (head_only) req.method = "GET";
-      bool keep_alive = head.keep_alive();
-      bool body_done = head_parser.is_done();
-
-      BodyPlan plan = handler->Plan(req);
+      const BodyPlan plan = handler->Plan(req);
       const boost::optional<uint64_t> declared = head_parser.content_length();
-      // A refused request's body is read and dropped when it is small and on its way (no
-      // "Expect: 100-continue"), so that a client that reads answers only after sending (most
-      // do) gets this one, on a connection that stays usable.
       const bool expects_continue =
           version >= 11 && beast::iequals(req.headers.Get("Expect"), "100-continue");
-      auto drain_if_small = [&](uint64_t limit) -> awaitable<void> {
-        if (!body_done && declared && *declared <= limit && !expects_continue) {
-          body_done = co_await Drain(stream, buffer, head_parser, limit);
-        }
-      };
-      auto too_large = [&](boost::optional<uint64_t> size) {
-        if (plan.too_large) return plan.too_large(size ? std::optional<uint64_t>(*size)
-                                                       : std::optional<uint64_t>());
-        return LimitError(413, (size ? "Request body of " + std::to_string(*size) + " bytes"
-                                     : std::string("Request body")) +
-                                   " exceeds the limit of " + std::to_string(plan.limit) +
-                                   " bytes");
-      };
-      BodyReservation reservation;
+
+      Exchange x;
+      x.body_done = head_parser.is_done();
+      BodyReservation reservation;  // held until the answer is written
       if (plan.reject) {
-        res = std::move(*plan.reject);
-        co_await drain_if_small(kDrainLimit);
+        x.res = std::move(*plan.reject);
+        co_await DrainIfSmall(stream, buffer, head_parser, expects_continue, kDrainLimit,
+                              &x.body_done);
       } else if (declared && *declared > plan.limit) {
-        res = too_large(declared);
-        res.close = true;
+        x.res = TooLarge(plan, *declared);
+        x.res.close = true;
       } else if (plan.mode == BodyPlan::Mode::kBuffer) {
-        if (!body_done && !Reserve(declared ? *declared : plan.limit, &reservation)) {
-          res = LimitError(503, "The server holds as many request bodies in memory as it may; "
-                                "try again in a moment");
-          res.SetHeader("Retry-After", "1");
-        } else {
-          http::request_parser<http::string_body> parser(std::move(head_parser));
-          parser.body_limit(plan.limit);
-          if (!body_done) {
-            co_await WriteContinue(stream, req, expects_continue);
-            tcp.expires_after(limits.io_timeout);
-            WideBuffer wide(buffer, !parser.chunked(), limits.max_header_bytes + kReadSlack);
-            std::tie(ec, n) = co_await http::async_read(stream, buffer, parser, kTuple);
-            if (ec == http::error::body_limit) {
-              res = too_large(boost::none);
-              res.close = true;
-            } else if (ec == http::error::buffer_overflow) {
-              co_return co_await refuse(400, "Malformed HTTP request: a chunk line or trailer "
-                                             "exceeds the limit");
-            } else if (ec) {
-              co_return 0;  // the client went away, stalled or sent a malformed body
-            } else {
-              body_done = true;
-            }
-          }
-          if (body_done) {
-            req.body = std::move(parser.get().body());
-            if (plan.inline_handler) {
-              res = co_await HandleInline(req);
-            } else {
-              auto handle = [&] { return SafeHandle(req); };
-              res = co_await OnPool(handle);
-            }
-          }
+        x = co_await BufferAndHandle(stream, buffer, head_parser, req, plan, expects_continue,
+                                     declared, reservation);
+        if (x.abort) {
+          if (*x.abort == 0) co_return 0;
+          co_return co_await Refuse(stream, std::move(x.res));
         }
       } else {
-        auto open_upload = [&]() -> Result<std::unique_ptr<UploadSink>> {
-          try {
-            return handler->OpenUpload(req);
-          } catch (const std::exception& e) {
-            return Internal(e.what());
-          }
-        };
-        Result<std::unique_ptr<UploadSink>> sink = co_await OnPool(open_upload);
-        if (!sink.ok()) {
-          res = ErrorResponse(sink.status());
-          co_await drain_if_small(kUploadDrainLimit);
-        } else {
-          co_await UploadBody(stream, buffer, head_parser, req, plan, expects_continue, **sink,
-                              &res, &body_done);
-          if (body_done) {
-            auto finish = [&] {
-              try {
-                return (*sink)->Finish();
-              } catch (const std::exception& e) {
-                return JsonError(500, "INTERNAL_ERROR", e.what());
-              }
-            };
-            res = co_await OnPool(finish);
-          }
-          sink->reset();  // an unfinished upload is discarded here
-        }
+        x = co_await UploadAndHandle(stream, buffer, head_parser, req, plan, expects_continue);
       }
-      keep_alive = keep_alive && body_done && !res.close && !stopping;
-      co_await WriteResponse(stream, res, head_only, keep_alive, version, &ok);
+      const bool keep_alive = wants_keep_alive && x.body_done && !x.res.close && !stopping;
+      bool ok = true;
+      co_await WriteResponse(stream, x.res, head_only, keep_alive, version, &ok);
       if (!ok || !keep_alive) {
-        if (body_done) co_return 0;
+        if (x.body_done) co_return 0;
         co_return declared ? std::min<uint64_t>(*declared, kLingerBytes) : kLingerBytes;
       }
     }
