@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fakes/shell.h"
 #include "fakes/temp_dir.h"
 #include "util/process.h"
 
@@ -19,32 +20,13 @@ namespace cairn::env {
 namespace {
 
 namespace fs = std::filesystem;
+using fakes::RunShell;
+using fakes::ShellRun;
+using fakes::Slurp;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr char kSystemPython[] = "/usr/bin/python3";
-
-struct RunResult {
-  int code = -1;
-  std::string out;  // stdout and stderr
-};
-
-RunResult RunShell(const std::string& command) {
-  RunResult r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class VenvLayoutTest : public ::testing::Test {
  protected:
@@ -67,7 +49,7 @@ TEST_F(VenvLayoutTest, ProbesTheBaseInterpreter) {
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   EXPECT_EQ(l->prefix, (tmp_.path() / "env").string());
   EXPECT_EQ(l->python, fs::canonical(kSystemPython).string());
-  RunResult v = RunShell(std::string(kSystemPython) +
+  ShellRun v = RunShell(std::string(kSystemPython) +
                          " -c 'import sys; print(\"%d.%d.%d\" % sys.version_info[:3])'");
   ASSERT_EQ(v.code, 0);
   EXPECT_EQ(l->python_version + "\n", v.out);
@@ -88,7 +70,7 @@ TEST_F(VenvLayoutTest, AVenvPythonReportsItsBaseInterpreter) {
 
 TEST_F(VenvLayoutTest, InterpreterRunsInTheEnvironment) {
   VenvLayout l = Make(tmp_.path() / "env");
-  RunResult r = RunShell(ShellQuote(l.prefix + "/bin/python") +
+  ShellRun r = RunShell(ShellQuote(l.prefix + "/bin/python") +
                          " -c 'import sys, site; print(sys.prefix); print(sys.base_prefix); "
                          "print(\"\\n\".join(sys.path))'");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -98,7 +80,7 @@ TEST_F(VenvLayoutTest, InterpreterRunsInTheEnvironment) {
   EXPECT_THAT(r.out, Not(HasSubstr("dist-packages")));
   for (const std::string& name :
        std::vector<std::string>{"python3", "python3." + std::to_string(l.python_minor)}) {
-    RunResult alias =
+    ShellRun alias =
         RunShell(ShellQuote(l.prefix + "/bin/" + name) + " -c 'import sys; print(sys.prefix)'");
     EXPECT_EQ(alias.out, l.prefix + "\n") << name;
   }
@@ -128,7 +110,7 @@ TEST_F(VenvLayoutTest, BuiltInOnePlaceAndMovedToItsLocation) {
   EXPECT_THAT(Slurp(fs::path(l.prefix) / "bin/activate"), HasSubstr(l.location));
   EXPECT_THAT(Slurp(fs::path(l.prefix) / "bin/activate"), Not(HasSubstr("building")));
   fs::rename(l.prefix, l.location);
-  RunResult r = RunShell(ShellQuote(l.location + "/bin/python") + " -c 'import sys; print(sys.prefix)'");
+  ShellRun r = RunShell(ShellQuote(l.location + "/bin/python") + " -c 'import sys; print(sys.prefix)'");
   EXPECT_EQ(r.out, l.location + "\n");
 }
 
@@ -143,7 +125,7 @@ TEST_F(VenvLayoutTest, ActivateAndDeactivateInPosixSh) {
       "python -c 'import sys; print(\"prefix=\" + sys.prefix)' && "
       "deactivate && echo \"path=$PATH\" && echo \"venv=${VIRTUAL_ENV:-unset}\" && "
       "(command -v deactivate >/dev/null && echo still-there || echo deactivate-gone)";
-  RunResult r = RunShell("/bin/sh -c " + ShellQuote(script));
+  ShellRun r = RunShell("/bin/sh -c " + ShellQuote(script));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("venv=" + l.prefix + "\n"));
   EXPECT_THAT(r.out, HasSubstr(l.prefix + "/bin/python\n"));
@@ -155,10 +137,10 @@ TEST_F(VenvLayoutTest, ActivateAndDeactivateInPosixSh) {
 
 TEST_F(VenvLayoutTest, PrefixWithSpacesAndQuotes) {
   VenvLayout l = Make(tmp_.path() / "my env's dir");
-  RunResult r =
+  ShellRun r =
       RunShell(ShellQuote(l.prefix + "/bin/python") + " -c 'import sys; print(sys.prefix)'");
   EXPECT_EQ(r.out, l.prefix + "\n");
-  RunResult a = RunShell("/bin/sh -c " + ShellQuote(". " + ShellQuote(l.prefix + "/bin/activate") +
+  ShellRun a = RunShell("/bin/sh -c " + ShellQuote(". " + ShellQuote(l.prefix + "/bin/activate") +
                                                     " && echo \"$VIRTUAL_ENV\""));
   EXPECT_EQ(a.out, l.prefix + "\n");
 }

@@ -1,7 +1,5 @@
 #include "env/wheel_archive.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "fakes/wheels.h"
 #include "util/hash.h"
 
 namespace cairn::env {
@@ -23,100 +22,19 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// ---------------------------------------------------------------------------------------------
-// Building wheels for the tests (the same helpers live in wheel_install_test.cc).
-
-struct ZipEntry {
-  std::string name;
-  std::string content;
-  unsigned type = AE_IFREG;
-  unsigned perm = 0644;
-  std::string symlink = {};  // target when type == AE_IFLNK
-};
-
-void WriteZip(const fs::path& path, const std::vector<ZipEntry>& entries) {
-  archive* a = archive_write_new();
-  ASSERT_EQ(archive_write_set_format_zip(a), ARCHIVE_OK);
-  ASSERT_EQ(archive_write_open_filename(a, path.c_str()), ARCHIVE_OK) << archive_error_string(a);
-  for (const ZipEntry& z : entries) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, z.name.c_str());
-    archive_entry_set_filetype(e, z.type);
-    archive_entry_set_perm(e, z.perm);
-    if (z.type == AE_IFLNK) archive_entry_set_symlink(e, z.symlink.c_str());
-    archive_entry_set_size(e, z.type == AE_IFREG ? static_cast<la_int64_t>(z.content.size()) : 0);
-    ASSERT_EQ(archive_write_header(a, e), ARCHIVE_OK) << archive_error_string(a);
-    if (z.type == AE_IFREG && !z.content.empty()) {
-      ASSERT_EQ(archive_write_data(a, z.content.data(), z.content.size()),
-                static_cast<la_ssize_t>(z.content.size()));
-    }
-    archive_entry_free(e);
-  }
-  ASSERT_EQ(archive_write_close(a), ARCHIVE_OK);
-  archive_write_free(a);
-}
-
-// RECORD's hash form, computed independently of the code under test.
-std::string TestRecordHash(const std::string& content) {
-  std::string hex = Sha256Hex(content), raw;
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    raw.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  std::string b64 = Base64Encode(raw);
-  while (!b64.empty() && b64.back() == '=') b64.pop_back();
-  for (char& c : b64) c = c == '+' ? '-' : c == '/' ? '_' : c;
-  return "sha256=" + b64;
-}
-
-struct WheelSpec {
-  std::string name = "demo";
-  std::string version = "1.0";
-  std::vector<ZipEntry> files;  // besides METADATA, WHEEL, RECORD (and entry_points.txt)
-  std::string wheel_version = "1.0";
-  bool purelib = true;
-  std::string entry_points;
-  std::set<std::string> unrecorded;            // left out of RECORD
-  std::map<std::string, std::string> tamper;   // archived instead of the recorded content
-  std::vector<std::string> extra_record_rows;  // appended to RECORD verbatim
-  std::vector<ZipEntry> raw;                   // archived as they are, not recorded
-};
-
-std::string DistInfo(const WheelSpec& s) { return s.name + "-" + s.version + ".dist-info"; }
-
-fs::path BuildWheel(const fs::path& dir, const WheelSpec& spec) {
-  std::string di = DistInfo(spec);
-  std::vector<ZipEntry> files = spec.files;
-  files.push_back({di + "/METADATA", "Metadata-Version: 2.1\nName: " + spec.name + "\nVersion: " +
-                                         spec.version + "\n\nA test distribution.\n"});
-  files.push_back({di + "/WHEEL", "Wheel-Version: " + spec.wheel_version +
-                                      "\nGenerator: cairn-test\nRoot-Is-Purelib: " +
-                                      (spec.purelib ? "true" : "false") + "\nTag: py3-none-any\n"});
-  if (!spec.entry_points.empty()) files.push_back({di + "/entry_points.txt", spec.entry_points});
-  std::string record;
-  for (const ZipEntry& f : files) {
-    if (f.type != AE_IFREG || spec.unrecorded.count(f.name) != 0) continue;
-    record +=
-        f.name + "," + TestRecordHash(f.content) + "," + std::to_string(f.content.size()) + "\n";
-  }
-  for (const std::string& row : spec.extra_record_rows) record += row + "\n";
-  record += di + "/RECORD,,\n";
-  for (ZipEntry& f : files) {
-    auto t = spec.tamper.find(f.name);
-    if (t != spec.tamper.end()) f.content = t->second;
-  }
-  files.push_back({di + "/RECORD", record});
-  for (const ZipEntry& r : spec.raw) files.push_back(r);
-  fs::path path = dir / (spec.name + "-" + spec.version + "-py3-none-any.whl");
-  WriteZip(path, files);
-  return path;
-}
+using fakes::BuildWheel;
+using fakes::DistInfo;
+using fakes::TestRecordHash;
+using fakes::WheelSpec;
+using fakes::WriteZip;
+using ZipEntry = fakes::ZipEntry;
 
 WheelSpec DemoSpec() {
   WheelSpec s;
   s.files = {
       {"demo/__init__.py", "__version__ = \"1.0\"\n"},
       {"demo/cli.py", "def main():\n    print(\"hello\")\n"},
-      {"demo-1.0.data/scripts/demo-script", "#!python\nprint('x')\n", AE_IFREG, 0755},
+      {"demo-1.0.data/scripts/demo-script", "#!python\nprint('x')\n", 0755},
   };
   return s;
 }
@@ -271,7 +189,7 @@ TEST_F(WheelArchiveTest, PathTraversalIsRejected) {
 
 TEST_F(WheelArchiveTest, SymlinkEntryIsRejected) {
   WheelSpec s = DemoSpec();
-  s.raw.push_back({"demo/link", "", AE_IFLNK, 0777, "/etc/passwd"});
+  s.raw.push_back({"demo/link", "", 0777, ZipEntry::Kind::kSymlink, "/etc/passwd"});
   EXPECT_THAT(ExpectRejected(s), HasSubstr("symbolic link"));
 }
 

@@ -1,7 +1,5 @@
 #include "env/wheel_install.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdio.h>
@@ -19,7 +17,9 @@
 
 #include "env/venv_layout.h"
 #include "env/wheel_archive.h"
+#include "fakes/shell.h"
 #include "fakes/temp_dir.h"
+#include "fakes/wheels.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/process.h"
@@ -28,80 +28,18 @@ namespace cairn::env {
 namespace {
 
 namespace fs = std::filesystem;
+using fakes::RunShell;
+using fakes::ShellRun;
+using fakes::Slurp;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr char kSystemPython[] = "/usr/bin/python3";
 
-// ---------------------------------------------------------------------------------------------
-// Building wheels for the tests (the same helpers live in wheel_archive_test.cc).
-
-struct ZipEntry {
-  std::string name;
-  std::string content;
-  unsigned perm = 0644;
-};
-
-void WriteZip(const fs::path& path, const std::vector<ZipEntry>& entries) {
-  archive* a = archive_write_new();
-  ASSERT_EQ(archive_write_set_format_zip(a), ARCHIVE_OK);
-  ASSERT_EQ(archive_write_open_filename(a, path.c_str()), ARCHIVE_OK) << archive_error_string(a);
-  for (const ZipEntry& z : entries) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, z.name.c_str());
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, z.perm);
-    archive_entry_set_size(e, static_cast<la_int64_t>(z.content.size()));
-    ASSERT_EQ(archive_write_header(a, e), ARCHIVE_OK) << archive_error_string(a);
-    if (!z.content.empty()) {
-      ASSERT_EQ(archive_write_data(a, z.content.data(), z.content.size()),
-                static_cast<la_ssize_t>(z.content.size()));
-    }
-    archive_entry_free(e);
-  }
-  ASSERT_EQ(archive_write_close(a), ARCHIVE_OK);
-  archive_write_free(a);
-}
-
-// RECORD's hash form, computed independently of the code under test.
-std::string TestRecordHash(const std::string& content) {
-  std::string hex = Sha256Hex(content), raw;
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    raw.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  std::string b64 = Base64Encode(raw);
-  while (!b64.empty() && b64.back() == '=') b64.pop_back();
-  for (char& c : b64) c = c == '+' ? '-' : c == '/' ? '_' : c;
-  return "sha256=" + b64;
-}
-
-struct WheelSpec {
-  std::string name = "demo";
-  std::string version = "1.0";
-  std::vector<ZipEntry> files;
-  bool purelib = true;
-  std::string entry_points;
-};
-
-fs::path BuildWheel(const fs::path& dir, const WheelSpec& spec) {
-  std::string di = spec.name + "-" + spec.version + ".dist-info";
-  std::vector<ZipEntry> files = spec.files;
-  files.push_back({di + "/METADATA", "Metadata-Version: 2.1\nName: " + spec.name +
-                                         "\nVersion: " + spec.version + "\n"});
-  files.push_back({di + "/WHEEL", std::string("Wheel-Version: 1.0\nGenerator: cairn-test\n") +
-                                      "Root-Is-Purelib: " + (spec.purelib ? "true" : "false") +
-                                      "\nTag: py3-none-any\n"});
-  if (!spec.entry_points.empty()) files.push_back({di + "/entry_points.txt", spec.entry_points});
-  std::string record;
-  for (const ZipEntry& f : files) {
-    record +=
-        f.name + "," + TestRecordHash(f.content) + "," + std::to_string(f.content.size()) + "\n";
-  }
-  files.push_back({di + "/RECORD", record + di + "/RECORD,,\n"});
-  fs::path path = dir / (spec.name + "-" + spec.version + "-py3-none-any.whl");
-  WriteZip(path, files);
-  return path;
-}
+using fakes::BuildWheel;
+using fakes::TestRecordHash;
+using fakes::WheelSpec;
+using fakes::ZipEntry;
 
 // demo 1.0: a package, a console script, a `#!python` script, a data file and a header.
 WheelSpec DemoSpec() {
@@ -134,28 +72,6 @@ WheelSpec DemoSpec() {
       "[demo.plugins]\n"
       "anything = demo:__version__\n";
   return s;
-}
-
-struct RunResult {
-  int code = -1;
-  std::string out;  // stdout and stderr
-};
-
-RunResult RunShell(const std::string& command) {
-  RunResult r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 struct stat Stat(const fs::path& p) {
@@ -205,23 +121,23 @@ TEST_F(WheelInstallTest, InstalledPackageScriptsAndLaunchersRun) {
   EXPECT_EQ(r->dist_info, (Site() / "demo-1.0.dist-info").string());
   EXPECT_EQ(r->scripts_written, 4u);  // 3 launchers + the #!python script
 
-  RunResult import =
+  ShellRun import =
       RunShell(ShellQuote(layout_.env_python()) + " -c 'import demo; print(demo.__version__)'");
   EXPECT_EQ(import.code, 0) << import.out;
   EXPECT_EQ(import.out, "1.0\n");
 
   // The console launcher calls the function and exits with what it returned.
-  RunResult cli = RunShell(ShellQuote((Bin() / "demo-cli").string()) + " a b");
+  ShellRun cli = RunShell(ShellQuote((Bin() / "demo-cli").string()) + " a b");
   EXPECT_EQ(cli.code, 3) << cli.out;
   EXPECT_EQ(cli.out, "cli says hello ['a', 'b']\n");
-  RunResult nested = RunShell(ShellQuote((Bin() / "demo-nested").string()));
+  ShellRun nested = RunShell(ShellQuote((Bin() / "demo-nested").string()));
   EXPECT_EQ(nested.code, 0) << nested.out;
   EXPECT_EQ(nested.out, "nested attribute\n");
   EXPECT_EQ(RunShell(ShellQuote((Bin() / "demo-gui").string())).code, 3);
   EXPECT_EQ(Slurp(Bin() / "demo-cli").rfind("#!" + layout_.env_python() + "\n", 0), 0u);
 
   // The #!python script runs on the environment's interpreter.
-  RunResult script = RunShell(ShellQuote((Bin() / "demo-script").string()));
+  ShellRun script = RunShell(ShellQuote((Bin() / "demo-script").string()));
   EXPECT_EQ(script.code, 0) << script.out;
   EXPECT_EQ(script.out, "script 1.0 " + layout_.prefix + "\n");
   EXPECT_EQ(Slurp(Bin() / "demo-script"),
@@ -229,7 +145,7 @@ TEST_F(WheelInstallTest, InstalledPackageScriptsAndLaunchersRun) {
                 "\nimport sys, demo\nprint('script', demo.__version__, "
                 "sys.prefix)\n");
   // A script archived without execute bits is made executable, by a copy.
-  RunResult plain = RunShell(ShellQuote((Bin() / "plain-tool").string()));
+  ShellRun plain = RunShell(ShellQuote((Bin() / "plain-tool").string()));
   EXPECT_EQ(plain.out, "plain tool\n");
   EXPECT_EQ(Stat(fs::path(cache) / "demo-1.0.data/scripts/plain-tool").st_mode & 0111, 0u)
       << "the cache is never modified";
@@ -284,7 +200,7 @@ TEST_F(WheelInstallTest, RecordListsEveryInstalledFileWithCorrectHashes) {
     EXPECT_EQ(listed.count(e.path().lexically_normal()), 1u) << e.path() << " is not in RECORD";
   }
   // Python's own reader agrees.
-  RunResult meta = RunShell(ShellQuote(layout_.env_python()) +
+  ShellRun meta = RunShell(ShellQuote(layout_.env_python()) +
                             " -c 'import importlib.metadata as m; d = m.distribution(\"demo\"); "
                             "print(d.version, d.read_text(\"INSTALLER\").strip(), "
                             "sum(1 for f in d.files if f.locate().exists()), len(d.files))'");
@@ -360,7 +276,7 @@ TEST_F(WheelInstallTest, CopyModeCopies) {
   EXPECT_NE(Stat(fs::path(cache) / "demo/__init__.py").st_ino, installed.st_ino);
   EXPECT_EQ(installed.st_nlink, 1u);
   EXPECT_EQ(Slurp(Site() / "demo/__init__.py"), "__version__ = \"1.0\"\n");
-  RunResult import =
+  ShellRun import =
       RunShell(ShellQuote(layout_.env_python()) + " -c 'import demo; print(demo.__version__)'");
   EXPECT_EQ(import.out, "1.0\n");
 }
@@ -420,7 +336,7 @@ TEST_F(WheelInstallTest, PlatlibWheelLandsInSitePackages) {
   s.files = {{"native/__init__.py", "KIND = 'platlib'\n"},
              {"native-1.0.data/purelib/native_pure.py", "KIND = 'purelib'\n"}};
   ASSERT_TRUE(InstallWheel(Unpacked(s), layout_, {}).ok());
-  RunResult r = RunShell(ShellQuote(layout_.env_python()) +
+  ShellRun r = RunShell(ShellQuote(layout_.env_python()) +
                          " -c 'import native, native_pure; print(native.KIND, native_pure.KIND)'");
   EXPECT_EQ(r.out, "platlib purelib\n");
 }
@@ -431,10 +347,10 @@ TEST_F(WheelInstallTest, LaunchersUseTheShellTrampolineForPathsWithSpaces) {
   ASSERT_TRUE(InstallWheel(Unpacked(DemoSpec()), layout, {}).ok());
   fs::path cli = fs::path(layout.scripts()) / "demo-cli";
   EXPECT_EQ(Slurp(cli).rfind("#!/bin/sh\n", 0), 0u);
-  RunResult r = RunShell(ShellQuote(cli.string()) + " x");
+  ShellRun r = RunShell(ShellQuote(cli.string()) + " x");
   EXPECT_EQ(r.code, 3) << r.out;
   EXPECT_EQ(r.out, "cli says hello ['x']\n");
-  RunResult s = RunShell(ShellQuote((fs::path(layout.scripts()) / "demo-script").string()));
+  ShellRun s = RunShell(ShellQuote((fs::path(layout.scripts()) / "demo-script").string()));
   EXPECT_EQ(s.code, 0) << s.out;
   EXPECT_EQ(s.out, "script 1.0 " + layout.prefix + "\n");
 }
@@ -469,12 +385,12 @@ TEST_F(WheelInstallTest, TwoWheelsFromTwoThreadsIntoOneEnvironment) {
     ASSERT_TRUE(ra.ok()) << ra.status().ToString();
     ASSERT_TRUE(rb.ok()) << rb.status().ToString();
     std::string a = "alpha" + std::to_string(round), b = "beta" + std::to_string(round);
-    RunResult r = RunShell(ShellQuote(env.env_python()) + " -c 'import ns.shared.deep." + a +
+    ShellRun r = RunShell(ShellQuote(env.env_python()) + " -c 'import ns.shared.deep." + a +
                            " as x, ns.shared.deep." + b + " as y; print(x.NAME, y.NAME)'");
     EXPECT_EQ(r.out, a + " " + b + "\n");
     // The launcher calls NAME.upper and exits with its result: sys.exit("BETA0") prints the
     // string and exits with 1.
-    RunResult cmd = RunShell(ShellQuote(env.scripts() + "/" + b + "-cmd"));
+    ShellRun cmd = RunShell(ShellQuote(env.scripts() + "/" + b + "-cmd"));
     EXPECT_EQ(cmd.code, 1);
     EXPECT_EQ(cmd.out, "BETA" + std::to_string(round) + "\n");
   }
