@@ -7,6 +7,7 @@
 
 #include "util/hash.h"
 #include "util/strings.h"
+#include "util/utf8.h"
 
 namespace cairn::env {
 namespace {
@@ -26,24 +27,6 @@ size_t FindNoCase(std::string_view hay, std::string_view needle, size_t from) {
     if (k == needle.size()) return i;
   }
   return std::string_view::npos;
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 // Decodes the character references an index uses (&lt; &gt; &amp; &quot; &apos; &nbsp; &#NN;
@@ -83,7 +66,7 @@ std::string DecodeEntities(std::string_view s) {
       out.push_back('&');
       continue;
     }
-    AppendUtf8(*cp, &out);
+    AppendUtf8(&out, *cp);
     i = semi + 1;
   }
   return out;

@@ -161,25 +161,6 @@ class JsonParser {
     return true;
   }
 
-  void AppendUtf8(uint32_t cp) {
-    std::string& s = doc_->strings_;
-    if (cp < 0x80) {
-      s.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      s.push_back(static_cast<char>(0xc0 | (cp >> 6)));
-      s.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else if (cp < 0x10000) {
-      s.push_back(static_cast<char>(0xe0 | (cp >> 12)));
-      s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      s.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else {
-      s.push_back(static_cast<char>(0xf0 | (cp >> 18)));
-      s.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-      s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      s.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    }
-  }
-
   // A string starting at the quote at pos_, unescaped into strings_.
   bool String(uint32_t node) {
     ++pos_;
@@ -232,7 +213,7 @@ class JsonParser {
             if (!Hex4(&low) || low < 0xdc00 || low > 0xdfff) return Fail();
             cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
           }
-          AppendUtf8(cp);
+          AppendUtf8(&doc_->strings_, cp);
           break;
         }
         default:

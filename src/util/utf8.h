@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,9 @@ namespace cairn {
 // there are not one.
 size_t Utf8SequenceLength(std::string_view s, size_t i);
 bool IsValidUtf8(std::string_view s);
+// Appends the UTF-8 encoding of `code_point` (at most U+10FFFF; the caller rules out
+// surrogates).
+void AppendUtf8(std::string* out, uint32_t code_point);
 
 // Turns a byte stream that arrives in pieces (a pipe's reads) into valid UTF-8. A character
 // split between pieces is held back until the next piece completes it; bytes that are not
