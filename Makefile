@@ -55,7 +55,7 @@ run: build npm-deps
 # AddressSanitizer and UndefinedBehaviorSanitizer.
 # Leaks inside libraries that cairn cannot fix (each explained in the file).
 LSAN_OPTIONS := suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0
-SUITE_LINES := '^\[  (PASSED|FAILED)  \]|^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed'
+SUITE_LINES := '^\[  (PASSED|FAILED)  \]|^[a-z0-9_ ]+: [0-9]+ passed, [0-9]+ failed'
 
 test: build npm-deps
 	@status=0; ctest --preset $(PRESET) --output-on-failure || status=$$?; \
