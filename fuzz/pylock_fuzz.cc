@@ -11,6 +11,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)cairn::env::ParseLock(text, "fuzz.toml");
   if (auto d = cairn::env::DescribeLockText(text, "fuzz.toml"); d.ok()) {
     (void)cairn::env::DiffEnvironments(*d, *d);
+    const cairn::env::EnvDiff diff = cairn::env::DiffEnvironments(cairn::env::EnvDescription(), *d);
+    (void)cairn::env::FormatEnvDiff(diff, "a", "b", true);
+    (void)cairn::env::EnvDiffJson(diff);
   }
   return 0;
 }

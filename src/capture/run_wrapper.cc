@@ -24,6 +24,7 @@
 #include "capture/system_metrics.h"
 #include "client/run_journal.h"
 #include "client/tracking_client.h"
+#include "env/env_diff.h"
 #include "env/host_facts.h"
 #include "env/project_env.h"
 #include "env/venv_layout.h"
@@ -567,12 +568,12 @@ Result<int> RunTracked(const RunOptions& options) {
                experiment_id.empty() ? experiment_name.c_str() : experiment_id.c_str(),
                client->tracking_uri().c_str());
   Status record = journal->AppendBatch({}, options.params, {});
-  auto artifact = [&](const char* path, const std::string& content) {
-    if (record.ok()) record = journal->AppendArtifact(run.artifact_uri, path, content);
+  auto artifact = [&](std::string_view path, const std::string& content) {
+    if (record.ok()) record = journal->AppendArtifact(run.artifact_uri, std::string(path), content);
   };
   artifact("cairn/process.json", ProcessRecord(options.command, cwd));
-  artifact("cairn/host.json", env::HostFactsJson(host));
-  if (python.ok()) artifact("cairn/environment/pylock.toml", python->snapshot.toml);
+  artifact(env::kRunHostArtifact, env::HostFactsJson(host));
+  if (python.ok()) artifact(env::kRunPylockArtifact, python->snapshot.toml);
   if (code.ok() && code->in_repository) {
     artifact("cairn/code.json", CodeRecord(*code));
     // Applies with `git apply` on a checkout of the commit.

@@ -94,24 +94,11 @@ Result<env::EnvDescription> Describe(const std::string& what, const std::string&
     CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(e->path + "/.cairn/lock.toml"));
     return env::DescribeLockText(text, "environment " + e->id);
   }
-  // A run: the environment snapshot `cairn run` recorded.
+  // A run: the environment snapshot `cairn run` recorded, and the host it ran on.
   auto client = ConnectOrExplain(tracking_uri);
   if (client == nullptr) return InvalidArgument("bad tracking URI");
   CAIRN_ASSIGN_OR_RETURN(core::Run run, report::ResolveRun(*client, what));
-  CAIRN_ASSIGN_OR_RETURN(
-      std::string text,
-      client->DownloadArtifact(run.info.artifact_uri, std::string(report::kPylockArtifact)));
-  CAIRN_ASSIGN_OR_RETURN(env::EnvDescription described,
-                         env::DescribeLockText(text, "run " + run.info.run_id.substr(0, 8)));
-  // The host it ran on, which `cairn run` records beside the snapshot.
-  if (Result<std::string> host =
-          client->DownloadArtifact(run.info.artifact_uri, std::string(report::kHostArtifact));
-      host.ok()) {
-    if (Result<env::HostFacts> facts = env::ParseHostFactsJson(*host); facts.ok()) {
-      described.host_facts = env::ComparedHostFacts(*facts);
-    }
-  }
-  return described;
+  return report::FetchRunEnvironment(*client, run);
 }
 
 std::string tracking_uri_flag;
@@ -217,7 +204,8 @@ void RegisterEnvInspect(CLI::App* group, Action* action) {
           "Compare two environments: each a lock file, an environment (id or path) or a run (its\n"
           "recorded snapshot). Lists packages added, removed and changed, interpreter and host\n"
           "requirement changes and, between snapshots or runs, the hosts' differences (OS, glibc,\n"
-          "CPU, GPUs, driver, CUDA). Exits 0 when they are the same, 1 when they differ.",
+          "CPU, GPUs, driver, CUDA). The output is that of `cairn runs diff-env`. Exits 0 when\n"
+          "they are the same, 1 when they differ.",
           Diff);
   diff->add_option("environments", diff_flags->args, "A B")->expected(2)->required();
   diff->add_flag("--json", diff_flags->json, "The differences as one JSON object");

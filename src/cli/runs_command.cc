@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "env/env_diff.h"
 #include "report/run_report.h"
 #include "client/tracking_client.h"
 #include "util/clock.h"
@@ -194,20 +195,20 @@ int DiffEnv(const RunsFlags& flags) {
   if (client == nullptr) return 2;
   auto runs = ResolveAll(*client, flags);
   if (!runs) return 2;
-  std::vector<report::EnvRecord> records;
+  std::vector<env::EnvDescription> environments;
   std::vector<std::string> labels;
   for (const core::Run& run : *runs) {
-    auto record = report::FetchEnvRecord(*client, run);
-    if (!record.ok()) {
-      PrintError(record.status());
+    auto environment = report::FetchRunEnvironment(*client, run);
+    if (!environment.ok()) {
+      PrintError(environment.status());
       return 2;
     }
-    records.push_back(std::move(record).value());
+    environments.push_back(std::move(environment).value());
     std::string name = run.info.run_name;
     labels.push_back(run.info.run_id + (name.empty() ? "" : " (" + name + ")"));
   }
-  report::EnvDiff diff = report::DiffEnvironments(records[0], records[1]);
-  Print(report::FormatEnvDiff(diff, records[0], labels[0], labels[1], report::DetectOutputStyle()));
+  env::EnvDiff diff = env::DiffEnvironments(environments[0], environments[1]);
+  Print(env::FormatEnvDiff(diff, labels[0], labels[1], report::DetectOutputStyle().color));
   return diff.empty() ? 0 : 1;
 }
 

@@ -2,9 +2,8 @@
 // the terminal whose columns, beyond the run's identity and state, are the params and metrics
 // that tell the listed runs apart; a run's details group its tags by what they describe (code
 // state, host, Python environment); a comparison lines runs up side by side and marks the rows
-// where they differ; an environment diff reads the records `cairn run` uploads
-// (`cairn/environment/pylock.toml`, `cairn/host.json`) and says which packages, interpreter
-// facts and host facts changed.
+// where they differ. The records `cairn run` uploads (`cairn/environment/pylock.toml`,
+// `cairn/host.json`) are fetched here for the environment diff (env/env_diff.h).
 //
 // Everything here that formats or compares is a pure function of values (runs, texts, an
 // OutputStyle and the current time), so it is tested without a server or a terminal. The few
@@ -20,6 +19,7 @@
 
 #include "client/tracking_client.h"
 #include "core/model.h"
+#include "env/env_diff.h"
 #include "util/status.h"
 
 namespace cairn::report {
@@ -47,9 +47,6 @@ OutputStyle DetectOutputStyle();
 size_t DisplayWidth(std::string_view text);
 // `text` cut to at most `width` cells, ending in "…" when it was cut.
 std::string Truncate(std::string_view text, size_t width);
-// `text` fit for one table cell: control characters (newlines, tabs, escape sequences a server
-// could send to a terminal) become spaces.
-std::string CellText(std::string_view text);
 
 // ---------------------------------------------------------------------------------------------
 // Values
@@ -218,108 +215,8 @@ std::string FormatComparison(std::span<const core::Run> runs, std::span<const Co
                              bool only_diff, const OutputStyle& style);
 
 // ---------------------------------------------------------------------------------------------
-// TOML: a reader for the subset of TOML 1.0 that cairn writes (env/python_env.h
-// SnapshotToml): comments, bare and quoted (dotted) keys, basic and literal strings with
-// escapes, integers, booleans, arrays (over several lines, trailing comma allowed), inline
-// tables, [tables] and [[arrays of tables]]. Floats, dates and multi-line strings are
-// rejected as unsupported, rather than misread.
-
-struct TomlKeyValue;
-struct TomlValue {
-  enum class Kind { kString, kInteger, kBoolean, kArray, kTable };
-  Kind kind = Kind::kTable;
-  std::string string;
-  int64_t integer = 0;
-  bool boolean = false;
-  std::vector<TomlValue> array;
-  std::vector<TomlKeyValue> table;  // in the order keys appear
-
-  // The value at `key` of a table; nullptr when absent or not a table.
-  const TomlValue* Find(std::string_view key) const;
-  // The string at `key`, "" when absent or not a string.
-  std::string StringAt(std::string_view key) const;
-};
-struct TomlKeyValue {
-  std::string key;
-  TomlValue value;
-};
-
-// InvalidArgument with the line number on malformed or unsupported input; a key defined twice
-// is an error, as in TOML.
-Result<TomlValue> ParseToml(std::string_view text);
-
-// ---------------------------------------------------------------------------------------------
-// Environment diff
-
-// One installed distribution of a pylock.toml written by `cairn run`.
-struct PackageRecord {
-  std::string name;     // normalized
-  std::string version;  // `version`, or [packages.tool.cairn] version for source trees
-  // Where it came from when not from an index: "git https://…@<commit>", "directory /src/x
-  // (editable)", "archive https://…/x.whl sha256:…", "url …"; "" for index installs.
-  std::string source;
-  std::string record_sha256;  // stands for the installed files; "" when unknown
-};
-
-// What a run's environment records say, reduced to what is compared.
-struct EnvRecord {
-  std::vector<PackageRecord> packages;  // sorted by name
-  // Interpreter facts from [tool.cairn], by pylock key: implementation, python-version,
-  // sys-platform, platform, python-tag, abi-tag, platform-tags (joined with ", "), soabi,
-  // venv. Paths (interpreter, prefix, sys-path) are not compared: the same environment
-  // elsewhere is the same environment.
-  std::vector<std::pair<std::string, std::string>> interpreter;
-  // Host facts from host.json: os, distribution, kernel, glibc, cpu_model, cpu_cores,
-  // memory_total_mib, driver_version, cuda_driver_version, gpu_count and, per GPU,
-  // gpus[N].name, gpus[N].memory_total_mib, gpus[N].compute_capability. The hostname is not
-  // compared.
-  std::vector<std::pair<std::string, std::string>> host;
-};
-
-// Reads the packages and interpreter of a pylock.toml; InvalidArgument when it is not TOML or
-// a package has no name.
-Status ReadPylock(std::string_view toml, EnvRecord* record);
-// Reads the host facts of a host.json; InvalidArgument when it is not a JSON object.
-Status ReadHostJson(std::string_view json, EnvRecord* record);
-
-struct FieldChange {
-  std::string field;
-  std::string before;  // "" when absent
-  std::string after;
-};
-
-struct PackageChange {
-  enum class Kind { kAdded, kRemoved, kChanged };
-  Kind kind = Kind::kChanged;
-  std::string name;
-  std::string before_version;
-  std::string after_version;
-  // For kChanged beyond the version: "source git …@a -> git …@b", "installed files differ
-  // (RECORD sha256 1234abcd -> 5678ef90)".
-  std::vector<std::string> details;
-};
-
-struct EnvDiff {
-  std::vector<PackageChange> packages;  // by name
-  std::vector<FieldChange> interpreter;
-  std::vector<FieldChange> host;
-  bool empty() const { return packages.empty() && interpreter.empty() && host.empty(); }
-};
-
-EnvDiff DiffEnvironments(const EnvRecord& before, const EnvRecord& after);
-
-// The diff for a reader: "--- <label_a>" / "+++ <label_b>" then the package, interpreter and
-// host sections, each only when it has changes; a line saying so when there are none.
-std::string FormatEnvDiff(const EnvDiff& diff, const EnvRecord& before,
-                          std::string_view label_before, std::string_view label_after,
-                          const OutputStyle& style);
-
-// ---------------------------------------------------------------------------------------------
 // Fetching (these talk to the server)
 
-// Artifacts `cairn run` writes, relative to the run's artifact root.
-inline constexpr std::string_view kPylockArtifact = "cairn/environment/pylock.toml";
-inline constexpr std::string_view kHostArtifact = "cairn/host.json";
 
 // The run with id `id_or_prefix`; when there is none, the one run (of any experiment, deleted
 // ones included) whose id starts with it, so the 8-character ids of `cairn runs ls` work.
@@ -340,8 +237,9 @@ Result<std::vector<core::Run>> SearchRunsUpTo(client::TrackingClient& client,
 // kMaxListedArtifacts files).
 Result<RunDetails> FetchRunDetails(client::TrackingClient& client, const core::Run& run);
 
-// Downloads and reads the run's pylock.toml and host.json. NotFound, naming the artifact,
-// when the run lacks one (it was not recorded by `cairn run`).
-Result<EnvRecord> FetchEnvRecord(client::TrackingClient& client, const core::Run& run);
+// Downloads and reads the run's pylock.toml and, when it has one, its host.json. NotFound,
+// naming the artifact, when the run has no pylock.toml (it was not recorded by `cairn run`).
+Result<env::EnvDescription> FetchRunEnvironment(client::TrackingClient& client,
+                                                const core::Run& run);
 
 }  // namespace cairn::report

@@ -1,5 +1,6 @@
 #include "server/cairn_api.h"
 
+#include "service/run_environment.h"
 #include "util/json_writer.h"
 
 namespace cairn::server {
@@ -160,6 +161,34 @@ Result<CairnResponse> CreateRun(ApiContext& ctx, const Fields& f) {
   return CairnResponse{w.Take()};
 }
 
+// GET runs/environment-diff: the recorded environments of 2 to 10 runs, each against the first
+// that has one (see docs/api/cairn.md).
+Result<CairnResponse> RunEnvironmentDiff(ApiContext& ctx, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> run_ids, f.StrList("run_id"));
+  CAIRN_ASSIGN_OR_RETURN(service::EnvironmentComparison comparison,
+                         service::CompareRunEnvironments(*ctx.tracking, *ctx.artifacts, run_ids));
+  JsonWriter w;
+  w.BeginObject().Key("baseline");
+  if (comparison.baseline.empty()) {
+    w.Null();
+  } else {
+    w.String(comparison.baseline);
+  }
+  w.Key("runs").BeginArray();
+  for (const service::RunEnvironmentRecord& run : comparison.runs) {
+    w.BeginObject().Key("run_id").String(run.run_id).Key("recorded").Bool(run.recorded);
+    if (!run.error.empty()) w.Key("error").String(run.error);
+    w.EndObject();
+  }
+  w.EndArray().Key("diffs").BeginArray();
+  for (const service::RunEnvironmentDiff& d : comparison.diffs) {
+    w.BeginObject().Key("run_id").String(d.run_id);
+    w.Key("diff").Raw(env::EnvDiffJson(d.diff)).EndObject();
+  }
+  w.EndArray().EndObject();
+  return CairnResponse{w.Take()};
+}
+
 }  // namespace
 
 Result<CairnResponse> HandleCairnApi(ApiContext& ctx, std::string_view method,
@@ -173,6 +202,11 @@ Result<CairnResponse> HandleCairnApi(ApiContext& ctx, std::string_view method,
   if (path == "experiments/stats") {
     if (method != "GET") return NoEndpoint(method, path);
     return ExperimentStats(ctx);
+  }
+  if (path == "runs/environment-diff") {
+    if (method != "GET") return NoEndpoint(method, path);
+    Fields f(&query);
+    return RunEnvironmentDiff(ctx, f);
   }
   if (path == "runs") {
     if (method != "POST") return NoEndpoint(method, path);

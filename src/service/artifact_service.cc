@@ -92,6 +92,29 @@ Result<Download> ArtifactService::Open(const std::string& path) {
   return d;
 }
 
+Result<std::string> ArtifactService::ReadRunFile(std::string_view artifact_uri,
+                                                 std::string_view rel_path, int64_t max_bytes) {
+  CAIRN_ASSIGN_OR_RETURN(std::string rel, NormalizeArtifactPath(rel_path, /*allow_root=*/false));
+  Result<std::string> root = ProxyPathOfUri(artifact_uri);
+  if (!root.ok()) {
+    return NotFound("the artifacts of " + std::string(artifact_uri) + " are not on this server");
+  }
+  CAIRN_ASSIGN_OR_RETURN(Download d, Open(root->empty() ? rel : *root + "/" + rel));
+  if (d.size > max_bytes) {
+    return ResourceExhausted(rel + " is " + std::to_string(d.size) + " bytes, over the limit of " +
+                             std::to_string(max_bytes));
+  }
+  std::string out(static_cast<size_t>(d.size), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    CAIRN_ASSIGN_OR_RETURN(size_t n, d.reader->ReadAt(static_cast<int64_t>(done),
+                                                      out.data() + done, out.size() - done));
+    if (n == 0) return Internal(rel + " is shorter than its size");
+    done += n;
+  }
+  return out;
+}
+
 Result<std::vector<store::ArtifactEntry>> ArtifactService::List(const std::string& path) {
   return store_->ListArtifacts(path);
 }

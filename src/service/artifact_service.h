@@ -43,6 +43,11 @@ class ArtifactService {
   Status PutBytes(const std::string& path, std::string_view bytes);
 
   Result<Download> Open(const std::string& path);
+  // The whole file at `rel` (checked like any artifact path) of the run whose artifact URI is
+  // `artifact_uri`. kNotFound when there is none, or the run's artifacts are not on this
+  // server; kResourceExhausted when it is over `max_bytes`.
+  Result<std::string> ReadRunFile(std::string_view artifact_uri, std::string_view rel,
+                                  int64_t max_bytes);
   // Children of a directory; a path naming a file, or nothing, lists as empty.
   Result<std::vector<store::ArtifactEntry>> List(const std::string& path);
   // The children of directory `rel` (checked like any artifact path; "" is the root) of the run

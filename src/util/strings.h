@@ -19,6 +19,10 @@ std::string AsciiLower(std::string_view s);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix);
 
+// `text` fit to print on a terminal: C0 and C1 control characters (newlines, tabs, the escape
+// sequences a server could send to a terminal) become spaces; everything else is kept.
+std::string PrintableText(std::string_view text);
+
 // The pieces of `s` between each `sep` (n separators give n + 1 pieces; "" gives one).
 std::vector<std::string_view> Split(std::string_view s, char sep);
 

@@ -31,5 +31,10 @@ TEST(StringsTest, SplitKeepsEmptyPieces) {
   EXPECT_EQ(Split("abc", ','), (std::vector<std::string_view>{"abc"}));
 }
 
+TEST(StringsTest, PrintableTextBlanksControlCharacters) {
+  EXPECT_EQ(PrintableText("a\nb\tc\x1b[31md\xc2\x9b"), "a b c [31md ");
+  EXPECT_EQ(PrintableText("caf\xc3\xa9 \xc2\xa0"), "caf\xc3\xa9 \xc2\xa0");  // not controls
+}
+
 }  // namespace
 }  // namespace cairn

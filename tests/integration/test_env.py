@@ -405,7 +405,7 @@ class EnvTest(unittest.TestCase):
                                   'cuda_driver_version = "99.9"', snap)))
         p = self.cairn("env", "diff", here, there, cwd=project)
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-        self.assertIn("host:\n~ cuda_driver_version %s -> 99.9\n"
+        self.assertIn("host:\n  ~ cuda_driver_version: %s -> 99.9\n"
                       % (facts["cuda_driver_version"] or "(none)"), p.stdout)
         self.assertNotIn("packages:", p.stdout)
         self.assertNotIn("hostname", p.stdout)

@@ -682,6 +682,49 @@ class LoggingTest(ApiTestCase):
         self.assertEqual(ids, sorted(ids))
         self.assertError(self.post("experiments/stats", {}, prefix=CAIRN_API), 404)
 
+    def test_environment_diff_of_runs_compares_their_recorded_environments(self):
+        exp = self.new_experiment()
+        runs = [self.new_run(exp) for _ in range(3)]
+        snapshot = ('lock-version = "1.0"\n\n[[packages]]\nname = "numpy"\nversion = "%s"\n\n'
+                    '[tool.cairn]\nkind = "environment-snapshot"\npython-version = "3.11.2"\n')
+        host = '{"os": "linux", "glibc": "%s", "hostname": "%s", "gpus": []}'
+        for run, numpy, glibc in ((runs[1], "1.26.4", "2.36"), (runs[2], "2.0.1", "2.39")):
+            root = self.run_root(run)
+            self.assertEqual(self.put_artifact(root, "cairn/environment/pylock.toml",
+                                               (snapshot % numpy).encode()).status, 200)
+            self.assertEqual(self.put_artifact(root, "cairn/host.json",
+                                               (host % (glibc, run["info"]["run_id"])).encode()).status, 200)
+        ids = [r["info"]["run_id"] for r in runs]
+        answer = self.ok(self.get("runs/environment-diff", {"run_id": ids}, prefix=CAIRN_API))
+        # The first run recorded nothing: the second is the baseline.
+        self.assertEqual(answer["baseline"], ids[1])
+        self.assertEqual(answer["runs"], [{"run_id": ids[0], "recorded": False},
+                                          {"run_id": ids[1], "recorded": True},
+                                          {"run_id": ids[2], "recorded": True}])
+        self.assertEqual(len(answer["diffs"]), 1)
+        diff = answer["diffs"][0]
+        self.assertEqual(diff["run_id"], ids[2])
+        self.assertFalse(diff["diff"]["same"])
+        self.assertEqual(diff["diff"]["packages"], [{"name": "numpy", "change": "changed",
+                                                     "from": "1.26.4", "to": "2.0.1",
+                                                     "details": []}])
+        self.assertEqual(diff["diff"]["host"], [{"name": "glibc", "from": "2.36", "to": "2.39"}])
+        self.assertEqual(diff["diff"]["packages_before"], 1)
+        # A snapshot that cannot be read leaves its run out, saying why.
+        self.put_artifact(self.run_root(runs[0]), "cairn/environment/pylock.toml", b"[[oops")
+        answer = self.ok(self.get("runs/environment-diff", {"run_id": ids}, prefix=CAIRN_API))
+        self.assertFalse(answer["runs"][0]["recorded"])
+        self.assertIn("not valid TOML", answer["runs"][0]["error"])
+        self.assertEqual(answer["baseline"], ids[1])
+        # Errors: one run, eleven runs, an unknown run, a wrong method.
+        self.assertError(self.get("runs/environment-diff", {"run_id": ids[:1]}, prefix=CAIRN_API),
+                         400, "INVALID_PARAMETER_VALUE")
+        self.assertError(self.get("runs/environment-diff", {"run_id": [ids[1], "f" * 32]},
+                                  prefix=CAIRN_API), 404, "RESOURCE_DOES_NOT_EXIST")
+        self.assertError(self.get("runs/environment-diff", {"run_id": ids * 4}, prefix=CAIRN_API),
+                         400, "INVALID_PARAMETER_VALUE")
+        self.assertError(self.post("runs/environment-diff", {}, prefix=CAIRN_API), 404)
+
     def test_log_parameter_same_value_ok_changed_value_rejected(self):
         run_id = self.new_run_id()
         self.ok(self.post("runs/log-parameter", {"run_id": run_id, "key": "lr", "value": "0.1"}))

@@ -1,7 +1,7 @@
 // 2 to 10 runs side by side: parameters, latest metrics, code and environment, with the rows
 // whose values differ highlighted; then each metric's curves overlaid.
 import { useEffect, useState } from "preact/hooks";
-import { mlflow } from "../api.js";
+import { cairn, mlflow } from "../api.js";
 import { fetchArtifactText } from "../artifacts.js";
 import { MetricChart } from "../components/Chart.jsx";
 import { Diff } from "../components/Diff.jsx";
@@ -9,42 +9,52 @@ import { Crumbs } from "../components/Crumbs.jsx";
 import { href } from "../router.js";
 import { formatValue, runFields, runName } from "../util.js";
 
-// name -> version of each [[packages]] table of a pylock.toml (the lines cairn writes).
-export function lockPackages(text) {
-  const out = {};
-  let name = null;
-  for (const line of text.split("\n")) {
-    if (line.trim() === "[[packages]]") {
-      name = null;
-      continue;
-    }
-    const m = line.match(/^(name|version)\s*=\s*"([^"]*)"/);
-    if (!m) continue;
-    if (m[1] === "name") name = m[2];
-    else if (name) out[name] = m[2];
-  }
-  return out;
-}
-
-// Each run's packages (from its environment snapshot) and uncommitted changes, when recorded.
+// The runs' recorded environments, compared by the server with the first run that has one
+// (GET runs/environment-diff), and each run's uncommitted changes, when recorded.
 function useRunFiles(runs) {
   const [files, setFiles] = useState(null);
   useEffect(() => {
     setFiles(null);
     if (!runs) return undefined;
     let live = true;
-    const optional = (run, path) => fetchArtifactText(run, path).catch(() => null);
-    Promise.all(runs.map(async (r) => {
-      const [lock, diff] = await Promise.all([optional(r, "cairn/environment/pylock.toml"),
-                                              optional(r, "cairn/code.diff")]);
-      return { packages: lock ? lockPackages(lock) : null, diff };
-    })).then((f) => live && setFiles(f));
+    const ids = runs.map((r) => r.info.run_id);
+    Promise.all([
+      cairn.get("runs/environment-diff", { run_id: ids }).catch((e) => ({ error: e.message })),
+      Promise.all(runs.map((r) => fetchArtifactText(r, "cairn/code.diff").catch(() => null))),
+    ]).then(([environments, diffs]) => live && setFiles({ ids, environments, diffs }));
     return () => {
       live = false;
     };
   }, [runs]);
-  // Only files read for these very runs.
-  return files && runs && files.length === runs.length ? files : null;
+  // Only what was read for these very runs.
+  const current = runs && runs.map((r) => r.info.run_id).join();
+  return files && files.ids.join() === current ? files : null;
+}
+
+// Rows of values per run from the comparison: every package (or field) that differs from the
+// baseline in some run, with its value in each run. A run without a snapshot has null.
+export function environmentRows(comparison, pick) {
+  const runs = comparison.runs;
+  const diffs = new Map(comparison.diffs.map((d) => [d.run_id, d.diff]));
+  const base = new Map();
+  const names = new Set();
+  for (const d of comparison.diffs) {
+    for (const c of pick(d.diff)) {
+      names.add(c.name);
+      if (c.change !== "added" && c.from !== "") base.set(c.name, c.from);
+    }
+  }
+  return [...names].sort().map((name) => ({
+    name,
+    values: runs.map(({ run_id: id, recorded }) => {
+      if (!recorded) return null;
+      const change = diffs.has(id) && pick(diffs.get(id)).find((c) => c.name === name);
+      if (!change) return base.get(name);
+      return change.change === "removed" || change.to === "" ? undefined : change.to;
+    }),
+    details: comparison.diffs.flatMap((d) => pick(d.diff).filter((c) => c.name === name && c.details)
+      .flatMap((c) => c.details)),
+  }));
 }
 
 export function Compare({ params }) {
@@ -111,20 +121,22 @@ export function Compare({ params }) {
           {section("Environment", "env", env)}
         </tbody>
       </table>
-      <h2>Packages</h2>
-      {!files ? <p class="muted">Loading…</p> : files.every((f) => !f.packages) ? (
+      <h2>Environment</h2>
+      {!files ? <p class="muted">Loading…</p> : files.environments.error ? (
+        <p class="error" role="alert">{files.environments.error}</p>
+      ) : !files.environments.baseline ? (
         <p class="muted">No run has an environment snapshot (cairn run records one).</p>
       ) : (
-        <PackageDiff runs={runs} files={files} />
+        <EnvironmentDiff runs={runs} comparison={files.environments} />
       )}
-      {files && files.some((f) => f.diff) && (
+      {files && files.diffs.some((d) => d) && (
         <>
           <h2>Uncommitted changes</h2>
           <div class="diffs">
             {runs.map((r, i) => (
               <div key={r.info.run_id}>
                 <h3>{runName(r)}</h3>
-                {files[i].diff ? <Diff text={files[i].diff} /> : <p class="muted">none recorded</p>}
+                {files.diffs[i] ? <Diff text={files.diffs[i]} /> : <p class="muted">none recorded</p>}
               </div>
             ))}
           </div>
@@ -136,25 +148,49 @@ export function Compare({ params }) {
   );
 }
 
-// Packages whose versions differ between the runs (added, removed or changed), then a count
-// of the ones they share.
-function PackageDiff({ runs, files }) {
-  const names = [...new Set(files.flatMap((f) => Object.keys(f.packages || {})))].sort();
-  const rows = names.map((n) => ({ name: n, versions: files.map((f) => (f.packages ? f.packages[n] : undefined)) }));
-  const differing = rows.filter((r) => r.versions.some((v) => v !== r.versions[0]));
+// Packages, interpreter and host facts that differ between the runs' environments, as the
+// server's environment diff (the one `cairn runs diff-env` prints) reports them.
+function EnvironmentDiff({ runs, comparison }) {
+  const packages = environmentRows(comparison, (d) => d.packages);
+  const fields = [
+    ...environmentRows(comparison, (d) => d.interpreter).map((r) => ({ ...r, name: "interpreter." + r.name })),
+    ...environmentRows(comparison, (d) => d.host_requirements).map((r) => ({ ...r, name: "requires." + r.name })),
+    ...environmentRows(comparison, (d) => d.host).map((r) => ({ ...r, name: "host." + r.name })),
+  ];
+  const added = new Set(comparison.diffs.flatMap((d) => d.diff.packages.filter((c) => c.change === "added").map((c) => c.name)));
+  const total = (comparison.diffs[0] ? comparison.diffs[0].diff.packages_before : 0) + added.size;
+  const cell = (v, i) => (
+    <td key={i}>{v === null ? <span class="muted" title={comparison.runs[i].error}>{comparison.runs[i].error ? "unreadable snapshot" : "no snapshot"}</span>
+      : v === undefined ? <span class="muted">absent</span> : v}</td>
+  );
+  const header = <thead><tr><th />{runs.map((r) => <th key={r.info.run_id}>{runName(r)}</th>)}</tr></thead>;
   return (
     <>
       <p class="muted" id="package-summary">
-        {differing.length} of {names.length} packages differ
+        {comparison.diffs.length === 0 ? "Only one run has an environment snapshot." :
+          `${packages.length} of ${total} packages differ`}
       </p>
-      {differing.length > 0 && (
+      {packages.length > 0 && (
         <table class="table compare" id="package-diff">
-          <thead><tr><th />{runs.map((r) => <th key={r.info.run_id}>{runName(r)}</th>)}</tr></thead>
+          {header}
           <tbody>
-            {differing.map((r) => (
-              <tr key={r.name} class="differs" data-package={r.name}>
+            {packages.map((r) => (
+              <tr key={r.name} class="differs" data-package={r.name} title={r.details.join("; ")}>
                 <th>{r.name}</th>
-                {r.versions.map((v, i) => <td key={i}>{v ?? <span class="muted">absent</span>}</td>)}
+                {r.values.map(cell)}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {fields.length > 0 && (
+        <table class="table compare" id="environment-diff">
+          {header}
+          <tbody>
+            {fields.map((r) => (
+              <tr key={r.name} class="differs" data-field={r.name}>
+                <th>{r.name}</th>
+                {r.values.map(cell)}
               </tr>
             ))}
           </tbody>
