@@ -417,6 +417,274 @@ std::string ShellJoin(const std::vector<std::string>& argv) {
   return out;
 }
 
+namespace {
+
+// What the run depends on, read in parallel with the first requests to the server: the code
+// state (libgit2 loads the system's CA certificates on start, some milliseconds), the host and
+// the Python environment.
+struct PendingCaptures {
+  std::future<Result<CodeState>> code;
+  std::future<Result<CachedSnapshot>> python;
+  std::future<env::HostFacts> host;
+};
+
+PendingCaptures StartCaptures(const RunOptions& options, const std::string& cwd,
+                              const std::optional<std::string>& active_env) {
+  PendingCaptures p;
+  p.code = std::async(std::launch::async, [cwd] { return ReadCodeState(cwd); });
+  p.python = std::async(std::launch::async, [python = PythonOf(options, active_env)] {
+    return SnapshotPythonEnvironmentCached(python, DefaultPythonEnvCacheDir());
+  });
+  p.host = std::async(std::launch::async,
+                      [] { return env::CollectHostFacts(*env::RealHostProbe()); });
+  return p;
+}
+
+// Records earlier runs could not deliver go first, in order.
+void DeliverPendingJournals(TrackingClient& client) {
+  SyncJournals(JournalDirs(), client,
+               [](const std::string& run_id, size_t delivered, size_t left, const Status& s) {
+                 // Nothing delivered: the server is away, which the run says next.
+                 if (delivered == 0) return;
+                 std::fprintf(stderr, "cairn: uploaded %zu pending record(s) of run %s%s\n",
+                              delivered, run_id.c_str(),
+                              left > 0 ? (", " + std::to_string(left) + " still pending: " +
+                                          s.message()).c_str()
+                                       : "");
+               });
+}
+
+struct Experiment {
+  std::string name;
+  std::string id = "0";  // empty while offline: known once the server has the run
+};
+
+// The experiment by --experiment or MLFLOW_EXPERIMENT_NAME, created when missing. An
+// unreachable server sets `offline` instead of failing: the command runs all the same.
+Result<Experiment> ResolveExperiment(TrackingClient& client, const RunOptions& options,
+                                     bool* offline) {
+  Experiment e;
+  e.name = options.experiment;
+  if (e.name.empty()) {
+    if (const char* name = std::getenv("MLFLOW_EXPERIMENT_NAME"); name != nullptr) e.name = name;
+  }
+  if (e.name.empty()) return e;
+  Result<std::string> id = client.GetOrCreateExperiment(e.name);
+  if (id.ok()) {
+    e.id = *id;
+  } else if (id.status().code() == StatusCode::kUnavailable) {
+    *offline = true;
+    e.id.clear();
+  } else {
+    return id.status();
+  }
+  return e;
+}
+
+// The code the command runs, as MLflow's git tags so that other MLflow tools read them too.
+void AddCodeTags(const Result<CodeState>& code, std::vector<core::Tag>* tags) {
+  if (!code.ok()) {
+    std::fprintf(stderr, "cairn: warning: code state not recorded: %s\n",
+                 code.status().message().c_str());
+    tags->push_back({"cairn.git.error", code.status().message().substr(0, 4000)});
+    return;
+  }
+  if (!code->in_repository) return;
+  if (!code->commit.empty()) tags->push_back({"mlflow.source.git.commit", code->commit});
+  if (!code->branch.empty()) tags->push_back({"mlflow.source.git.branch", code->branch});
+  if (!code->remote_url.empty()) tags->push_back({"mlflow.source.git.repoURL", code->remote_url});
+  tags->push_back({"cairn.git.root", code->root});
+  tags->push_back({"cairn.git.dirty", code->dirty ? "true" : "false"});
+}
+
+// The Python environment: every installed distribution, as a lock-shaped snapshot.
+void AddPythonTags(const Result<CachedSnapshot>& python, const RunOptions& options,
+                   std::vector<core::Tag>* tags) {
+  if (python.ok()) {
+    tags->push_back({"cairn.env.hash", python->snapshot.hash});
+    tags->push_back({"cairn.python.version", python->snapshot.interpreter.version});
+    tags->push_back({"cairn.python.executable", python->snapshot.interpreter.executable});
+    tags->push_back({"cairn.python.packages", std::to_string(python->package_count)});
+  } else if (python.status().code() == StatusCode::kNotFound && options.python.empty()) {
+    tags->push_back({"cairn.python.version", "no Python"});
+  } else {
+    std::fprintf(stderr, "cairn: warning: Python environment not recorded: %s\n",
+                 python.status().message().c_str());
+    tags->push_back({"cairn.env.error", python.status().message().substr(0, 4000)});
+  }
+}
+
+// The project's active environment (cairn env build), which the command runs in; nullopt
+// when it cannot be read, with a warning.
+std::optional<env::StoredEnvironment> AddEnvironmentTags(const std::string& active_env,
+                                                         std::vector<core::Tag>* tags) {
+  Result<env::StoredEnvironment> stored = env::LoadStoredEnvironment(active_env);
+  if (!stored.ok()) {
+    std::fprintf(stderr, "cairn: warning: the active environment %s: %s\n", active_env.c_str(),
+                 stored.status().message().c_str());
+    return std::nullopt;
+  }
+  tags->push_back({"cairn.env.lock", stored->lock_hash});
+  tags->push_back({"cairn.env.id", stored->id});
+  return *stored;
+}
+
+// Everything the run records on its own account, once the captures are in.
+struct Captured {
+  std::string cwd;
+  env::HostFacts host;
+  Result<CodeState> code = Unavailable("not read");
+  Result<CachedSnapshot> python = Unavailable("not read");
+  std::optional<std::string> active_env;
+  std::optional<env::StoredEnvironment> environment;
+};
+
+std::vector<core::Tag> RunTags(const RunOptions& options, Captured& c) {
+  std::vector<core::Tag> tags = {
+      {"mlflow.user", CurrentUser()},
+      {"mlflow.source.name", SourceName(options.command)},
+      {"mlflow.source.type", "LOCAL"},
+      {"cairn.command", ShellJoin(options.command)},
+      {"cairn.cwd", c.cwd},
+  };
+  AddCodeTags(c.code, &tags);
+  // The machine: key facts as cairn.* tags, all of them as an artifact.
+  for (core::Tag& t : env::HostFactTags(c.host)) tags.push_back(std::move(t));
+  tags.push_back({"cairn.heartbeat", std::to_string(SystemClock()->NowMillis())});
+  AddPythonTags(c.python, options, &tags);
+  if (c.active_env) c.environment = AddEnvironmentTags(*c.active_env, &tags);
+  for (const core::Tag& t : options.tags) tags.push_back(t);
+  return tags;
+}
+
+// Creates the run on the server, or, when it cannot be reached, under an id chosen here; then
+// opens the run's journal, through which everything the server must learn goes from here on,
+// so that an unreachable server loses nothing.
+Result<core::RunInfo> StartRun(TrackingClient& client, const RunOptions& options,
+                               const Experiment& experiment, const std::vector<core::Tag>& tags,
+                               bool offline, std::unique_ptr<RunJournal>* journal) {
+  const int64_t start_time = SystemClock()->NowMillis();
+  core::RunInfo run;
+  if (!offline) {
+    Result<core::RunInfo> created =
+        client.CreateRun(experiment.id, options.run_name, start_time, tags);
+    if (created.ok()) {
+      run = std::move(created).value();
+    } else if (created.status().code() == StatusCode::kUnavailable) {
+      offline = true;
+    } else {
+      return created.status();
+    }
+  }
+  if (offline) {
+    run.run_id = RandomHex(16);
+    run.run_name = options.run_name;
+    run.experiment_id = experiment.id;
+  }
+  CAIRN_ASSIGN_OR_RETURN(*journal, OpenJournal(run.run_id, client.tracking_uri()));
+  if (offline) {
+    CAIRN_RETURN_IF_ERROR(
+        (*journal)->AppendCreate(experiment.name, options.run_name, start_time, tags));
+    std::fprintf(stderr,
+                 "cairn: the tracking server at %s cannot be reached; run %s is recorded in "
+                 "the journal and created there once the server is back\n",
+                 client.tracking_uri().c_str(), run.run_id.c_str());
+  }
+  std::fprintf(stderr, "cairn: run %s (%s) in experiment %s at %s\n", run.run_id.c_str(),
+               run.run_name.empty() ? "unnamed" : run.run_name.c_str(),
+               experiment.id.empty() ? experiment.name.c_str() : experiment.id.c_str(),
+               client.tracking_uri().c_str());
+  return run;
+}
+
+// The params and the records `cairn run` uploads with every run: the process, the host, the
+// Python environment and the code state.
+Status RecordRunInputs(RunJournal& journal, const core::RunInfo& run, const RunOptions& options,
+                       const Captured& c) {
+  Status record = journal.AppendBatch({}, options.params, {});
+  auto artifact = [&](std::string_view path, const std::string& content) {
+    if (record.ok()) record = journal.AppendArtifact(run.artifact_uri, std::string(path), content);
+  };
+  artifact("cairn/process.json", ProcessRecord(options.command, c.cwd));
+  artifact(env::kRunHostArtifact, env::HostFactsJson(c.host));
+  if (c.python.ok()) artifact(env::kRunPylockArtifact, c.python->snapshot.toml);
+  if (c.code.ok() && c.code->in_repository) {
+    artifact("cairn/code.json", CodeRecord(*c.code));
+    // Applies with `git apply` on a checkout of the commit.
+    if (!c.code->patch.empty()) artifact("cairn/code.diff", c.code->patch);
+  }
+  return record;
+}
+
+// The signals to forward, taken through a signalfd: blocked before the child exists, and
+// unblocked only once the run's end is recorded, so that an interrupt cannot kill the wrapper
+// with its default action in between.
+class ForwardedSignals {
+ public:
+  Status Block() {
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : kForwarded) sigaddset(&mask, sig);
+    sigaddset(&mask, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &mask, &old_mask_);
+    fd_ = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (fd_ < 0) {
+      pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+      return Internal(std::string("signalfd: ") + strerror(errno));
+    }
+    return Status::Ok();
+  }
+  ~ForwardedSignals() {
+    if (fd_ < 0) return;
+    close(fd_);
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  int fd() const { return fd_; }
+
+ private:
+  sigset_t old_mask_;
+  int fd_ = -1;
+};
+
+SpawnOptions ChildOptions(const RunOptions& options, const std::string& tracking_uri,
+                          const core::RunInfo& run, const std::string& experiment_id,
+                          const Captured& c) {
+  SpawnOptions spawn;
+  spawn.argv = options.command;
+  spawn.capture_output = true;
+  spawn.env = {{"MLFLOW_TRACKING_URI", tracking_uri},
+               {"MLFLOW_RUN_ID", run.run_id},
+               {"CAIRN_TRACKING_URI", tracking_uri},
+               {"CAIRN_RUN_ID", run.run_id}};
+  if (!experiment_id.empty()) spawn.env.push_back({"MLFLOW_EXPERIMENT_ID", experiment_id});
+  if (c.active_env) {
+    for (auto& variable : env::ActivationVariables(*c.active_env)) {
+      spawn.env.push_back(std::move(variable));
+    }
+  }
+  // Output goes through a pipe, where Python would buffer it in blocks; keep it live.
+  if (std::getenv("PYTHONUNBUFFERED") == nullptr) spawn.env.push_back({"PYTHONUNBUFFERED", "1"});
+  return spawn;
+}
+
+// How the command ended, as tags and a run status; a command that never ran (or could not be
+// followed) failed, with the reason.
+Status RecordRunEnd(RunJournal& journal, const Result<ExitStatus>& exit, core::RunStatus status) {
+  const int64_t end_time = SystemClock()->NowMillis();
+  std::vector<core::Tag> end_tags;
+  if (!exit.ok()) {
+    end_tags.push_back({"cairn.error", exit.status().message().substr(0, 4000)});
+  } else if (exit->signaled) {
+    end_tags.push_back({"cairn.exit_signal", std::to_string(exit->signal)});
+  } else {
+    end_tags.push_back({"cairn.exit_code", std::to_string(exit->code)});
+  }
+  CAIRN_RETURN_IF_ERROR(journal.AppendBatch({}, {}, end_tags));
+  return journal.AppendEnd(status, end_time);
+}
+
+}  // namespace
+
 Result<int> RunTracked(const RunOptions& options) {
   if (options.command.empty()) return InvalidArgument("no command given: cairn run -- COMMAND");
   // A closed pipe on our output must not kill the wrapper before it ends the run; the command
@@ -431,214 +699,42 @@ Result<int> RunTracked(const RunOptions& options) {
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingClient> client,
                          TrackingClient::Create(client_options));
 
-  // What the run depends on is read in parallel with the requests below: the code state
-  // (libgit2 loads the system's CA certificates on start, some milliseconds), the host and the
-  // Python environment.
+  Captured c;
   std::error_code ec;
-  const std::string cwd = std::filesystem::current_path(ec).string();
-  // The project's active environment (cairn env build): the command runs in it.
-  const std::optional<std::string> active_env =
-      env::ProjectEnv(env::FindProjectDir(cwd)).ActivePath();
-  std::future<Result<capture::CodeState>> code_future =
-      std::async(std::launch::async, [&cwd] { return capture::ReadCodeState(cwd); });
-  std::future<Result<capture::CachedSnapshot>> python_future =
-      std::async(std::launch::async, [&options, &active_env] {
-        return capture::SnapshotPythonEnvironmentCached(PythonOf(options, active_env),
-                                                    capture::DefaultPythonEnvCacheDir());
-      });
-  std::future<env::HostFacts> host_future = std::async(
-      std::launch::async, [] { return env::CollectHostFacts(*env::RealHostProbe()); });
-
-  // Records earlier runs could not deliver go first, in order.
-  SyncJournals(JournalDirs(), *client,
-               [](const std::string& run_id, size_t delivered, size_t left, const Status& s) {
-                 // Nothing delivered: the server is away, which the run says next.
-                 if (delivered == 0) return;
-                 std::fprintf(stderr, "cairn: uploaded %zu pending record(s) of run %s%s\n",
-                              delivered, run_id.c_str(),
-                              left > 0 ? (", " + std::to_string(left) + " still pending: " +
-                                          s.message()).c_str()
-                                       : "");
-               });
-
-  std::string experiment_name = options.experiment;
-  if (experiment_name.empty()) {
-    if (const char* e = std::getenv("MLFLOW_EXPERIMENT_NAME"); e != nullptr) experiment_name = e;
-  }
-  // An unreachable server does not stop the command: the run is then recorded under an id
-  // chosen here and created from the journal once the server is back.
+  c.cwd = std::filesystem::current_path(ec).string();
+  c.active_env = env::ProjectEnv(env::FindProjectDir(c.cwd)).ActivePath();
+  PendingCaptures pending = StartCaptures(options, c.cwd, c.active_env);
+  DeliverPendingJournals(*client);
   bool offline = false;
-  std::string experiment_id = "0";
-  if (!experiment_name.empty()) {
-    Result<std::string> id = client->GetOrCreateExperiment(experiment_name);
-    if (id.ok()) {
-      experiment_id = *id;
-    } else if (id.status().code() == StatusCode::kUnavailable) {
-      offline = true;
-      experiment_id.clear();  // known once the server has the run
-    } else {
-      return id.status();
-    }
-  }
+  CAIRN_ASSIGN_OR_RETURN(Experiment experiment, ResolveExperiment(*client, options, &offline));
+  c.host = pending.host.get();
+  c.code = pending.code.get();
+  c.python = pending.python.get();
+  const std::vector<core::Tag> tags = RunTags(options, c);
 
-  std::vector<core::Tag> tags = {
-      {"mlflow.user", CurrentUser()},
-      {"mlflow.source.name", SourceName(options.command)},
-      {"mlflow.source.type", "LOCAL"},
-      {"cairn.command", ShellJoin(options.command)},
-      {"cairn.cwd", cwd},
-  };
-  const env::HostFacts host = host_future.get();
-  // The code the command runs: MLflow's git tags, so other MLflow tools read them too.
-  Result<capture::CodeState> code = code_future.get();
-  if (!code.ok()) {
-    std::fprintf(stderr, "cairn: warning: code state not recorded: %s\n",
-                 code.status().message().c_str());
-    tags.push_back({"cairn.git.error", code.status().message().substr(0, 4000)});
-  } else if (code->in_repository) {
-    if (!code->commit.empty()) tags.push_back({"mlflow.source.git.commit", code->commit});
-    if (!code->branch.empty()) tags.push_back({"mlflow.source.git.branch", code->branch});
-    if (!code->remote_url.empty()) {
-      tags.push_back({"mlflow.source.git.repoURL", code->remote_url});
-    }
-    tags.push_back({"cairn.git.root", code->root});
-    tags.push_back({"cairn.git.dirty", code->dirty ? "true" : "false"});
-  }
-  // The machine: key facts as cairn.* tags, all of them as an artifact.
-  for (core::Tag& t : env::HostFactTags(host)) tags.push_back(std::move(t));
-  tags.push_back({"cairn.heartbeat", std::to_string(SystemClock()->NowMillis())});
-  // The Python environment: every installed distribution, as a lock-shaped snapshot.
-  Result<capture::CachedSnapshot> python = python_future.get();
-  if (python.ok()) {
-    tags.push_back({"cairn.env.hash", python->snapshot.hash});
-    tags.push_back({"cairn.python.version", python->snapshot.interpreter.version});
-    tags.push_back({"cairn.python.executable", python->snapshot.interpreter.executable});
-    tags.push_back({"cairn.python.packages", std::to_string(python->package_count)});
-  } else if (python.status().code() == StatusCode::kNotFound && options.python.empty()) {
-    tags.push_back({"cairn.python.version", "no Python"});
-  } else {
-    std::fprintf(stderr, "cairn: warning: Python environment not recorded: %s\n",
-                 python.status().message().c_str());
-    tags.push_back({"cairn.env.error", python.status().message().substr(0, 4000)});
-  }
-  std::optional<env::StoredEnvironment> environment;
-  if (active_env) {
-    Result<env::StoredEnvironment> stored = env::LoadStoredEnvironment(*active_env);
-    if (stored.ok()) {
-      environment = *stored;
-      tags.push_back({"cairn.env.lock", stored->lock_hash});
-      tags.push_back({"cairn.env.id", stored->id});
-    } else {
-      std::fprintf(stderr, "cairn: warning: the active environment %s: %s\n",
-                   active_env->c_str(), stored.status().message().c_str());
-    }
-  }
-  for (const core::Tag& t : options.tags) tags.push_back(t);
-  const int64_t start_time = SystemClock()->NowMillis();
-  core::RunInfo run;
-  if (!offline) {
-    Result<core::RunInfo> created =
-        client->CreateRun(experiment_id, options.run_name, start_time, tags);
-    if (created.ok()) {
-      run = std::move(created).value();
-    } else if (created.status().code() == StatusCode::kUnavailable) {
-      offline = true;
-    } else {
-      return created.status();
-    }
-  }
-  if (offline) {
-    run.run_id = RandomHex(16);
-    run.run_name = options.run_name;
-    run.experiment_id = experiment_id;
-  }
-  // From here on, what the server must learn goes through the run's journal, so that an
-  // unreachable server loses nothing.
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<RunJournal> journal, OpenJournal(run.run_id, client->tracking_uri()));
-  if (offline) {
-    CAIRN_RETURN_IF_ERROR(journal->AppendCreate(experiment_name, options.run_name, start_time,
-                                                tags));
-    std::fprintf(stderr,
-                 "cairn: the tracking server at %s cannot be reached; run %s is recorded in "
-                 "the journal and created there once the server is back\n",
-                 client->tracking_uri().c_str(), run.run_id.c_str());
-  }
-  std::fprintf(stderr, "cairn: run %s (%s) in experiment %s at %s\n", run.run_id.c_str(),
-               run.run_name.empty() ? "unnamed" : run.run_name.c_str(),
-               experiment_id.empty() ? experiment_name.c_str() : experiment_id.c_str(),
-               client->tracking_uri().c_str());
-  Status record = journal->AppendBatch({}, options.params, {});
-  auto artifact = [&](std::string_view path, const std::string& content) {
-    if (record.ok()) record = journal->AppendArtifact(run.artifact_uri, std::string(path), content);
-  };
-  artifact("cairn/process.json", ProcessRecord(options.command, cwd));
-  artifact(env::kRunHostArtifact, env::HostFactsJson(host));
-  if (python.ok()) artifact(env::kRunPylockArtifact, python->snapshot.toml);
-  if (code.ok() && code->in_repository) {
-    artifact("cairn/code.json", CodeRecord(*code));
-    // Applies with `git apply` on a checkout of the commit.
-    if (!code->patch.empty()) artifact("cairn/code.diff", code->patch);
-  }
-  if (!record.ok()) return record;
+  std::unique_ptr<RunJournal> journal;
+  CAIRN_ASSIGN_OR_RETURN(core::RunInfo run,
+                         StartRun(*client, options, experiment, tags, offline, &journal));
+  CAIRN_RETURN_IF_ERROR(RecordRunInputs(*journal, run, options, c));
 
-  // The signals to forward are taken through a signalfd; block them before the child exists.
-  sigset_t mask, old_mask;
-  sigemptyset(&mask);
-  for (int sig : kForwarded) sigaddset(&mask, sig);
-  sigaddset(&mask, SIGCHLD);
-  pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
-  int signal_fd = signalfd(-1, &mask, SFD_CLOEXEC);
-  if (signal_fd < 0) {
-    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-    return Internal(std::string("signalfd: ") + strerror(errno));
-  }
-
-  SpawnOptions spawn;
-  spawn.argv = options.command;
-  spawn.capture_output = true;
-  spawn.env = {{"MLFLOW_TRACKING_URI", client->tracking_uri()},
-               {"MLFLOW_RUN_ID", run.run_id},
-               {"CAIRN_TRACKING_URI", client->tracking_uri()},
-               {"CAIRN_RUN_ID", run.run_id}};
-  if (!experiment_id.empty()) spawn.env.push_back({"MLFLOW_EXPERIMENT_ID", experiment_id});
-  if (active_env) {
-    for (auto& variable : env::ActivationVariables(*active_env)) {
-      spawn.env.push_back(std::move(variable));
-    }
-    if (environment) (void)env::RecordEnvironmentRun(*active_env, run.run_id);
-  }
-  // Output goes through a pipe, where Python would buffer it in blocks; keep it live.
-  if (std::getenv("PYTHONUNBUFFERED") == nullptr) spawn.env.push_back({"PYTHONUNBUFFERED", "1"});
-
+  ForwardedSignals signals;
+  CAIRN_RETURN_IF_ERROR(signals.Block());
+  SpawnOptions spawn = ChildOptions(options, client->tracking_uri(), run, experiment.id, c);
+  if (c.environment) (void)env::RecordEnvironmentRun(*c.active_env, run.run_id);
   ConsoleRecorder console(journal.get(), client.get());
   Result<Process> child = Process::Spawn(spawn);
   Result<ExitStatus> exit = child.status();
   if (child.ok()) {
-    RunMonitor monitor(client.get(), journal.get(), child->pid(), !host.gpus.empty(), options);
-    exit = Supervise(*child, signal_fd, console);
+    RunMonitor monitor(client.get(), journal.get(), child->pid(), !c.host.gpus.empty(), options);
+    exit = Supervise(*child, signals.fd(), console);
   }
   Status recorded = console.Close();
-
-  const int64_t end_time = SystemClock()->NowMillis();
-  std::vector<core::Tag> end_tags;
-  if (!exit.ok()) {
-    // The command never ran (or could not be followed): the run failed, with the reason.
-    end_tags.push_back({"cairn.error", exit.status().message().substr(0, 4000)});
-  } else if (exit->signaled) {
-    end_tags.push_back({"cairn.exit_signal", std::to_string(exit->signal)});
-  } else {
-    end_tags.push_back({"cairn.exit_code", std::to_string(exit->code)});
-  }
   const core::RunStatus status = exit.ok() ? StatusOfExit(*exit) : core::RunStatus::kFailed;
-  if (recorded.ok()) recorded = journal->AppendBatch({}, {}, end_tags);
-  if (recorded.ok()) recorded = journal->AppendEnd(status, end_time);
+  if (recorded.ok()) recorded = RecordRunEnd(*journal, exit, status);
   if (!recorded.ok()) {
     std::fprintf(stderr, "cairn: warning: %s\n", recorded.ToString().c_str());
   }
   FinishDelivery(*journal, *client);
-  // Until the end is recorded, an interrupt must not kill the wrapper with its default action.
-  close(signal_fd);
-  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   if (!exit.ok()) return exit.status();
   std::fprintf(stderr, "cairn: run %s %s (%s)\n", run.run_id.c_str(),
                std::string(core::RunStatusName(status)).c_str(), exit->ToString().c_str());
