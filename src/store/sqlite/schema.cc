@@ -1,5 +1,10 @@
 #include "store/sqlite/schema.h"
 
+#include <cstdint>
+#include <string>
+
+#include "util/clock.h"
+
 namespace cairn::store::sqlite {
 namespace {
 
@@ -140,5 +145,43 @@ CREATE TABLE run_logs (
 }  // namespace
 
 std::span<const char* const> Migrations() { return kMigrations; }
+
+Status Migrate(Connection& c, const std::string& path, const std::string& default_artifact_root) {
+  CAIRN_RETURN_IF_ERROR(
+      c.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+  int64_t version = 0;
+  {
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT MAX(version) FROM schema_version"));
+    if (s->Step() && !s->IsNull(0)) version = s->Int(0);
+    CAIRN_RETURN_IF_ERROR(s->status());
+    c.ResetAll();  // a statement left open would lock the tables a migration drops
+  }
+  auto migrations = Migrations();
+  if (version > static_cast<int64_t>(migrations.size())) {
+    return FailedPrecondition("database " + path + " has schema version " +
+                              std::to_string(version) + ", newer than this cairn (" +
+                              std::to_string(migrations.size()) + "); upgrade cairn");
+  }
+  for (size_t v = static_cast<size_t>(version); v < migrations.size(); ++v) {
+    CAIRN_RETURN_IF_ERROR(c.Exec("BEGIN IMMEDIATE"));
+    Status s = c.Exec(migrations[v]);
+    if (s.ok()) {
+      s = c.Exec("INSERT INTO schema_version (version) VALUES (" + std::to_string(v + 1) + ")");
+    }
+    if (s.ok() && v == 0) {
+      s = ExecStmt(c,
+                   "INSERT INTO experiments (experiment_id, name, artifact_location, "
+                   "lifecycle_stage, creation_time, last_update_time) VALUES (0, 'Default', ?, "
+                   "'active', ?2, ?2)",
+                   default_artifact_root + "/0", SystemClock()->NowMillis());
+    }
+    if (!s.ok()) {
+      (void)c.Exec("ROLLBACK");
+      return s.WithContext("migrating " + path + " to schema version " + std::to_string(v + 1));
+    }
+    CAIRN_RETURN_IF_ERROR(c.Exec("COMMIT"));
+  }
+  return Status::Ok();
+}
 
 }  // namespace cairn::store::sqlite

@@ -110,4 +110,13 @@ class Connection {
 
 Status SqliteError(sqlite3* db, std::string_view what);
 
+// Runs a statement with no result rows, taking it from the connection's cache.
+template <typename... Args>
+Status ExecStmt(Connection& c, const char* sql, const Args&... args) {
+  CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare(sql));
+  int i = 0;
+  (s->Bind(++i, args), ...);
+  return s->Exec();
+}
+
 }  // namespace cairn::store::sqlite

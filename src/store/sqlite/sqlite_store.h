@@ -6,6 +6,8 @@
 // batch. Each write runs inside its own savepoint, so one failing write does not undo the
 // others. Reads use a pool of connections and run in parallel with the writer.
 // The schema is versioned; Open applies pending migrations in order (schema.md in docs/formats).
+// The parts: database.h (the writer, the readers, checkpoints), schema.h (migrations), and the
+// SQL of runs (run_rows.h), of what they log (run_values.h) and of their search (run_search.h).
 #pragma once
 
 #include <memory>
