@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "env/python_env.h"
 #include "env/simple_index.h"
@@ -48,6 +52,165 @@ std::string MarkerFor(const TargetPlatform& target) {
          "\" and python_version == \"" + std::to_string(target.python_major) + "." +
          std::to_string(target.python_minor) + "\"";
 }
+
+// The interpreter version to lock for: the spec's, made full (3.11 → 3.11.2) by the
+// interpreter `python` when the two agree; the interpreter's when the spec names none.
+Result<std::string> PythonVersionFor(const EnvironmentSpec& spec, const std::string& python) {
+  std::string version = spec.python;
+  if (Result<InterpreterInfo> info = ProbeInterpreter(python); info.ok()) {
+    if (version.empty() || info->version == version || info->version.starts_with(version + ".")) {
+      version = info->version;
+    }
+  } else if (version.empty()) {
+    return Status(info.status().code(),
+                  "no Python version in cairn.yaml and " + info.status().message());
+  }
+  return version;
+}
+
+// The platforms to lock for: the spec's, each for the interpreter's X.Y; else this host.
+Result<std::vector<TargetPlatform>> TargetsFor(const EnvironmentSpec& spec, const Version& python,
+                                               const std::string& python_version,
+                                               const std::string& python_xy) {
+  std::vector<TargetPlatform> targets;
+  for (const std::string& p : spec.platforms) {
+    CAIRN_ASSIGN_OR_RETURN(TargetPlatform t, TargetPlatform::FromString(p));
+    if (t.python_major != python.release()[0] || t.python_minor != python.release()[1]) {
+      return InvalidArgument("platform " + p + " is not for Python " + python_xy);
+    }
+    targets.push_back(t);
+  }
+  if (targets.empty()) {
+    CAIRN_ASSIGN_OR_RETURN(TargetPlatform host, TargetPlatform::Host(python_version));
+    targets.push_back(host);
+  }
+  return targets;
+}
+
+Result<std::vector<Requirement>> ParseRequirements(const EnvironmentSpec& spec) {
+  std::vector<Requirement> requirements;
+  for (const std::string& text : spec.requirements) {
+    Result<Requirement> r = Requirement::Parse(text);
+    if (!r.ok()) return r.status().WithContext("environment.requirements");
+    requirements.push_back(std::move(r).value());
+  }
+  return requirements;
+}
+
+// What the lock says apart from its packages and targets: the inputs it came from.
+Lock LockHeader(const EnvironmentSpec& spec, const std::string& python_xy,
+                const std::string& lock_dir) {
+  Lock lock;
+  lock.python = python_xy;
+  lock.requires_python = "==" + python_xy + ".*";
+  lock.requirements = spec.requirements;
+  for (const PackageSourceSpec& s : spec.sources) lock.sources.push_back(s.ToString());
+  lock.inputs_hash = spec.InputsHash();
+  lock.host = spec.host;
+  if (!spec.base.empty()) {
+    std::error_code ec;
+    const fs::path base = spec.Resolve(spec.base);
+    lock.base = lock_dir.empty() ? base.string() : fs::relative(base, lock_dir, ec).string();
+  }
+  return lock;
+}
+
+// The lock's entry for a chosen wheel; a local file is named relative to the lock's directory.
+LockedWheel WheelEntry(const Candidate& c, const std::pair<std::string, int64_t>& digest,
+                       const std::string& lock_dir) {
+  LockedWheel wheel;
+  wheel.name = c.filename;
+  wheel.url = c.url.empty() ? "" : RedactUrl(c.url);
+  if (!c.path.empty()) {
+    std::error_code ec;
+    wheel.path = lock_dir.empty() ? c.path : fs::relative(c.path, lock_dir, ec).string();
+    if (ec || wheel.path.empty()) wheel.path = c.path;
+  }
+  wheel.sha256 = digest.first;
+  wheel.size = digest.second;
+  return wheel;
+}
+
+// The glibc a wheel needs: the lowest manylinux floor among its tags; nullopt for none.
+std::optional<std::pair<int, int>> GlibcFloor(const std::string& filename) {
+  Result<WheelFileName> name = WheelFileName::Parse(filename);
+  if (!name.ok()) return std::nullopt;
+  std::optional<std::pair<int, int>> floor;
+  for (const WheelTag& tag : name->tags) {
+    std::optional<std::pair<int, int>> f = ManylinuxFloor(tag.platform);
+    if (f && (!floor || *f < *floor)) floor = f;
+  }
+  return floor;
+}
+
+// The packages resolved for each target, merged by name into one lock: a package has one
+// version on every target and, per target, the wheel chosen there.
+class TargetMerge {
+ public:
+  explicit TargetMerge(bool several_targets) : several_targets_(several_targets) {}
+
+  // Adds the packages resolved for `target`. FailedPrecondition when they disagree with the
+  // targets added before (another version of a package, or another set of packages).
+  Status Add(const TargetPlatform& target, const std::vector<ResolvedPackage>& resolved,
+             SourceProvider& provider, const std::string& lock_dir) {
+    target_names_.push_back(target.ToString());
+    for (const ResolvedPackage& r : resolved) {
+      const Candidate& c = r.candidate;
+      CAIRN_ASSIGN_OR_RETURN(auto digest, provider.Digest(c));
+      LockedWheel wheel = WheelEntry(c, digest, lock_dir);
+      if (std::optional<std::pair<int, int>> floor = GlibcFloor(c.filename);
+          floor && *floor > glibc_floor_) {
+        glibc_floor_ = *floor;
+      }
+      auto [it, inserted] = merged_.try_emplace(c.project);
+      LockedPackage& p = it->second;
+      if (inserted) {
+        p.name = c.project;
+        p.version = c.version.ToString();
+        p.requires_python = r.metadata.requires_python;
+        p.index = c.index;
+        p.dependencies = r.dependencies;
+        p.requested = r.requested;
+      } else if (p.version != c.version.ToString()) {
+        return FailedPrecondition("package " + c.project + " resolves to " + p.version + " for " +
+                                  target_names_.front() + " but to " + c.version.ToString() +
+                                  " for " + target.ToString() +
+                                  ": pin it in the requirements so every platform agrees");
+      }
+      if (std::none_of(p.wheels.begin(), p.wheels.end(),
+                       [&](const LockedWheel& w) { return w.name == wheel.name; })) {
+        p.wheels.push_back(std::move(wheel));
+      }
+    }
+    if (several_targets_ && merged_.size() != resolved.size()) {
+      return FailedPrecondition(
+          "the platforms " + target_names_.front() + " and " + target.ToString() +
+          " need different sets of packages; lock each platform in a lock of its own");
+    }
+    return Status::Ok();
+  }
+
+  // Moves the merged packages (wheels sorted), the targets and the glibc floor into `lock`.
+  void Finish(Lock& lock) {
+    lock.target = target_names_.front();
+    for (size_t i = 1; i < target_names_.size(); ++i) lock.target += " " + target_names_[i];
+    if (lock.host.glibc.empty() && glibc_floor_.first > 0) {
+      lock.host.glibc =
+          std::to_string(glibc_floor_.first) + "." + std::to_string(glibc_floor_.second);
+    }
+    for (auto& [name, p] : merged_) {
+      std::sort(p.wheels.begin(), p.wheels.end(),
+                [](const LockedWheel& a, const LockedWheel& b) { return a.name < b.name; });
+      lock.packages.push_back(std::move(p));
+    }
+  }
+
+ private:
+  bool several_targets_;
+  std::map<std::string, LockedPackage> merged_;  // by name
+  std::pair<int, int> glibc_floor_{0, 0};
+  std::vector<std::string> target_names_;
+};
 
 }  // namespace
 
@@ -190,65 +353,22 @@ Result<Lock> LockEnvironment(const EnvironmentSpec& spec, const LockOptions& opt
   if (spec.sources.empty()) {
     return InvalidArgument("the environment names no package sources (find-links or index)");
   }
-  // The interpreter version: the spec's, made full by the interpreter when they agree.
-  std::string python_version = spec.python;
-  if (Result<InterpreterInfo> info = ProbeInterpreter(options.python); info.ok()) {
-    if (python_version.empty() || info->version == python_version ||
-        info->version.starts_with(python_version + ".")) {
-      python_version = info->version;
-    }
-  } else if (python_version.empty()) {
-    return Status(info.status().code(), "no Python version in cairn.yaml and " +
-                                            info.status().message());
-  }
+  CAIRN_ASSIGN_OR_RETURN(std::string python_version, PythonVersionFor(spec, options.python));
   CAIRN_ASSIGN_OR_RETURN(Version python, Version::Parse(python_version));
   if (python.release().size() < 2) {
     return InvalidArgument("environment.python must be X.Y or X.Y.Z, got '" + spec.python + "'");
   }
   const std::string python_xy =
       std::to_string(python.release()[0]) + "." + std::to_string(python.release()[1]);
+  CAIRN_ASSIGN_OR_RETURN(std::vector<TargetPlatform> targets,
+                         TargetsFor(spec, python, python_version, python_xy));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Requirement> requirements, ParseRequirements(spec));
 
-  std::vector<TargetPlatform> targets;
-  for (const std::string& p : spec.platforms) {
-    CAIRN_ASSIGN_OR_RETURN(TargetPlatform t, TargetPlatform::FromString(p));
-    if (t.python_major != python.release()[0] || t.python_minor != python.release()[1]) {
-      return InvalidArgument("platform " + p + " is not for Python " + python_xy);
-    }
-    targets.push_back(t);
-  }
-  if (targets.empty()) {
-    CAIRN_ASSIGN_OR_RETURN(TargetPlatform host, TargetPlatform::Host(python_version));
-    targets.push_back(host);
-  }
-
-  std::vector<Requirement> requirements;
-  for (const std::string& text : spec.requirements) {
-    Result<Requirement> r = Requirement::Parse(text);
-    if (!r.ok()) return r.status().WithContext("environment.requirements");
-    requirements.push_back(std::move(r).value());
-  }
-
-  const std::string cache_root = options.cache_root.empty() ? DefaultCacheRoot() : options.cache_root;
-  Lock lock;
-  lock.python = python_xy;
-  lock.requires_python = "==" + python_xy + ".*";
-  lock.requirements = spec.requirements;
-  for (const PackageSourceSpec& s : spec.sources) lock.sources.push_back(s.ToString());
-  lock.inputs_hash = spec.InputsHash();
-  lock.host = spec.host;
-  if (!spec.base.empty()) {
-    std::error_code ec;
-    const fs::path base = spec.Resolve(spec.base);
-    lock.base = options.lock_dir.empty()
-                    ? base.string()
-                    : fs::relative(base, options.lock_dir, ec).string();
-  }
-
-  std::map<std::string, LockedPackage> merged;  // by name
-  std::pair<int, int> glibc_floor{0, 0};
-  std::vector<std::string> target_names;
+  const std::string cache_root =
+      options.cache_root.empty() ? DefaultCacheRoot() : options.cache_root;
+  Lock lock = LockHeader(spec, python_xy, options.lock_dir);
+  TargetMerge merge(targets.size() > 1);
   for (const TargetPlatform& target : targets) {
-    target_names.push_back(target.ToString());
     lock.environments.push_back(MarkerFor(target));
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<SourceProvider> provider,
                            SourceProvider::Create(spec, target, cache_root));
@@ -261,66 +381,9 @@ Result<Lock> LockEnvironment(const EnvironmentSpec& spec, const LockOptions& opt
       say("resolving " + project + (targets.size() > 1 ? " for " + target.ToString() : ""));
     };
     CAIRN_ASSIGN_OR_RETURN(std::vector<ResolvedPackage> resolved, Resolve(resolve, *provider));
-    for (const ResolvedPackage& r : resolved) {
-      const Candidate& c = r.candidate;
-      CAIRN_ASSIGN_OR_RETURN(auto digest, provider->Digest(c));
-      LockedWheel wheel;
-      wheel.name = c.filename;
-      wheel.url = c.url.empty() ? "" : RedactUrl(c.url);
-      if (!c.path.empty()) {
-        std::error_code ec;
-        wheel.path = options.lock_dir.empty()
-                         ? c.path
-                         : fs::relative(c.path, options.lock_dir, ec).string();
-        if (ec || wheel.path.empty()) wheel.path = c.path;
-      }
-      wheel.sha256 = digest.first;
-      wheel.size = digest.second;
-      // The glibc the chosen wheel needs: the lowest floor among its tags this target takes.
-      if (Result<WheelFileName> name = WheelFileName::Parse(c.filename); name.ok()) {
-        std::optional<std::pair<int, int>> floor;
-        for (const WheelTag& tag : name->tags) {
-          std::optional<std::pair<int, int>> f = ManylinuxFloor(tag.platform);
-          if (f && (!floor || *f < *floor)) floor = f;
-        }
-        if (floor && *floor > glibc_floor) glibc_floor = *floor;
-      }
-      auto [it, inserted] = merged.try_emplace(c.project);
-      LockedPackage& p = it->second;
-      if (inserted) {
-        p.name = c.project;
-        p.version = c.version.ToString();
-        p.requires_python = r.metadata.requires_python;
-        p.index = c.index;
-        p.dependencies = r.dependencies;
-        p.requested = r.requested;
-      } else if (p.version != c.version.ToString()) {
-        return FailedPrecondition("package " + c.project + " resolves to " + p.version + " for " +
-                                  target_names.front() + " but to " + c.version.ToString() +
-                                  " for " + target.ToString() +
-                                  ": pin it in the requirements so every platform agrees");
-      }
-      if (std::none_of(p.wheels.begin(), p.wheels.end(),
-                       [&](const LockedWheel& w) { return w.name == wheel.name; })) {
-        p.wheels.push_back(std::move(wheel));
-      }
-    }
-    if (targets.size() > 1 && merged.size() != resolved.size()) {
-      return FailedPrecondition(
-          "the platforms " + target_names.front() + " and " + target.ToString() +
-          " need different sets of packages; lock each platform in a lock of its own");
-    }
+    CAIRN_RETURN_IF_ERROR(merge.Add(target, resolved, *provider, options.lock_dir));
   }
-  lock.target = target_names.front();
-  for (size_t i = 1; i < target_names.size(); ++i) lock.target += " " + target_names[i];
-  if (lock.host.glibc.empty() && glibc_floor.first > 0) {
-    lock.host.glibc = std::to_string(glibc_floor.first) + "." + std::to_string(glibc_floor.second);
-  }
-  for (auto& [name, p] : merged) {
-    std::sort(p.wheels.begin(), p.wheels.end(),
-              [](const LockedWheel& a, const LockedWheel& b) { return a.name < b.name; });
-    lock.packages.push_back(std::move(p));
-  }
+  merge.Finish(lock);
   return lock;
 }
 
