@@ -366,6 +366,7 @@ class Installer {
   }
 
  private:
+  // Every step of the install, decided and checked before anything is written.
   Status Plan() {
     struct stat dist_info_st;
     if (::lstat(dist_info_dst_.c_str(), &dist_info_st) == 0) {
@@ -378,15 +379,16 @@ class Installer {
         record_[e.path] = {h, e.size};
       }
     }
-    std::string env_python = layout_.env_python();
-    fs::path dist_info_src = fs::path(wheel_.dir) / wheel_.dist_info;
+    const std::string env_python = layout_.env_python();
+    CAIRN_RETURN_IF_ERROR(PlanWheelFiles(env_python));
+    CAIRN_RETURN_IF_ERROR(PlanLaunchers(env_python));
+    PlanInstallerMetadata();
+    return CheckDistinctDestinations();
+  }
 
-    // Files the installer writes itself replace the wheel's copies, if it has any.
-    std::set<std::string> generated = {"RECORD", "RECORD.jws", "RECORD.p7s", "INSTALLER"};
-    if (options_.requested) generated.insert("REQUESTED");
-    if (!options_.direct_url_json.empty()) generated.insert("direct_url.json");
-
-    std::vector<std::pair<std::string, bool>> files;  // (path, executable)
+  // Every file of the unpacked wheel, with whether it is executable, sorted by path.
+  Result<std::vector<std::pair<std::string, bool>>> ListWheelFiles() const {
+    std::vector<std::pair<std::string, bool>> files;
     std::error_code ec;
     fs::path base(wheel_.dir);
     for (fs::recursive_directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
@@ -402,77 +404,99 @@ class Installer {
     }
     if (ec) return Unavailable("listing the cache: " + ec.message());
     std::sort(files.begin(), files.end());
+    return files;
+  }
 
-    std::string data_prefix = wheel_.data_dir + "/";
-    std::string dist_info_prefix = wheel_.dist_info + "/";
+  // The wheel's own files, each to its scheme directory; scripts made executable and, for
+  // `#!python` ones, pointed at the environment's interpreter.
+  Status PlanWheelFiles(const std::string& env_python) {
+    // Files the installer writes itself replace the wheel's copies, if it has any.
+    std::set<std::string> generated = {"RECORD", "RECORD.jws", "RECORD.p7s", "INSTALLER"};
+    if (options_.requested) generated.insert("REQUESTED");
+    if (!options_.direct_url_json.empty()) generated.insert("direct_url.json");
+    const std::string dist_info_prefix = wheel_.dist_info + "/";
+    CAIRN_ASSIGN_OR_RETURN(auto files, ListWheelFiles());
     for (const auto& [rel, executable] : files) {
       if (rel.starts_with(dist_info_prefix) &&
           generated.count(rel.substr(dist_info_prefix.size())) != 0) {
         continue;
       }
-      Op op;
-      op.action = Action::kPlace;
-      op.src = base / rel;
-      std::string scheme = wheel_.root_is_purelib ? "purelib" : "platlib";
-      std::string inner = rel;
-      if (rel.starts_with(data_prefix)) {
-        std::string sub = rel.substr(data_prefix.size());
-        size_t slash = sub.find('/');
-        if (slash == std::string::npos) {
-          return InvalidArgument(rel + " is not inside a scheme directory of " + wheel_.data_dir);
-        }
-        scheme = sub.substr(0, slash);
-        inner = sub.substr(slash + 1);
-      }
-      CAIRN_ASSIGN_OR_RETURN(fs::path dir, SchemeDir(scheme, rel));
-      op.dst = dir / inner;
-      op.mode = executable ? 0755 : 0644;
-      auto rec = record_.find(rel);
-      if (rec != record_.end()) {
-        op.record_hash = rec->second.first;
-        op.record_size = rec->second.second;
-      }
-      if (scheme == "scripts") {
-        op.mode = 0755;
-        CAIRN_ASSIGN_OR_RETURN(bool python_script, StartsWithPythonShebang(op.src));
-        if (python_script) {
-          CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(op.src));
-          Result<std::string> rewritten = RewriteShebang(text, env_python);
-          if (!rewritten.ok()) {
-            return InvalidArgument(rel + ": " + rewritten.status().message());
-          }
-          op.action = Action::kRewriteScript;
-          op.content = std::move(rewritten).value();
-          op.is_script = true;
-        } else if (!executable) {
-          op.action = Action::kExecCopy;  // +x must not be set on the shared cache file
-        }
-      }
+      CAIRN_ASSIGN_OR_RETURN(Op op, PlaceOp(rel, executable, env_python));
       ops_.push_back(std::move(op));
     }
+    return Status::Ok();
+  }
 
-    // Launchers for the entry points.
-    fs::path ep_file = dist_info_src / "entry_points.txt";
-    if (fs::exists(ep_file, ec)) {
-      CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(ep_file));
-      Result<std::vector<ScriptEntryPoint>> eps = ParseScriptEntryPoints(text);
-      if (!eps.ok()) {
-        return InvalidArgument(wheel_.dist_info + "/entry_points.txt: " + eps.status().message());
+  // How the wheel file `rel` is installed: to its scheme directory (<name>.data/<scheme>/...,
+  // else the wheel's root scheme), checked against its RECORD hash.
+  Result<Op> PlaceOp(const std::string& rel, bool executable, const std::string& env_python) {
+    const std::string data_prefix = wheel_.data_dir + "/";
+    Op op;
+    op.action = Action::kPlace;
+    op.src = fs::path(wheel_.dir) / rel;
+    std::string scheme = wheel_.root_is_purelib ? "purelib" : "platlib";
+    std::string inner = rel;
+    if (rel.starts_with(data_prefix)) {
+      std::string sub = rel.substr(data_prefix.size());
+      size_t slash = sub.find('/');
+      if (slash == std::string::npos) {
+        return InvalidArgument(rel + " is not inside a scheme directory of " + wheel_.data_dir);
       }
-      Result<std::string> shebang = ShebangFor(env_python);
-      if (!shebang.ok()) return InvalidArgument(shebang.status().message());
-      for (const ScriptEntryPoint& ep : *eps) {
-        Op op;
-        op.action = Action::kWrite;
-        op.dst = fs::path(layout_.scripts()) / ep.name;
-        op.content = LauncherText(*shebang, ep);
-        op.mode = 0755;
-        op.is_script = true;
-        ops_.push_back(std::move(op));
-      }
+      scheme = sub.substr(0, slash);
+      inner = sub.substr(slash + 1);
     }
+    CAIRN_ASSIGN_OR_RETURN(fs::path dir, SchemeDir(scheme, rel));
+    op.dst = dir / inner;
+    op.mode = executable ? 0755 : 0644;
+    auto rec = record_.find(rel);
+    if (rec != record_.end()) {
+      op.record_hash = rec->second.first;
+      op.record_size = rec->second.second;
+    }
+    if (scheme != "scripts") return op;
+    op.mode = 0755;
+    CAIRN_ASSIGN_OR_RETURN(bool python_script, StartsWithPythonShebang(op.src));
+    if (python_script) {
+      CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(op.src));
+      Result<std::string> rewritten = RewriteShebang(text, env_python);
+      if (!rewritten.ok()) {
+        return InvalidArgument(rel + ": " + rewritten.status().message());
+      }
+      op.action = Action::kRewriteScript;
+      op.content = std::move(rewritten).value();
+      op.is_script = true;
+    } else if (!executable) {
+      op.action = Action::kExecCopy;  // +x must not be set on the shared cache file
+    }
+    return op;
+  }
 
-    // Installer metadata.
+  // Launchers for the console and GUI entry points.
+  Status PlanLaunchers(const std::string& env_python) {
+    const fs::path ep_file = fs::path(wheel_.dir) / wheel_.dist_info / "entry_points.txt";
+    std::error_code ec;
+    if (!fs::exists(ep_file, ec)) return Status::Ok();
+    CAIRN_ASSIGN_OR_RETURN(std::string text, ReadFile(ep_file));
+    Result<std::vector<ScriptEntryPoint>> eps = ParseScriptEntryPoints(text);
+    if (!eps.ok()) {
+      return InvalidArgument(wheel_.dist_info + "/entry_points.txt: " + eps.status().message());
+    }
+    Result<std::string> shebang = ShebangFor(env_python);
+    if (!shebang.ok()) return InvalidArgument(shebang.status().message());
+    for (const ScriptEntryPoint& ep : *eps) {
+      Op op;
+      op.action = Action::kWrite;
+      op.dst = fs::path(layout_.scripts()) / ep.name;
+      op.content = LauncherText(*shebang, ep);
+      op.mode = 0755;
+      op.is_script = true;
+      ops_.push_back(std::move(op));
+    }
+    return Status::Ok();
+  }
+
+  // The .dist-info files an installer writes (PEP 376, PEP 610).
+  void PlanInstallerMetadata() {
     auto metadata = [&](const char* file, std::string content) {
       Op op;
       op.action = Action::kWrite;
@@ -483,16 +507,18 @@ class Installer {
     metadata("INSTALLER", options_.installer + "\n");
     if (options_.requested) metadata("REQUESTED", "");
     if (!options_.direct_url_json.empty()) metadata("direct_url.json", options_.direct_url_json);
+  }
 
-    // Two files of this wheel at one path (a launcher named like a script, say).
+  // Two files of this wheel at one path (a launcher named like a script, say) are refused. A
+  // file that exists already is found by the exclusive create of Execute, which then removes
+  // what this install wrote.
+  Status CheckDistinctDestinations() const {
     std::set<fs::path> seen;
     for (const Op& op : ops_) {
       if (!seen.insert(op.dst.lexically_normal()).second) {
         return InvalidArgument("two of its files would be installed as " + op.dst.string());
       }
     }
-    // A file that exists already is found by the exclusive create of Execute, which then
-    // removes what this install wrote.
     return Status::Ok();
   }
 
