@@ -1,13 +1,13 @@
 // `cairn env`: lock a project's environment, build it, switch between built versions, check
 // and compare environments. The work is in the env layer (env/locker.h, env/env_store.h,
-// env/env_check.h, env/env_diff.h); this file is wiring.
+// env/env_gc.h, env/env_check.h, env/env_diff.h); this file is wiring.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/env_common.h"
+#include "env/env_gc.h"
 #include "env/env_store.h"
 #include "env/locker.h"
 #include "env/manifest.h"
@@ -244,34 +245,17 @@ int List(const EnvFlags& flags) {
 
 int Gc(const EnvFlags& flags) {
   env::EnvStore store(env::EnvStore::DefaultRoot());
-  Result<std::vector<env::StoredEnvironment>> all = store.List();
-  if (!all.ok()) return Fail(all.status());
-  // Kept: what any project known to the store has active, and the last --keep environments
-  // of each project's history (so rollback keeps working).
-  std::set<std::string> keep;
-  for (const std::string& project : store.Projects()) {
-    env::ProjectEnv pointers(project);
-    if (auto active = pointers.ActivePath()) keep.insert(*active);
-    std::vector<std::string> history = pointers.History();
-    std::set<std::string> recent;
-    for (auto it = history.rbegin(); it != history.rend() && static_cast<int>(recent.size()) < flags.keep; ++it) {
-      recent.insert(*it);
-    }
-    keep.insert(recent.begin(), recent.end());
-  }
-  size_t removed = 0;
-  for (const env::StoredEnvironment& e : *all) {
-    if (keep.count(e.path) > 0) continue;
+  env::GcOptions options;
+  options.keep = flags.keep;
+  options.dry_run = flags.dry_run;
+  options.on_remove = [&flags](const env::StoredEnvironment& e) {
     std::printf("%s %s (created %s)\n", flags.dry_run ? "would remove" : "removing", e.id.c_str(),
                 e.created.c_str());
-    if (!flags.dry_run) {
-      Status s = store.Remove(e.id);
-      if (!s.ok()) return Fail(s);
-    }
-    ++removed;
-  }
-  std::printf("%zu environment(s) %s, %zu kept\n", removed,
-              flags.dry_run ? "to remove" : "removed", all->size() - removed);
+  };
+  Result<env::GcReport> report = env::CollectGarbage(store, options);
+  if (!report.ok()) return Fail(report.status());
+  std::printf("%zu environment(s) %s, %zu kept\n", report->removed,
+              flags.dry_run ? "to remove" : "removed", report->kept);
   return 0;
 }
 

@@ -1,0 +1,49 @@
+// Garbage collection of the environment store: which built environments are still wanted, and
+// removing the others. An environment is wanted when some project known to the store
+// (EnvStore::Projects) has it active, or it is among the last `keep` distinct environments of
+// that project's history, so that `cairn env rollback` keeps working after a gc. Every other
+// environment goes, whoever built it: the store keeps no other record of use.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "env/env_store.h"
+#include "env/project_env.h"
+#include "util/status.h"
+
+namespace cairn::env {
+
+// One project's environment pointers, as ProjectEnv reads them.
+struct ProjectPointers {
+  std::optional<std::string> active;  // the active environment's store path
+  std::vector<std::string> history;   // store paths made active, oldest first
+};
+
+// The store paths the rule keeps: each project's active environment and the `keep` most recent
+// distinct environments of its history (none when keep <= 0).
+std::set<std::string> EnvironmentsKept(const std::vector<ProjectPointers>& projects, int keep);
+
+struct GcOptions {
+  int keep = 3;          // recent environments kept per project
+  bool dry_run = false;  // decide, but remove nothing
+  // Called with each environment about to be removed (in a dry run: that would be), in the
+  // store's order (newest first), before it is removed.
+  std::function<void(const StoredEnvironment&)> on_remove;
+};
+
+struct GcReport {
+  size_t removed = 0;  // in a dry run: to remove
+  size_t kept = 0;
+};
+
+// Removes from `store` every environment EnvironmentsKept does not keep, reading the pointers
+// of every project the store knows. Stops at the first removal that fails and returns its
+// error; the environments removed before it stay removed.
+Result<GcReport> CollectGarbage(EnvStore& store, const GcOptions& options);
+
+}  // namespace cairn::env
