@@ -103,6 +103,10 @@ int CompareDigits(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+// One pass in PEP 440's order: epoch, release, pre-, post- and development release, local
+// label. Each field is read where the one before it ended and shares the reader and the error
+// messages (positions count from the start of `text`), so the fields stay together in one
+// function rather than being passed state between helpers.
 Result<Version> Version::Parse(std::string_view text) {
   std::string error;
   auto fail = [&text](const std::string& why) {

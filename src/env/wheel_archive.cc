@@ -742,16 +742,11 @@ Result<UnpackedWheel> LoadUnpackedWheel(const std::string& dir) {
   return w;
 }
 
-Result<UnpackedWheel> UnpackWheel(const std::string& wheel_path, const std::string& dest_dir) {
-  fs::path dest(dest_dir);
-  std::error_code ec;
-  if (fs::symlink_status(dest, ec).type() != fs::file_type::not_found) {
-    return AlreadyExists("cannot unpack wheel " + wheel_path + ": " + dest_dir + " already exists");
-  }
+namespace {
 
-  // Pass 1: names, types, RECORD and WHEEL, all checked before anything is written.
-  CAIRN_ASSIGN_OR_RETURN(ArchiveIndex index, IndexWheel(wheel_path));
-  std::string where = "wheel " + wheel_path;
+// Pass 1 on the index: the wheel's single .dist-info, its WHEEL (a version this installer
+// reads) and its RECORD. `where` names the wheel in messages.
+Result<UnpackedWheel> DescribeIndexed(ArchiveIndex& index, const std::string& where) {
   Result<std::string> single = SingleDistInfo(index.dist_infos, where);
   if (!single.ok()) return InvalidArgument(single.status().message());
   UnpackedWheel out;
@@ -775,13 +770,20 @@ Result<UnpackedWheel> UnpackWheel(const std::string& wheel_path, const std::stri
   Result<std::vector<RecordEntry>> record = ParseRecord(index.records[out.dist_info]);
   if (!record.ok()) return record.status().WithContext(where + ": " + out.dist_info);
   out.record = std::move(record).value();
+  return out;
+}
 
+// Pass 1 against RECORD: what each member must turn out to be. RECORD and the archive must list
+// the same files (RECORD itself and its signatures apart), each with a hash.
+Result<std::map<std::string, Expected>> ExpectedFiles(const UnpackedWheel& wheel,
+                                                      const ArchiveIndex& index,
+                                                      const std::string& where) {
   std::map<std::string, Expected> expected;
-  for (const RecordEntry& e : out.record) {
+  for (const RecordEntry& e : wheel.record) {
     if (!IsSafeRelativePath(e.path)) {
       return InvalidArgument(where + ": RECORD lists unsafe path \"" + e.path + "\"");
     }
-    if (IsRecordOrSignature(e.path, out.dist_info)) continue;
+    if (IsRecordOrSignature(e.path, wheel.dist_info)) continue;
     if (index.files.count(e.path) == 0) {
       return InvalidArgument(where + ": RECORD lists " + e.path + ", which the wheel lacks");
     }
@@ -795,18 +797,23 @@ Result<UnpackedWheel> UnpackWheel(const std::string& wheel_path, const std::stri
     expected[e.path] = Expected{*md, h->value, e.size};
   }
   for (const std::string& f : index.files) {
-    if (expected.count(f) == 0 && !IsRecordOrSignature(f, out.dist_info)) {
+    if (expected.count(f) == 0 && !IsRecordOrSignature(f, wheel.dist_info)) {
       return InvalidArgument(where + ": member " + f + " is not listed in RECORD");
     }
   }
+  return expected;
+}
 
-  // Pass 2: extract into a private directory, verifying every file as it streams.
-  fs::path tmp = TempPathFor(dest);
-  if (::mkdir(tmp.c_str(), 0755) != 0) return ErrnoStatus("create directory", tmp);
-  TempDirGuard guard(tmp);
+// Pass 2: extracts every member into `tmp`, verifying each file as it streams. An archive that
+// no longer matches its pass-1 index changed underneath and is Unavailable.
+Status ExtractVerified(const std::string& wheel_path, const ArchiveIndex& index,
+                       const std::map<std::string, Expected>& expected, const fs::path& tmp,
+                       UnpackedWheel* out) {
+  const std::string where = "wheel " + wheel_path;
   CAIRN_ASSIGN_OR_RETURN(ArchivePtr a, OpenWheel(wheel_path));
   archive_entry* entry = nullptr;
   size_t extracted = 0;
+  std::error_code ec;
   for (;;) {
     CAIRN_ASSIGN_OR_RETURN(bool more, NextEntry(a.get(), &entry, wheel_path));
     if (!more) break;
@@ -828,13 +835,36 @@ Result<UnpackedWheel> UnpackWheel(const std::string& wheel_path, const std::stri
     }
     auto it = expected.find(name);
     CAIRN_RETURN_IF_ERROR(ExtractFile(a.get(), entry, wheel_path, name, tmp / name,
-                                      it == expected.end() ? nullptr : &it->second, &out.bytes));
+                                      it == expected.end() ? nullptr : &it->second, &out->bytes));
     ++extracted;
   }
   if (extracted != index.files.size()) {
     return Unavailable(where + " changed while it was being unpacked");
   }
-  out.file_count = extracted;
+  out->file_count = extracted;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<UnpackedWheel> UnpackWheel(const std::string& wheel_path, const std::string& dest_dir) {
+  fs::path dest(dest_dir);
+  std::error_code ec;
+  if (fs::symlink_status(dest, ec).type() != fs::file_type::not_found) {
+    return AlreadyExists("cannot unpack wheel " + wheel_path + ": " + dest_dir + " already exists");
+  }
+
+  // Pass 1: names, types, RECORD and WHEEL, all checked before anything is written.
+  CAIRN_ASSIGN_OR_RETURN(ArchiveIndex index, IndexWheel(wheel_path));
+  const std::string where = "wheel " + wheel_path;
+  CAIRN_ASSIGN_OR_RETURN(UnpackedWheel out, DescribeIndexed(index, where));
+  CAIRN_ASSIGN_OR_RETURN(auto expected, ExpectedFiles(out, index, where));
+
+  // Pass 2: extract into a private directory, verifying every file as it streams.
+  fs::path tmp = TempPathFor(dest);
+  if (::mkdir(tmp.c_str(), 0755) != 0) return ErrnoStatus("create directory", tmp);
+  TempDirGuard guard(tmp);
+  CAIRN_RETURN_IF_ERROR(ExtractVerified(wheel_path, index, expected, tmp, &out));
 
   // One syncfs instead of an fsync per file: wheels such as torch hold tens of thousands of
   // files, and the directory must be durable before the rename publishes it.
