@@ -136,97 +136,13 @@ class Reader {
     if (const YAML::Node n = node["outputs"]; n) s.outputs = Scalars(n, at + ".outputs");
     if (const YAML::Node n = node["code"]; n) s.code = Scalars(n, at + ".code");
     if (const YAML::Node n = node["params"]; n) s.params = Params(n, at + ".params");
-    if (const YAML::Node n = node["variables"]; n) {
-      if (!n.IsMap()) {
-        Problem(at + ".variables", "must be a mapping of names to values");
-      } else {
-        for (const auto& kv : n) {
-          std::string value;
-          if (Scalar(kv.second, at + ".variables." + kv.first.Scalar(), &value)) {
-            s.variables[kv.first.Scalar()] = value;
-          }
-        }
-      }
-    }
+    if (const YAML::Node n = node["variables"]; n) s.variables = Variables(n, at + ".variables");
     if (const YAML::Node n = node["env"]; n) Scalar(n, at + ".env", &s.env);
-    if (const YAML::Node n = node["resources"]; n) {
-      if (CheckKeys(n, at + ".resources", {"cpus", "memory", "gpus"})) {
-        std::string text;
-        if (n["cpus"] && Scalar(n["cpus"], at + ".resources.cpus", &text)) {
-          std::optional<double> v = ParseNumber(text);
-          if (!v || *v <= 0) {
-            Problem(at + ".resources.cpus", "must be a number above 0, got '" + text + "'");
-          } else {
-            s.resources.cpus = *v;
-          }
-        }
-        if (n["memory"] && Scalar(n["memory"], at + ".resources.memory", &text)) {
-          Result<int64_t> v = ParseMemory(text);
-          if (!v.ok()) {
-            Problem(at + ".resources.memory", v.status().message());
-          } else {
-            s.resources.memory_mib = *v;
-          }
-        }
-        if (n["gpus"] && Scalar(n["gpus"], at + ".resources.gpus", &text)) {
-          std::optional<double> v = ParseNumber(text);
-          if (!v || *v < 0 || *v != std::floor(*v)) {
-            Problem(at + ".resources.gpus", "must be a whole number ≥ 0, got '" + text + "'");
-          } else {
-            s.resources.gpus = static_cast<int>(*v);
-          }
-        }
-      }
-    }
-    if (const YAML::Node n = node["retries"]; n) {
-      std::string limit, backoff;
-      if (n.IsScalar()) {
-        limit = n.Scalar();
-      } else if (CheckKeys(n, at + ".retries", {"limit", "backoff"})) {
-        if (n["limit"]) Scalar(n["limit"], at + ".retries.limit", &limit);
-        if (n["backoff"]) Scalar(n["backoff"], at + ".retries.backoff", &backoff);
-      }
-      if (!limit.empty()) {
-        std::optional<double> v = ParseNumber(limit);
-        if (!v || *v < 0 || *v != std::floor(*v) || *v > 100) {
-          Problem(at + ".retries.limit",
-                  "must be a whole number from 0 to 100, got '" + limit + "'");
-        } else {
-          s.retries.limit = static_cast<int>(*v);
-        }
-      }
-      if (!backoff.empty()) {
-        Result<int64_t> v = ParseDuration(backoff);
-        if (!v.ok()) {
-          Problem(at + ".retries.backoff", v.status().message());
-        } else {
-          s.retries.backoff_ms = *v;
-        }
-      }
-    }
-    if (const YAML::Node n = node["timeout"]; n) {
-      std::string text;
-      if (Scalar(n, at + ".timeout", &text)) {
-        Result<int64_t> v = ParseDuration(text);
-        if (!v.ok() || *v <= 0) {
-          Problem(at + ".timeout", v.ok() ? "must be above 0" : v.status().message());
-        } else {
-          s.timeout_ms = *v;
-        }
-      }
-    }
-    if (const YAML::Node n = node["cache"]; n) {
-      std::string text;
-      if (Scalar(n, at + ".cache", &text)) {
-        if (text == "true" || text == "on" || text == "yes") {
-          s.cache = true;
-        } else if (text == "false" || text == "off" || text == "no") {
-          s.cache = false;
-        } else {
-          Problem(at + ".cache", "must be true or false, got '" + text + "'");
-        }
-      }
-    }
+    if (const YAML::Node n = node["resources"]; n)
+      ReadResources(n, at + ".resources", &s.resources);
+    if (const YAML::Node n = node["retries"]; n) ReadRetries(n, at + ".retries", &s.retries);
+    if (const YAML::Node n = node["timeout"]; n) ReadTimeout(n, at + ".timeout", &s.timeout_ms);
+    if (const YAML::Node n = node["cache"]; n) ReadCache(n, at + ".cache", &s.cache);
     if (const YAML::Node n = node["foreach"]; n) {
       s.has_foreach = true;
       s.foreach = Scalars(n, at + ".foreach");
@@ -236,6 +152,100 @@ class Reader {
   }
 
  private:
+  std::map<std::string, std::string> Variables(const YAML::Node& n, const std::string& field) {
+    std::map<std::string, std::string> out;
+    if (!n.IsMap()) {
+      Problem(field, "must be a mapping of names to values");
+      return out;
+    }
+    for (const auto& kv : n) {
+      std::string value;
+      if (Scalar(kv.second, field + "." + kv.first.Scalar(), &value)) {
+        out[kv.first.Scalar()] = value;
+      }
+    }
+    return out;
+  }
+
+  void ReadResources(const YAML::Node& n, const std::string& field, Resources* out) {
+    if (!CheckKeys(n, field, {"cpus", "memory", "gpus"})) return;
+    std::string text;
+    if (n["cpus"] && Scalar(n["cpus"], field + ".cpus", &text)) {
+      std::optional<double> v = ParseNumber(text);
+      if (!v || *v <= 0) {
+        Problem(field + ".cpus", "must be a number above 0, got '" + text + "'");
+      } else {
+        out->cpus = *v;
+      }
+    }
+    if (n["memory"] && Scalar(n["memory"], field + ".memory", &text)) {
+      Result<int64_t> v = ParseMemory(text);
+      if (!v.ok()) {
+        Problem(field + ".memory", v.status().message());
+      } else {
+        out->memory_mib = *v;
+      }
+    }
+    if (n["gpus"] && Scalar(n["gpus"], field + ".gpus", &text)) {
+      std::optional<double> v = ParseNumber(text);
+      if (!v || *v < 0 || *v != std::floor(*v)) {
+        Problem(field + ".gpus", "must be a whole number ≥ 0, got '" + text + "'");
+      } else {
+        out->gpus = static_cast<int>(*v);
+      }
+    }
+  }
+
+  // `retries: 2` is the limit alone.
+  void ReadRetries(const YAML::Node& n, const std::string& field, RetryPolicy* out) {
+    std::string limit, backoff;
+    if (n.IsScalar()) {
+      limit = n.Scalar();
+    } else if (CheckKeys(n, field, {"limit", "backoff"})) {
+      if (n["limit"]) Scalar(n["limit"], field + ".limit", &limit);
+      if (n["backoff"]) Scalar(n["backoff"], field + ".backoff", &backoff);
+    }
+    if (!limit.empty()) {
+      std::optional<double> v = ParseNumber(limit);
+      if (!v || *v < 0 || *v != std::floor(*v) || *v > 100) {
+        Problem(field + ".limit", "must be a whole number from 0 to 100, got '" + limit + "'");
+      } else {
+        out->limit = static_cast<int>(*v);
+      }
+    }
+    if (!backoff.empty()) {
+      Result<int64_t> v = ParseDuration(backoff);
+      if (!v.ok()) {
+        Problem(field + ".backoff", v.status().message());
+      } else {
+        out->backoff_ms = *v;
+      }
+    }
+  }
+
+  void ReadTimeout(const YAML::Node& n, const std::string& field, int64_t* out_ms) {
+    std::string text;
+    if (!Scalar(n, field, &text)) return;
+    Result<int64_t> v = ParseDuration(text);
+    if (!v.ok() || *v <= 0) {
+      Problem(field, v.ok() ? "must be above 0" : v.status().message());
+    } else {
+      *out_ms = *v;
+    }
+  }
+
+  void ReadCache(const YAML::Node& n, const std::string& field, bool* out) {
+    std::string text;
+    if (!Scalar(n, field, &text)) return;
+    if (text == "true" || text == "on" || text == "yes") {
+      *out = true;
+    } else if (text == "false" || text == "off" || text == "no") {
+      *out = false;
+    } else {
+      Problem(field, "must be true or false, got '" + text + "'");
+    }
+  }
+
   std::vector<std::string>* problems_;
 };
 
@@ -452,13 +462,13 @@ int Pipeline::Find(std::string_view id) const {
   return -1;
 }
 
-Pipeline ExpandPipeline(const PipelineSpec& spec,
-                        const std::map<std::string, std::string>& overrides, const std::string& dir,
-                        PathExists exists, std::vector<std::string>* problems) {
-  Pipeline p;
-  p.name = spec.name;
-  const std::string base = dir.starts_with('/') ? NormalisePath(dir) : "";
-  std::map<std::string, ParamValue> params = spec.params;
+namespace {
+
+// The pipeline's parameters with the -p overrides applied.
+std::map<std::string, ParamValue> ApplyOverrides(
+    const std::map<std::string, ParamValue>& declared,
+    const std::map<std::string, std::string>& overrides, std::vector<std::string>* problems) {
+  std::map<std::string, ParamValue> params = declared;
   for (const auto& [name, value] : overrides) {
     auto it = params.find(name);
     if (it == params.end()) {
@@ -479,103 +489,145 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
       it->second.scalar = value;
     }
   }
-  for (const auto& [name, value] : params) p.params[name] = value.ToString();
+  return params;
+}
 
-  // Instances, in file order.
-  std::vector<Step> steps;
-  std::map<std::string, std::vector<size_t>> instances;  // step name -> indexes
-  for (const StepSpec& s : spec.steps) {
-    const std::string at = "steps." + s.name;
-    std::map<std::string, std::string> own = p.params;
-    for (const auto& [name, value] : s.params) own[name] = value.ToString();
-
-    std::vector<std::string> items;
-    if (s.has_foreach) {
-      if (s.foreach.size() == 1 && s.foreach[0].starts_with("${params.") &&
-          s.foreach[0].ends_with("}")) {
-        const std::string name = s.foreach[0].substr(9, s.foreach[0].size() - 10);
-        const ParamValue* value = nullptr;
-        if (auto it = s.params.find(name); it != s.params.end()) {
-          value = &it->second;
-        } else if (auto jt = params.find(name); jt != params.end()) {
-          value = &jt->second;
-        }
-        if (value == nullptr) {
-          problems->push_back(at + ".foreach: ${params." + name + "} names no parameter");
-        } else {
-          items = value->is_list ? value->list : std::vector<std::string>{value->scalar};
-        }
-      } else {
-        Substituter sub(own, nullptr, problems);
-        for (const std::string& item : s.foreach) items.push_back(sub.Apply(item, at + ".foreach"));
-      }
-      std::set<std::string> seen;
-      for (const std::string& item : items) {
-        if (!seen.insert(item).second) {
-          problems->push_back(at + ".foreach: the item '" + item + "' appears twice");
-        }
-      }
-    } else {
-      items.push_back("");
+// A step's fan-out items: one "" for a step without foreach. `own` holds the parameters the
+// step sees, as text.
+std::vector<std::string> ForeachItems(const StepSpec& s,
+                                      const std::map<std::string, ParamValue>& params,
+                                      const std::map<std::string, std::string>& own,
+                                      std::vector<std::string>* problems) {
+  if (!s.has_foreach) return {""};
+  const std::string at = "steps." + s.name;
+  std::vector<std::string> items;
+  // A lone ${params.NAME} names a list parameter, which a substitution would flatten.
+  if (s.foreach.size() == 1 && s.foreach[0].starts_with("${params.") &&
+      s.foreach[0].ends_with("}")) {
+    const std::string name = s.foreach[0].substr(9, s.foreach[0].size() - 10);
+    const ParamValue* value = nullptr;
+    if (auto it = s.params.find(name); it != s.params.end()) {
+      value = &it->second;
+    } else if (auto jt = params.find(name); jt != params.end()) {
+      value = &jt->second;
     }
-
-    instances[s.name];  // known even when its foreach has no items
-    for (const std::string& item : items) {
-      const std::string* item_ptr = s.has_foreach ? &item : nullptr;
-      Substituter sub(own, item_ptr, problems);
-      Step step;
-      step.spec_name = s.name;
-      step.item = item;
-      step.id = s.has_foreach ? s.name + "[" + item + "]" : s.name;
-      step.command = sub.Apply(s.run, at + ".run");
-      auto paths = [&](const std::vector<std::string>& in, const std::string& field, bool outputs) {
-        std::vector<std::string> out;
-        for (const std::string& raw : in) {
-          std::string text = sub.Apply(raw, at + "." + field);
-          std::string path = NormalisePath(text);
-          if (path.empty() && !text.starts_with('/')) {
-            // "../x": resolved against the pipeline's directory (fine to read; an output must
-            // come back inside it).
-            path = NormalisePath((fs::path(dir) / text).lexically_normal().string());
-          }
-          // An absolute path into the pipeline's directory is the relative one, so that it
-          // meets the same path written by another step.
-          if (path.starts_with('/') && !base.empty() && Within(path, base)) {
-            path = path == base ? "." : path.substr(base.size() + 1);
-          }
-          if (outputs && (path.empty() || path.starts_with('/') || path == ".")) {
-            problems->push_back(at + "." + field + ": " + text +
-                                " is outside the pipeline's directory; outputs must be inside it");
-            continue;
-          }
-          if (path.empty()) {
-            problems->push_back(at + "." + field + ": '" + text + "' is not a path");
-            continue;
-          }
-          if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
-        }
-        return out;
-      };
-      step.inputs = paths(s.inputs, "inputs", false);
-      step.outputs = paths(s.outputs, "outputs", true);
-      step.code = paths(s.code, "code", false);
-      for (const auto& [name, value] : s.variables) {
-        step.variables[name] = sub.Apply(value, at + ".variables." + name);
-      }
-      step.params = sub.used();
-      step.env = s.env.empty() ? spec.env : s.env;
-      step.resources = s.resources;
-      step.retries = s.retries;
-      step.timeout_ms = s.timeout_ms;
-      step.cache = s.cache;
-      instances[s.name].push_back(steps.size());
-      steps.push_back(std::move(step));
+    if (value == nullptr) {
+      problems->push_back(at + ".foreach: ${params." + name + "} names no parameter");
+    } else {
+      items = value->is_list ? value->list : std::vector<std::string>{value->scalar};
+    }
+  } else {
+    Substituter sub(own, nullptr, problems);
+    for (const std::string& item : s.foreach) items.push_back(sub.Apply(item, at + ".foreach"));
+  }
+  std::set<std::string> seen;
+  for (const std::string& item : items) {
+    if (!seen.insert(item).second) {
+      problems->push_back(at + ".foreach: the item '" + item + "' appears twice");
     }
   }
+  return items;
+}
 
-  // Dependencies: `needs`, and inputs that lie in (or hold) another step's outputs.
-  std::vector<std::set<size_t>> deps(steps.size());
-  std::map<std::string, size_t> writers;  // output path -> step
+// Step paths as cairn compares them: normalised and relative to the pipeline's directory.
+class PathResolver {
+ public:
+  explicit PathResolver(const std::string& dir)
+      : dir_(dir), base_(dir.starts_with('/') ? NormalisePath(dir) : "") {}
+
+  std::vector<std::string> Resolve(const std::vector<std::string>& in, Substituter& sub,
+                                   const std::string& field, bool outputs,
+                                   std::vector<std::string>* problems) const {
+    std::vector<std::string> out;
+    for (const std::string& raw : in) {
+      std::string text = sub.Apply(raw, field);
+      std::string path = NormalisePath(text);
+      if (path.empty() && !text.starts_with('/')) {
+        // "../x": resolved against the pipeline's directory (fine to read; an output must
+        // come back inside it).
+        path = NormalisePath((fs::path(dir_) / text).lexically_normal().string());
+      }
+      // An absolute path into the pipeline's directory is the relative one, so that it
+      // meets the same path written by another step.
+      if (path.starts_with('/') && !base_.empty() && Within(path, base_)) {
+        path = path == base_ ? "." : path.substr(base_.size() + 1);
+      }
+      if (outputs && (path.empty() || path.starts_with('/') || path == ".")) {
+        problems->push_back(field + ": " + text +
+                            " is outside the pipeline's directory; outputs must be inside it");
+        continue;
+      }
+      if (path.empty()) {
+        problems->push_back(field + ": '" + text + "' is not a path");
+        continue;
+      }
+      if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+    }
+    return out;
+  }
+
+ private:
+  std::string dir_;
+  std::string base_;  // `dir` normalised when absolute, else ""
+};
+
+// One runnable instance of `s`; `item` is null outside a fan-out.
+Step Instantiate(const StepSpec& s, const std::string& pipeline_env, const std::string* item,
+                 const std::map<std::string, std::string>& own, const PathResolver& resolver,
+                 std::vector<std::string>* problems) {
+  const std::string at = "steps." + s.name;
+  Substituter sub(own, item, problems);
+  Step step;
+  step.spec_name = s.name;
+  step.item = item != nullptr ? *item : "";
+  step.id = item != nullptr ? s.name + "[" + *item + "]" : s.name;
+  step.command = sub.Apply(s.run, at + ".run");
+  step.inputs = resolver.Resolve(s.inputs, sub, at + ".inputs", false, problems);
+  step.outputs = resolver.Resolve(s.outputs, sub, at + ".outputs", true, problems);
+  step.code = resolver.Resolve(s.code, sub, at + ".code", false, problems);
+  for (const auto& [name, value] : s.variables) {
+    step.variables[name] = sub.Apply(value, at + ".variables." + name);
+  }
+  step.params = sub.used();
+  step.env = s.env.empty() ? pipeline_env : s.env;
+  step.resources = s.resources;
+  step.retries = s.retries;
+  step.timeout_ms = s.timeout_ms;
+  step.cache = s.cache;
+  return step;
+}
+
+// Every step's instances, in file order.
+struct Instances {
+  std::vector<Step> steps;
+  std::map<std::string, std::vector<size_t>> by_name;  // step name -> indexes into `steps`
+};
+
+Instances InstantiateSteps(const PipelineSpec& spec,
+                           const std::map<std::string, ParamValue>& params,
+                           const std::map<std::string, std::string>& param_text,
+                           const std::string& dir, std::vector<std::string>* problems) {
+  Instances out;
+  const PathResolver resolver(dir);
+  for (const StepSpec& s : spec.steps) {
+    std::map<std::string, std::string> own = param_text;
+    for (const auto& [name, value] : s.params) own[name] = value.ToString();
+    const std::vector<std::string> items = ForeachItems(s, params, own, problems);
+    out.by_name[s.name];  // known even when its foreach has no items
+    for (const std::string& item : items) {
+      const std::string* item_ptr = s.has_foreach ? &item : nullptr;
+      out.by_name[s.name].push_back(out.steps.size());
+      out.steps.push_back(Instantiate(s, spec.env, item_ptr, own, resolver, problems));
+    }
+  }
+  return out;
+}
+
+// Output path -> the step writing it; two steps writing the same or nested outputs are a
+// problem.
+std::map<std::string, size_t> FindWriters(const std::vector<Step>& steps,
+                                          std::vector<std::string>* problems) {
+  std::map<std::string, size_t> writers;
   for (size_t i = 0; i < steps.size(); ++i) {
     for (const std::string& out : steps[i].outputs) {
       for (const auto& [path, j] : writers) {
@@ -593,62 +645,69 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
       writers.emplace(out, i);
     }
   }
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const StepSpec* s = nullptr;
-    for (const StepSpec& candidate : spec.steps) {
-      if (candidate.name == steps[i].spec_name) s = &candidate;
+  return writers;
+}
+
+// The instances `s` waits for through `needs`. A needed step whose foreach has no items
+// passes its own needs on, so that the order through it holds.
+void AddNeeds(const PipelineSpec& spec, const StepSpec& s, const Instances& instances,
+              std::set<size_t>* deps, std::vector<std::string>* problems) {
+  std::vector<std::string> needs(s.needs.begin(), s.needs.end());
+  std::set<std::string> seen_needs;
+  while (!needs.empty()) {
+    const std::string need = needs.back();
+    needs.pop_back();
+    if (!seen_needs.insert(need).second) continue;
+    auto it = instances.by_name.find(need);
+    if (it == instances.by_name.end()) {
+      std::vector<std::string> names;
+      for (const StepSpec& other : spec.steps) names.push_back(other.name);
+      problems->push_back("steps." + s.name + ".needs: no step is named " + need +
+                          " (steps: " + Join(names, ", ") + ")");
+      continue;
     }
-    // A needed step whose foreach has no items passes its own needs on, so that the order
-    // through it holds.
-    std::vector<std::string> needs(s->needs.begin(), s->needs.end());
-    std::set<std::string> seen_needs;
-    while (!needs.empty()) {
-      const std::string need = needs.back();
-      needs.pop_back();
-      if (!seen_needs.insert(need).second) continue;
-      auto it = instances.find(need);
-      if (it == instances.end()) {
-        std::vector<std::string> names;
-        for (const StepSpec& other : spec.steps) names.push_back(other.name);
-        problems->push_back("steps." + s->name + ".needs: no step is named " + need +
-                            " (steps: " + Join(names, ", ") + ")");
-        continue;
-      }
-      for (size_t j : it->second) deps[i].insert(j);
-      if (it->second.empty()) {
-        for (const StepSpec& other : spec.steps) {
-          if (other.name == need) needs.insert(needs.end(), other.needs.begin(), other.needs.end());
-        }
-      }
-    }
-    for (const std::string& input : steps[i].inputs) {
-      bool produced = false;
-      for (const auto& [path, j] : writers) {
-        if (j == i && Within(input, path)) {
-          // Outputs are removed before a step runs: this would delete the input.
-          problems->push_back("steps." + s->name + ".inputs: " + input +
-                              " is inside the step's own output " + path +
-                              ", which cairn removes before the step runs");
-          produced = true;
-        } else if (j == i && Within(path, input)) {
-          // Its content would count what the step wrote the time before.
-          problems->push_back("steps." + s->name + ".inputs: " + input +
-                              " holds the step's own output " + path +
-                              "; name the input files apart from the output");
-          produced = true;
-        } else if (Within(input, path) || Within(path, input)) {
-          produced = true;
-          if (j != i) deps[i].insert(j);
-        }
-      }
-      if (!produced && !exists(dir, input)) {
-        problems->push_back("steps." + s->name + ".inputs: " + input +
-                            " does not exist and no step writes it");
+    for (size_t j : it->second) deps->insert(j);
+    if (it->second.empty()) {
+      for (const StepSpec& other : spec.steps) {
+        if (other.name == need) needs.insert(needs.end(), other.needs.begin(), other.needs.end());
       }
     }
   }
+}
 
-  // Cycles: a depth-first search that reports each cycle it closes, as a path.
+// The steps whose outputs step `i`'s inputs lie in (or hold); an input nobody writes must
+// exist.
+void AddInputDeps(size_t i, const std::vector<Step>& steps,
+                  const std::map<std::string, size_t>& writers, const std::string& dir,
+                  PathExists exists, std::set<size_t>* deps, std::vector<std::string>* problems) {
+  const std::string at = "steps." + steps[i].spec_name + ".inputs: ";
+  for (const std::string& input : steps[i].inputs) {
+    bool produced = false;
+    for (const auto& [path, j] : writers) {
+      if (j == i && Within(input, path)) {
+        // Outputs are removed before a step runs: this would delete the input.
+        problems->push_back(at + input + " is inside the step's own output " + path +
+                            ", which cairn removes before the step runs");
+        produced = true;
+      } else if (j == i && Within(path, input)) {
+        // Its content would count what the step wrote the time before.
+        problems->push_back(at + input + " holds the step's own output " + path +
+                            "; name the input files apart from the output");
+        produced = true;
+      } else if (Within(input, path) || Within(path, input)) {
+        produced = true;
+        if (j != i) deps->insert(j);
+      }
+    }
+    if (!produced && !exists(dir, input)) {
+      problems->push_back(at + input + " does not exist and no step writes it");
+    }
+  }
+}
+
+// A depth-first search that reports each cycle it closes, as a path.
+void ReportCycles(const std::vector<Step>& steps, const std::vector<std::set<size_t>>& deps,
+                  std::vector<std::string>* problems) {
   std::vector<int> state(steps.size(), 0);  // 0 new, 1 on the stack, 2 done
   std::vector<size_t> stack;
   std::set<std::string> reported;
@@ -678,9 +737,12 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
   for (size_t i = 0; i < steps.size(); ++i) {
     if (state[i] == 0) visit(i);
   }
+}
 
-  // Dependency order: each step after the steps it needs, otherwise file order. With a cycle
-  // the steps on it are left out (the pipeline cannot run anyway).
+// Each step after the steps it needs, otherwise file order, with `deps` renumbered into
+// Step::deps. With a cycle the steps on it are left out (the pipeline cannot run anyway).
+std::vector<Step> InDependencyOrder(const std::vector<Step>& steps,
+                                    const std::vector<std::set<size_t>>& deps) {
   std::vector<size_t> order;
   std::vector<size_t> waiting(steps.size());
   std::vector<std::vector<size_t>> users(steps.size());
@@ -702,12 +764,47 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
   }
   std::vector<size_t> new_index(steps.size(), SIZE_MAX);
   for (size_t k = 0; k < order.size(); ++k) new_index[order[k]] = k;
+  std::vector<Step> out;
   for (size_t i : order) {
     Step step = steps[i];
     for (size_t j : deps[i]) step.deps.push_back(new_index[j]);
     std::sort(step.deps.begin(), step.deps.end());
-    p.steps.push_back(std::move(step));
+    out.push_back(std::move(step));
   }
+  return out;
+}
+
+const StepSpec& SpecOf(const PipelineSpec& spec, const Step& step) {
+  const StepSpec* s = nullptr;
+  for (const StepSpec& candidate : spec.steps) {
+    if (candidate.name == step.spec_name) s = &candidate;
+  }
+  return *s;
+}
+
+}  // namespace
+
+Pipeline ExpandPipeline(const PipelineSpec& spec,
+                        const std::map<std::string, std::string>& overrides, const std::string& dir,
+                        PathExists exists, std::vector<std::string>* problems) {
+  Pipeline p;
+  p.name = spec.name;
+  const std::map<std::string, ParamValue> params = ApplyOverrides(spec.params, overrides, problems);
+  for (const auto& [name, value] : params) p.params[name] = value.ToString();
+
+  const Instances instances = InstantiateSteps(spec, params, p.params, dir, problems);
+  const std::vector<Step>& steps = instances.steps;
+
+  // Dependencies: `needs`, and inputs that lie in (or hold) another step's outputs.
+  std::vector<std::set<size_t>> deps(steps.size());
+  const std::map<std::string, size_t> writers = FindWriters(steps, problems);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    AddNeeds(spec, SpecOf(spec, steps[i]), instances, &deps[i], problems);
+    AddInputDeps(i, steps, writers, dir, exists, &deps[i], problems);
+  }
+
+  ReportCycles(steps, deps, problems);
+  p.steps = InDependencyOrder(steps, deps);
   return p;
 }
 
