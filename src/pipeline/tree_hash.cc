@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <functional>
 #include <iterator>
-#include <nlohmann/json.hpp>
 #include <thread>
 #include <tuple>
 #include <unordered_set>
@@ -27,117 +26,22 @@
 namespace cairn::pipeline {
 namespace {
 
-using nlohmann::json;
-
 constexpr size_t kReadBuffer = 1 << 20;
-constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX: no longer relative path can be opened
-constexpr std::string_view kManifestHead = "{\"cairn_manifest\":1,\"entries\":[\n";
-constexpr std::string_view kManifestTail = "]}\n";
-
-// ---------------------------------------------------------------------------------------------
-// Manifest
-
-void AppendJsonString(std::string_view s, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (c < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 15]);
-        } else {
-          out->push_back(ch);
-        }
-    }
-  }
-  out->push_back('"');
-}
-
-std::string_view ModeText(uint32_t mode) {
-  switch (mode) {
-    case kModeExecutable:
-      return "100755";
-    case kModeSymlink:
-      return "120000";
-    default:
-      return "100644";
-  }
-}
-
-// For messages: the path with bytes that are not UTF-8 shown as U+FFFD.
-std::string Printable(std::string_view path) {
-  Utf8Decoder d;
-  std::string out = d.Feed(path);
-  out += d.Finish();
-  return out;
-}
-
-// Why `path` is not a normalised relative path, or empty when it is one.
-std::string BadRelativePath(std::string_view path) {
-  if (path.empty()) return "is empty";
-  if (path.size() > kMaxPathBytes) return "is longer than 4096 bytes";
-  if (!IsValidUtf8(path)) return "is not valid UTF-8";
-  if (path.find('\0') != std::string_view::npos) return "contains a NUL byte";
-  if (path.front() == '/') return "is absolute";
-  size_t start = 0;
-  for (;;) {
-    size_t end = path.find('/', start);
-    std::string_view part = path.substr(start, end == std::string_view::npos ? end : end - start);
-    if (part.empty()) return "has an empty component";
-    if (part == "." || part == "..") return "has a '.' or '..' component";
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return "";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reading and hashing one file
-
-int64_t NanosOf(const struct timespec& ts) {
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-int64_t NowNanos(Clock* clock) { return clock->NowMillis() * 1'000'000; }
 
 Status FileError(std::string_view op, const std::string& path) {
   int err = errno;
-  return Unavailable(std::string(op) + " " + Printable(path) + ": " + std::strerror(err));
+  return Unavailable(std::string(op) + " " + PrintablePath(path) + ": " + std::strerror(err));
 }
 
 Status ChangedWhileHashing(const std::string& path) {
-  return Unavailable(Printable(path) +
+  return Unavailable(PrintablePath(path) +
                      " changed while it was being hashed; retry when nothing "
                      "writes to it");
 }
 
 bool SameContentStat(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
-         NanosOf(a.st_mtim) == NanosOf(b.st_mtim) && NanosOf(a.st_ctim) == NanosOf(b.st_ctim);
+         TimespecNanos(a.st_mtim) == TimespecNanos(b.st_mtim) && TimespecNanos(a.st_ctim) == TimespecNanos(b.st_ctim);
 }
 
 uint32_t FileMode(const struct stat& st) {
@@ -358,7 +262,7 @@ class Walker {
       std::string_view name = de->d_name;
       if (name == "." || name == "..") continue;
       if (!IsValidUtf8(name)) {
-        return InvalidArgument(Printable(prefix + std::string(name)) +
+        return InvalidArgument(PrintablePath(prefix + std::string(name)) +
                                ": the name is not valid UTF-8, which a manifest cannot record; "
                                "rename it");
       }
@@ -387,7 +291,7 @@ class Walker {
         int64_t size = static_cast<int64_t>(target.size());
         found->entries.push_back({std::move(rel), size, kModeSymlink, Sha256Hex(target)});
       } else {
-        return InvalidArgument(Printable(prefix + std::string(name)) + " is " +
+        return InvalidArgument(PrintablePath(prefix + std::string(name)) + " is " +
                                std::string(TypeName(st.st_mode)) +
                                "; only regular files, directories and symlinks can be hashed");
       }
@@ -424,315 +328,6 @@ Status HashJobs(std::vector<Job>& jobs, const HashOptions& options, int threads,
 
 }  // namespace
 
-// -----------------------------------------------------------------------------------------------
-// Manifest
-
-std::string ManifestJson(const std::vector<FileEntry>& sorted_entries) {
-  std::string out(kManifestHead);
-  out.reserve(kManifestHead.size() + kManifestTail.size() + sorted_entries.size() * 140);
-  for (size_t i = 0; i < sorted_entries.size(); ++i) {
-    const FileEntry& e = sorted_entries[i];
-    out += "{\"path\":";
-    AppendJsonString(e.path, &out);
-    out += ",\"size\":";
-    out += std::to_string(e.size);
-    out += ",\"mode\":\"";
-    out += ModeText(e.mode);
-    out += "\",\"sha256\":\"";
-    out += e.sha256;
-    out += i + 1 < sorted_entries.size() ? "\"},\n" : "\"}\n";
-  }
-  out += kManifestTail;
-  return out;
-}
-
-Result<std::vector<FileEntry>> ParseManifestJson(std::string_view text) {
-  // Only three levels are valid (the object, its entries array, an entry); deeper values are
-  // discarded as they are parsed, so a hostile manifest cannot build a deep tree.
-  bool too_deep = false;
-  json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t event, json&) {
-    if (depth > 3) too_deep = true;
-    return !too_deep;
-  };
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end(), limit_depth, /*allow_exceptions=*/false);
-  } catch (const json::exception& e) {
-    return InvalidArgument(std::string("manifest: ") + e.what());
-  }
-  if (too_deep) return InvalidArgument("manifest: nests deeper than an entry's fields");
-  if (doc.is_discarded()) return InvalidArgument("manifest: not valid JSON");
-  if (!doc.is_object()) return InvalidArgument("manifest: not a JSON object");
-  for (const auto& [key, value] : doc.items()) {
-    if (key != "cairn_manifest" && key != "entries") {
-      return InvalidArgument("manifest: unknown field \"" + Printable(key) + "\"");
-    }
-  }
-  auto version = doc.find("cairn_manifest");
-  if (version == doc.end() || !version->is_number_integer() || *version != 1) {
-    return InvalidArgument("manifest: \"cairn_manifest\" must be 1 (the only version)");
-  }
-  auto list = doc.find("entries");
-  if (list == doc.end() || !list->is_array()) {
-    return InvalidArgument("manifest: \"entries\" must be an array");
-  }
-  std::vector<FileEntry> entries;
-  entries.reserve(list->size());
-  std::unordered_set<std::string_view> files;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const json& item = (*list)[i];
-    std::string where = "manifest entry " + std::to_string(i);
-    if (!item.is_object()) return InvalidArgument(where + ": not an object");
-    for (const auto& [key, value] : item.items()) {
-      if (key != "path" && key != "size" && key != "mode" && key != "sha256") {
-        return InvalidArgument(where + ": unknown field \"" + Printable(key) + "\"");
-      }
-    }
-    FileEntry e;
-    auto path = item.find("path");
-    if (path == item.end() || !path->is_string()) {
-      return InvalidArgument(where + ": \"path\" must be a string");
-    }
-    e.path = path->get_ref<const std::string&>();
-    if (std::string why = BadRelativePath(e.path); !why.empty()) {
-      return InvalidArgument(where + ": path \"" + Printable(e.path) + "\" " + why);
-    }
-    where += " (" + e.path + ")";
-    auto size = item.find("size");
-    if (size == item.end() || !size->is_number_integer() ||
-        (size->is_number_unsigned() && size->get<uint64_t>() > INT64_MAX) ||
-        size->get<int64_t>() < 0) {
-      return InvalidArgument(where + ": \"size\" must be an integer >= 0");
-    }
-    e.size = size->get<int64_t>();
-    auto mode = item.find("mode");
-    std::string_view mode_text = mode != item.end() && mode->is_string()
-                                     ? std::string_view(mode->get_ref<const std::string&>())
-                                     : std::string_view();
-    if (mode_text == "100644") {
-      e.mode = kModeFile;
-    } else if (mode_text == "100755") {
-      e.mode = kModeExecutable;
-    } else if (mode_text == "120000") {
-      e.mode = kModeSymlink;
-    } else {
-      return InvalidArgument(where + ": \"mode\" must be \"100644\", \"100755\" or \"120000\"");
-    }
-    auto sha = item.find("sha256");
-    if (sha == item.end() || !sha->is_string() ||
-        !IsSha256Hex(sha->get_ref<const std::string&>())) {
-      return InvalidArgument(where + ": \"sha256\" must be 64 lowercase hex digits");
-    }
-    e.sha256 = sha->get_ref<const std::string&>();
-    if (!entries.empty() && !(entries.back().path < e.path)) {
-      return InvalidArgument(where + ": entries must be sorted by path, each path once (after \"" +
-                             entries.back().path + "\")");
-    }
-    entries.push_back(std::move(e));
-  }
-  // A path whose parent directory is itself listed as a file could not exist on disk.
-  for (const FileEntry& e : entries) files.insert(e.path);
-  for (const FileEntry& e : entries) {
-    for (size_t slash = e.path.find('/'); slash != std::string::npos;
-         slash = e.path.find('/', slash + 1)) {
-      if (files.count(std::string_view(e.path).substr(0, slash))) {
-        return InvalidArgument("manifest: \"" + e.path + "\" is inside \"" +
-                               e.path.substr(0, slash) + "\", which is listed as a file");
-      }
-    }
-  }
-  return entries;
-}
-
-// -----------------------------------------------------------------------------------------------
-// StatCache
-//
-// File layout (host byte order; a file written on a host of the other order fails the marker
-// check and is ignored): "CAIRNSTC", u32 version 1, u32 0x01020304, u64 count, then count
-// records of {u64 dev, u64 ino, i64 size, i64 mtime ns, i64 ctime ns, 32-byte SHA-256}, then the
-// SHA-256 of all the bytes before it, so that a torn or damaged file is recognised and ignored.
-
-namespace {
-
-constexpr char kMagic[8] = {'C', 'A', 'I', 'R', 'N', 'S', 'T', 'C'};
-constexpr uint32_t kCacheVersion = 1;
-constexpr uint32_t kByteOrderMark = 0x01020304;
-constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8;
-constexpr size_t kRecordBytes = 8 * 5 + 32;
-constexpr size_t kDigestBytes = 32;
-
-template <typename T>
-void Put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-template <typename T>
-T Get(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-bool HexToBytes(std::string_view hex, unsigned char* out) {
-  if (!IsSha256Hex(hex)) return false;
-  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  for (size_t i = 0; i < 32; ++i) {
-    out[i] = static_cast<unsigned char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
-  }
-  return true;
-}
-
-std::string RawSha256(std::string_view bytes) {
-  std::string hex = Sha256Hex(bytes);
-  std::string raw(32, '\0');
-  HexToBytes(hex, reinterpret_cast<unsigned char*>(raw.data()));
-  return raw;
-}
-
-}  // namespace
-
-size_t StatCache::KeyHash::operator()(const Key& k) const {
-  uint64_t h = (k.ino ^ (k.dev << 40 | k.dev >> 24)) * 0x9e3779b97f4a7c15ULL;
-  return static_cast<size_t>(h ^ h >> 29);
-}
-
-Result<std::unique_ptr<StatCache>> StatCache::Open(std::string path, Clock* clock) {
-  std::unique_ptr<StatCache> cache(new StatCache(std::move(path), clock ? clock : SystemClock()));
-  Result<std::string> bytes = ReadFile(cache->path_);
-  if (!bytes.ok()) {
-    if (bytes.status().code() == StatusCode::kNotFound) return cache;
-    return bytes.status().WithContext("opening stat cache");
-  }
-  cache->Load(*bytes);
-  return cache;
-}
-
-void StatCache::Load(std::string_view bytes) {
-  if (bytes.size() < kHeaderBytes + kDigestBytes) return;
-  const char* p = bytes.data();
-  if (std::memcmp(p, kMagic, 8) != 0 || Get<uint32_t>(p + 8) != kCacheVersion ||
-      Get<uint32_t>(p + 12) != kByteOrderMark) {
-    return;
-  }
-  uint64_t count = Get<uint64_t>(p + 16);
-  if (count > (bytes.size() - kHeaderBytes - kDigestBytes) / kRecordBytes ||
-      bytes.size() != kHeaderBytes + count * kRecordBytes + kDigestBytes) {
-    return;
-  }
-  std::string_view body = bytes.substr(0, bytes.size() - kDigestBytes);
-  if (RawSha256(body) != bytes.substr(body.size())) return;
-  for (Shard& shard : shards_) shard.entries.reserve(count / kShards * 5 / 4);
-  for (uint64_t i = 0; i < count; ++i) {
-    const char* r = p + kHeaderBytes + i * kRecordBytes;
-    Entry e;
-    e.size = Get<int64_t>(r + 16);
-    e.mtime_nanos = Get<int64_t>(r + 24);
-    e.ctime_nanos = Get<int64_t>(r + 32);
-    std::memcpy(e.sha256, r + 40, 32);
-    e.used = false;
-    Key key{Get<uint64_t>(r), Get<uint64_t>(r + 8)};
-    ShardOf(key).entries[key] = e;
-  }
-}
-
-size_t StatCache::size() const {
-  size_t n = 0;
-  for (Shard& shard : shards_) {
-    std::lock_guard<std::mutex> lock(shard.mu);
-    n += shard.entries.size();
-  }
-  return n;
-}
-
-bool StatCache::IsRacy(const struct stat& st, int64_t stat_time_nanos) {
-  bool coarse = st.st_mtim.tv_nsec == 0 && st.st_ctim.tv_nsec == 0;
-  int64_t window = coarse ? kCoarseRacyWindowNanos : kFineRacyWindowNanos;
-  return std::max(NanosOf(st.st_mtim), NanosOf(st.st_ctim)) > stat_time_nanos - window;
-}
-
-std::optional<std::string> StatCache::Lookup(const struct stat& st) {
-  // Entries are recorded only when not racy, so a matching one is sound; the check here guards
-  // against a clock that went backwards since.
-  if (IsRacy(st, NowNanos(clock_))) return std::nullopt;
-  Key key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
-  Shard& shard = ShardOf(key);
-  std::lock_guard<std::mutex> lock(shard.mu);
-  auto it = shard.entries.find(key);
-  if (it == shard.entries.end()) return std::nullopt;
-  Entry& e = it->second;
-  if (e.size != st.st_size || e.mtime_nanos != NanosOf(st.st_mtim) ||
-      e.ctime_nanos != NanosOf(st.st_ctim)) {
-    return std::nullopt;
-  }
-  e.used = true;
-  return HexEncode(std::string_view(reinterpret_cast<const char*>(e.sha256), 32));
-}
-
-void StatCache::Update(const struct stat& st, std::string sha256, int64_t stat_time_nanos) {
-  if (IsRacy(st, stat_time_nanos)) return;
-  Entry e{st.st_size, NanosOf(st.st_mtim), NanosOf(st.st_ctim), {}, true};
-  if (!HexToBytes(sha256, e.sha256)) return;
-  Key key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
-  Shard& shard = ShardOf(key);
-  std::lock_guard<std::mutex> lock(shard.mu);
-  shard.entries[key] = e;
-  dirty_ = true;
-}
-
-Status StatCache::Save() {
-  std::lock_guard<std::mutex> save_lock(save_mu_);
-  if (!dirty_.exchange(false)) return Status::Ok();
-  std::string out;
-  {
-    std::unique_lock<std::mutex> locks[kShards];
-    size_t total = 0;
-    for (size_t i = 0; i < kShards; ++i) {
-      locks[i] = std::unique_lock<std::mutex>(shards_[i].mu);
-      total += shards_[i].entries.size();
-    }
-    if (total > max_entries_) {
-      total = 0;
-      for (Shard& shard : shards_) {
-        std::erase_if(shard.entries, [](const auto& kv) { return !kv.second.used; });
-        total += shard.entries.size();
-      }
-    }
-    out.reserve(kHeaderBytes + total * kRecordBytes + kDigestBytes);
-    out.append(kMagic, 8);
-    Put<uint32_t>(&out, kCacheVersion);
-    Put<uint32_t>(&out, kByteOrderMark);
-    Put<uint64_t>(&out, total);
-    // In inode order: Load() then allocates the entries in that order, and a walk, which meets
-    // a directory's files roughly in inode order, finds them near each other in memory.
-    std::vector<const std::pair<const Key, Entry>*> sorted;
-    sorted.reserve(total);
-    for (const Shard& shard : shards_) {
-      for (const auto& kv : shard.entries) sorted.push_back(&kv);
-    }
-    std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
-      return std::tie(a->first.dev, a->first.ino) < std::tie(b->first.dev, b->first.ino);
-    });
-    for (const auto* kv : sorted) {
-      const auto& [key, e] = *kv;
-      Put<uint64_t>(&out, key.dev);
-      Put<uint64_t>(&out, key.ino);
-      Put<int64_t>(&out, e.size);
-      Put<int64_t>(&out, e.mtime_nanos);
-      Put<int64_t>(&out, e.ctime_nanos);
-      out.append(reinterpret_cast<const char*>(e.sha256), 32);
-    }
-  }
-  out += RawSha256(out);
-  std::filesystem::path parent = std::filesystem::path(path_).parent_path();
-  Status s = parent.empty() ? Status::Ok() : MakeDirs(parent);
-  if (s.ok()) s = WriteFileAtomic(path_, out).WithContext("saving stat cache");
-  if (!s.ok()) dirty_ = true;  // still unsaved
-  return s;
-}
-
-// -----------------------------------------------------------------------------------------------
-// HashPath
-
 Result<TreeHash> HashPath(const std::string& path, const HashOptions& options) {
   if (options.threads < 0) return InvalidArgument("threads must be >= 0");
   int threads = options.threads > 0
@@ -743,7 +338,7 @@ Result<TreeHash> HashPath(const std::string& path, const HashOptions& options) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) {
-      return NotFound(Printable(path) + " does not exist");
+      return NotFound(PrintablePath(path) + " does not exist");
     }
     return FileError("stat", path);
   }
@@ -751,7 +346,7 @@ Result<TreeHash> HashPath(const std::string& path, const HashOptions& options) {
   if (S_ISREG(st.st_mode)) {
     std::string name = std::filesystem::path(path).filename().string();
     if (!IsValidUtf8(name)) {
-      return InvalidArgument(Printable(path) + ": the name is not valid UTF-8");
+      return InvalidArgument(PrintablePath(path) + ": the name is not valid UTF-8");
     }
     out.files.push_back({std::move(name), 0, 0, ""});
     std::optional<std::string> sha;
@@ -772,7 +367,7 @@ Result<TreeHash> HashPath(const std::string& path, const HashOptions& options) {
     out.files_read = static_cast<int64_t>(jobs.size());
     out.files = walker.TakeEntries();
   } else {
-    return InvalidArgument(Printable(path) + " is " + std::string(TypeName(st.st_mode)) +
+    return InvalidArgument(PrintablePath(path) + " is " + std::string(TypeName(st.st_mode)) +
                            "; only regular files, directories and symlinks can be hashed");
   }
   for (const FileEntry& e : out.files) out.bytes += e.size;

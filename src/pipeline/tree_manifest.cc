@@ -1,0 +1,215 @@
+#include "pipeline/tree_manifest.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <unordered_set>
+
+#include "util/hash.h"
+#include "util/utf8.h"
+
+namespace cairn::pipeline {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX: no longer relative path can be opened
+constexpr std::string_view kManifestHead = "{\"cairn_manifest\":1,\"entries\":[\n";
+constexpr std::string_view kManifestTail = "]}\n";
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default:
+        if (c < 0x20) {
+          out->append("\\u00");
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 15]);
+        } else {
+          out->push_back(ch);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+std::string_view ModeText(uint32_t mode) {
+  switch (mode) {
+    case kModeExecutable:
+      return "100755";
+    case kModeSymlink:
+      return "120000";
+    default:
+      return "100644";
+  }
+}
+
+// Why `path` is not a normalised relative path, or empty when it is one.
+std::string BadRelativePath(std::string_view path) {
+  if (path.empty()) return "is empty";
+  if (path.size() > kMaxPathBytes) return "is longer than 4096 bytes";
+  if (!IsValidUtf8(path)) return "is not valid UTF-8";
+  if (path.find('\0') != std::string_view::npos) return "contains a NUL byte";
+  if (path.front() == '/') return "is absolute";
+  size_t start = 0;
+  for (;;) {
+    size_t end = path.find('/', start);
+    std::string_view part = path.substr(start, end == std::string_view::npos ? end : end - start);
+    if (part.empty()) return "has an empty component";
+    if (part == "." || part == "..") return "has a '.' or '..' component";
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string PrintablePath(std::string_view path) {
+  Utf8Decoder d;
+  std::string out = d.Feed(path);
+  out += d.Finish();
+  return out;
+}
+
+std::string ManifestJson(const std::vector<FileEntry>& sorted_entries) {
+  std::string out(kManifestHead);
+  out.reserve(kManifestHead.size() + kManifestTail.size() + sorted_entries.size() * 140);
+  for (size_t i = 0; i < sorted_entries.size(); ++i) {
+    const FileEntry& e = sorted_entries[i];
+    out += "{\"path\":";
+    AppendJsonString(e.path, &out);
+    out += ",\"size\":";
+    out += std::to_string(e.size);
+    out += ",\"mode\":\"";
+    out += ModeText(e.mode);
+    out += "\",\"sha256\":\"";
+    out += e.sha256;
+    out += i + 1 < sorted_entries.size() ? "\"},\n" : "\"}\n";
+  }
+  out += kManifestTail;
+  return out;
+}
+
+Result<std::vector<FileEntry>> ParseManifestJson(std::string_view text) {
+  // Only three levels are valid (the object, its entries array, an entry); deeper values are
+  // discarded as they are parsed, so a hostile manifest cannot build a deep tree.
+  bool too_deep = false;
+  json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t event, json&) {
+    if (depth > 3) too_deep = true;
+    return !too_deep;
+  };
+  json doc;
+  try {
+    doc = json::parse(text.begin(), text.end(), limit_depth, /*allow_exceptions=*/false);
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("manifest: ") + e.what());
+  }
+  if (too_deep) return InvalidArgument("manifest: nests deeper than an entry's fields");
+  if (doc.is_discarded()) return InvalidArgument("manifest: not valid JSON");
+  if (!doc.is_object()) return InvalidArgument("manifest: not a JSON object");
+  for (const auto& [key, value] : doc.items()) {
+    if (key != "cairn_manifest" && key != "entries") {
+      return InvalidArgument("manifest: unknown field \"" + PrintablePath(key) + "\"");
+    }
+  }
+  auto version = doc.find("cairn_manifest");
+  if (version == doc.end() || !version->is_number_integer() || *version != 1) {
+    return InvalidArgument("manifest: \"cairn_manifest\" must be 1 (the only version)");
+  }
+  auto list = doc.find("entries");
+  if (list == doc.end() || !list->is_array()) {
+    return InvalidArgument("manifest: \"entries\" must be an array");
+  }
+  std::vector<FileEntry> entries;
+  entries.reserve(list->size());
+  std::unordered_set<std::string_view> files;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& item = (*list)[i];
+    std::string where = "manifest entry " + std::to_string(i);
+    if (!item.is_object()) return InvalidArgument(where + ": not an object");
+    for (const auto& [key, value] : item.items()) {
+      if (key != "path" && key != "size" && key != "mode" && key != "sha256") {
+        return InvalidArgument(where + ": unknown field \"" + PrintablePath(key) + "\"");
+      }
+    }
+    FileEntry e;
+    auto path = item.find("path");
+    if (path == item.end() || !path->is_string()) {
+      return InvalidArgument(where + ": \"path\" must be a string");
+    }
+    e.path = path->get_ref<const std::string&>();
+    if (std::string why = BadRelativePath(e.path); !why.empty()) {
+      return InvalidArgument(where + ": path \"" + PrintablePath(e.path) + "\" " + why);
+    }
+    where += " (" + e.path + ")";
+    auto size = item.find("size");
+    if (size == item.end() || !size->is_number_integer() ||
+        (size->is_number_unsigned() && size->get<uint64_t>() > INT64_MAX) ||
+        size->get<int64_t>() < 0) {
+      return InvalidArgument(where + ": \"size\" must be an integer >= 0");
+    }
+    e.size = size->get<int64_t>();
+    auto mode = item.find("mode");
+    std::string_view mode_text = mode != item.end() && mode->is_string()
+                                     ? std::string_view(mode->get_ref<const std::string&>())
+                                     : std::string_view();
+    if (mode_text == "100644") {
+      e.mode = kModeFile;
+    } else if (mode_text == "100755") {
+      e.mode = kModeExecutable;
+    } else if (mode_text == "120000") {
+      e.mode = kModeSymlink;
+    } else {
+      return InvalidArgument(where + ": \"mode\" must be \"100644\", \"100755\" or \"120000\"");
+    }
+    auto sha = item.find("sha256");
+    if (sha == item.end() || !sha->is_string() ||
+        !IsSha256Hex(sha->get_ref<const std::string&>())) {
+      return InvalidArgument(where + ": \"sha256\" must be 64 lowercase hex digits");
+    }
+    e.sha256 = sha->get_ref<const std::string&>();
+    if (!entries.empty() && !(entries.back().path < e.path)) {
+      return InvalidArgument(where + ": entries must be sorted by path, each path once (after \"" +
+                             entries.back().path + "\")");
+    }
+    entries.push_back(std::move(e));
+  }
+  // A path whose parent directory is itself listed as a file could not exist on disk.
+  for (const FileEntry& e : entries) files.insert(e.path);
+  for (const FileEntry& e : entries) {
+    for (size_t slash = e.path.find('/'); slash != std::string::npos;
+         slash = e.path.find('/', slash + 1)) {
+      if (files.count(std::string_view(e.path).substr(0, slash))) {
+        return InvalidArgument("manifest: \"" + e.path + "\" is inside \"" +
+                               e.path.substr(0, slash) + "\", which is listed as a file");
+      }
+    }
+  }
+  return entries;
+}
+
+}  // namespace cairn::pipeline
