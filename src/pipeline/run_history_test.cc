@@ -19,6 +19,13 @@ TEST(RunHistoryTest, AStepInFlightWithoutARunnerWasInterrupted) {
   EXPECT_EQ(ShownState("failed", true), "failed");
 }
 
+StepEvent Event(const std::string& step, const std::string& state) {
+  StepEvent e;
+  e.step = step;
+  e.state = state;
+  return e;
+}
+
 TEST(RunHistoryTest, StatusAndListAgreeOnAnInterruptedRun) {
   fakes::TempDir dir("run-history");
   const std::string root = RunState::RootOf(dir.str());
@@ -34,8 +41,8 @@ TEST(RunHistoryTest, StatusAndListAgreeOnAnInterruptedRun) {
   {
     Result<std::unique_ptr<RunState>> state = RunState::Create(root, info, spec);
     ASSERT_TRUE(state.ok()) << state.status().ToString();
-    ASSERT_TRUE((*state)->Append({.step = "a", .state = "done"}).ok());
-    ASSERT_TRUE((*state)->Append({.step = "b", .state = "started"}).ok());
+    ASSERT_TRUE((*state)->Append(Event("a", "done")).ok());
+    ASSERT_TRUE((*state)->Append(Event("b", "started")).ok());
   }  // no runner holds the run any more
 
   Result<RunStatus> status = ReadRunStatus(root, "01234567");

@@ -7,17 +7,14 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "client/run_journal.h"
-#include "client/tracking_client.h"
 #include "pipeline/session.h"
+#include "pipeline/tracking_sink.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/hash.h"
 
 namespace cairn::pipeline {
 namespace {
-
-using client::RunJournal;
 
 // A step's console log goes up in pieces of this size.
 constexpr size_t kLogChunkBytes = 1 << 20;
@@ -40,32 +37,32 @@ core::RunStatus StatusOf(const std::string& state) {
 }  // namespace
 
 struct Tracker::Impl {
-  std::unique_ptr<client::TrackingClient> client;
-  std::mutex client_mu;  // one delivery at a time on the client
+  std::unique_ptr<TrackingSink> sink;
+  std::mutex deliver_mu;  // one delivery at a time
   Progress* progress = nullptr;
   std::string experiment;
   std::string experiment_id;
   RunInfo run;
-  std::unique_ptr<RunJournal> parent;
-  std::map<std::string, std::unique_ptr<RunJournal>> steps;  // step id -> its run's journal
+  std::unique_ptr<RunRecords> parent;
+  std::map<std::string, std::unique_ptr<RunRecords>> steps;  // step id -> its run's journal
   std::vector<std::string> step_ids;                         // by index in the pipeline
   bool server_up = true;
   bool warned = false;
 
   std::mutex queue_mu;
   std::condition_variable queue_cv;
-  std::deque<RunJournal*> queue;
+  std::deque<RunRecords*> queue;
   bool stopping = false;
   std::thread worker;
 
-  Status Deliver(RunJournal& journal) {
-    std::lock_guard<std::mutex> lock(client_mu);
-    Status s = journal.Deliver(*client);
+  Status Deliver(RunRecords& journal) {
+    std::lock_guard<std::mutex> lock(deliver_mu);
+    Status s = journal.Deliver();
     if (!s.ok() && server_up) {
       server_up = false;
       if (!warned) {
         warned = true;
-        progress->Warning("the tracking server at " + client->tracking_uri() +
+        progress->Warning("the tracking server at " + sink->tracking_uri() +
                           " cannot take the pipeline's records (" + s.message() +
                           "); they wait in journals for `cairn sync`");
       }
@@ -77,7 +74,7 @@ struct Tracker::Impl {
 
   void Work() {
     for (;;) {
-      RunJournal* journal = nullptr;
+      RunRecords* journal = nullptr;
       {
         std::unique_lock<std::mutex> lock(queue_mu);
         queue_cv.wait(lock, [this] { return stopping || !queue.empty(); });
@@ -89,7 +86,7 @@ struct Tracker::Impl {
     }
   }
 
-  void Enqueue(RunJournal* journal) {
+  void Enqueue(RunRecords* journal) {
     {
       std::lock_guard<std::mutex> lock(queue_mu);
       queue.push_back(journal);
@@ -97,11 +94,8 @@ struct Tracker::Impl {
     queue_cv.notify_one();
   }
 
-  Result<std::unique_ptr<RunJournal>> Open(const std::string& run_id) {
-    Result<std::unique_ptr<RunJournal>> j =
-        RunJournal::Open(client::DefaultJournalDir(), run_id, client->tracking_uri());
-    if (j.ok()) return j;
-    return RunJournal::Open(client::FallbackJournalDir(), run_id, client->tracking_uri());
+  Result<std::unique_ptr<RunRecords>> Open(const std::string& run_id) {
+    return sink->OpenRun(run_id);
   }
 };
 
@@ -116,30 +110,35 @@ Tracker::~Tracker() {
   if (impl_->worker.joinable()) impl_->worker.join();
 }
 
-const std::string& Tracker::tracking_uri() const { return impl_->client->tracking_uri(); }
+const std::string& Tracker::tracking_uri() const { return impl_->sink->tracking_uri(); }
 
 std::string Tracker::ExperimentId() const { return impl_->experiment_id; }
 
 Result<std::unique_ptr<Tracker>> Tracker::Start(const std::string& tracking_uri,
                                                 const Pipeline& pipeline, const RunInfo& run,
                                                 Progress& progress) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingSink> sink, NewJournalSink(tracking_uri));
+  return Start(std::move(sink), pipeline, run, progress);
+}
+
+Result<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<TrackingSink> sink,
+                                                const Pipeline& pipeline, const RunInfo& run,
+                                                Progress& progress) {
   auto impl = std::make_unique<Impl>();
-  client::ClientOptions options;
-  options.tracking_uri = tracking_uri;
-  CAIRN_ASSIGN_OR_RETURN(impl->client, client::TrackingClient::Create(options));
+  impl->sink = std::move(sink);
   impl->progress = &progress;
   impl->experiment = pipeline.name;
   impl->run = run;
   for (const Step& step : pipeline.steps) impl->step_ids.push_back(step.id);
   CAIRN_ASSIGN_OR_RETURN(impl->parent, impl->Open(run.id));
   // A resumed run continues its parent run; a new one creates it.
-  Result<core::Run> existing = [&]() -> Result<core::Run> {
-    std::lock_guard<std::mutex> lock(impl->client_mu);
-    return impl->client->GetRun(run.id);
+  Result<std::string> existing = [&]() -> Result<std::string> {
+    std::lock_guard<std::mutex> lock(impl->deliver_mu);
+    return impl->sink->ExperimentOf(run.id);
   }();
   if (existing.ok()) {
-    impl->experiment_id = existing->info.experiment_id;
-    CAIRN_RETURN_IF_ERROR(impl->parent->AppendBatch({}, {}, {{"cairn.pipeline.state", "resumed"}}));
+    impl->experiment_id = *existing;
+    CAIRN_RETURN_IF_ERROR(impl->parent->AppendBatch({}, {{"cairn.pipeline.state", "resumed"}}));
   } else {
     std::vector<core::Tag> tags = {{"mlflow.runName", pipeline.name},
                                    {"mlflow.source.name", run.spec_file},
@@ -156,13 +155,13 @@ Result<std::unique_ptr<Tracker>> Tracker::Start(const std::string& tracking_uri,
         impl->parent->AppendCreate(pipeline.name, pipeline.name, run.started_ms, tags));
     std::vector<core::Param> params;
     for (const auto& [k, v] : pipeline.params) params.push_back({k, Cut(v)});
-    CAIRN_RETURN_IF_ERROR(impl->parent->AppendBatch({}, params, {}));
+    CAIRN_RETURN_IF_ERROR(impl->parent->AppendBatch(params, {}));
   }
   (void)impl->Deliver(*impl->parent);
   if (impl->experiment_id.empty() && impl->server_up) {
-    std::lock_guard<std::mutex> lock(impl->client_mu);
-    if (Result<core::Run> created = impl->client->GetRun(run.id); created.ok()) {
-      impl->experiment_id = created->info.experiment_id;
+    std::lock_guard<std::mutex> lock(impl->deliver_mu);
+    if (Result<std::string> created = impl->sink->ExperimentOf(run.id); created.ok()) {
+      impl->experiment_id = *created;
     }
   }
   std::unique_ptr<Tracker> tracker(new Tracker(std::move(impl)));
@@ -174,7 +173,7 @@ std::string Tracker::StepRun(const Step& step) {
   Impl& d = *impl_;
   if (auto it = d.steps.find(step.id); it != d.steps.end()) return it->second->run_id();
   const std::string run_id = RandomHex(16);
-  Result<std::unique_ptr<RunJournal>> journal = d.Open(run_id);
+  Result<std::unique_ptr<RunRecords>> journal = d.Open(run_id);
   if (!journal.ok()) {
     d.progress->Warning("cannot record step " + step.id + ": " + journal.status().message());
     return run_id;
@@ -194,7 +193,7 @@ std::string Tracker::StepRun(const Step& step) {
   Status s = (*journal)->AppendCreate(d.experiment, step.id, SystemClock()->NowMillis(), tags);
   std::vector<core::Param> params;
   for (const auto& [k, v] : step.params) params.push_back({k, Cut(v)});
-  if (s.ok() && !params.empty()) s = (*journal)->AppendBatch({}, params, {});
+  if (s.ok() && !params.empty()) s = (*journal)->AppendBatch(params, {});
   if (!s.ok()) d.progress->Warning("cannot record step " + step.id + ": " + s.message());
   // Created now, so that the step's own client finds its run.
   if (d.server_up) (void)d.Deliver(**journal);
@@ -205,7 +204,7 @@ std::string Tracker::StepRun(const Step& step) {
 void Tracker::StepEnded(const Step& step, const StepRecord& r) {
   Impl& d = *impl_;
   StepRun(step);
-  RunJournal& j = *d.steps.at(step.id);
+  RunRecords& j = *d.steps.at(step.id);
   std::vector<core::Tag> tags = {{"cairn.step.state", r.state}};
   if (r.state == "done" || r.state == "failed") {
     tags.push_back({"cairn.step.exit_code", std::to_string(r.exit_code)});
@@ -213,7 +212,7 @@ void Tracker::StepEnded(const Step& step, const StepRecord& r) {
   if (!r.reason.empty()) tags.push_back({"cairn.step.reason", Cut(r.reason)});
   if (!r.cache_key.empty()) tags.push_back({"cairn.step.cache_key", r.cache_key});
   if (!r.cached_from_run.empty()) tags.push_back({"cairn.step.cached_from_run", r.cached_from_run});
-  Status s = j.AppendBatch({}, {}, tags);
+  Status s = j.AppendBatch({}, tags);
   if (s.ok() && !r.log_path.empty()) {
     if (Result<std::string> log = ReadFile(r.log_path); log.ok()) {
       for (size_t offset = 0; offset < log->size() && s.ok(); offset += kLogChunkBytes) {
@@ -225,8 +224,7 @@ void Tracker::StepEnded(const Step& step, const StepRecord& r) {
       }
     }
   }
-  if (s.ok() && !r.outputs_json.empty())
-    s = j.AppendArtifact("", "cairn/outputs.json", r.outputs_json);
+  if (s.ok() && !r.outputs_json.empty()) s = j.AppendArtifact("cairn/outputs.json", r.outputs_json);
   if (s.ok()) s = j.AppendEnd(StatusOf(r.state), SystemClock()->NowMillis());
   if (!s.ok()) d.progress->Warning("cannot record step " + step.id + ": " + s.message());
   d.Enqueue(&j);
@@ -235,7 +233,7 @@ void Tracker::StepEnded(const Step& step, const StepRecord& r) {
 void Tracker::Finish(bool ok, bool interrupted) {
   Impl& d = *impl_;
   const std::string state = ok ? "complete" : interrupted ? "interrupted" : "failed";
-  Status s = d.parent->AppendBatch({}, {}, {{"cairn.pipeline.state", state}});
+  Status s = d.parent->AppendBatch({}, {{"cairn.pipeline.state", state}});
   if (s.ok()) {
     s = d.parent->AppendEnd(ok            ? core::RunStatus::kFinished
                             : interrupted ? core::RunStatus::kKilled
@@ -250,11 +248,11 @@ void Tracker::Finish(bool ok, bool interrupted) {
   }
   d.queue_cv.notify_all();
   if (d.worker.joinable()) d.worker.join();
-  std::vector<RunJournal*> all = {d.parent.get()};
+  std::vector<RunRecords*> all = {d.parent.get()};
   for (auto& [id, j] : d.steps) all.push_back(j.get());
   const int64_t give_up = SystemClock()->NowMillis() + kFinishPatienceMs;
   size_t pending = 0;
-  for (RunJournal* j : all) {
+  for (RunRecords* j : all) {
     if (!j->complete() && SystemClock()->NowMillis() < give_up) (void)d.Deliver(*j);
     if (j->complete()) {
       (void)j->Remove();
@@ -264,7 +262,7 @@ void Tracker::Finish(bool ok, bool interrupted) {
   }
   if (pending > 0) {
     d.progress->Warning(std::to_string(pending) + " run(s) of this pipeline are not on the " +
-                        "tracking server at " + d.client->tracking_uri() +
+                        "tracking server at " + d.sink->tracking_uri() +
                         " yet; `cairn sync` uploads them");
   }
 }

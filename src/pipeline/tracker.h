@@ -5,8 +5,9 @@
 // its outputs (cairn/outputs.json). A cached step's run names the run that produced its
 // outputs (cairn.step.cached_from_run).
 //
-// Everything goes through run journals (client/run_journal.h), so that a tracking server that
-// is down or goes away loses nothing: records wait and `cairn sync` delivers them. A step's
+// Everything goes through a TrackingSink (tracking_sink.h), by default run journals, so that a
+// tracking server that is down or goes away loses nothing: records wait and `cairn sync`
+// delivers them. A step's
 // run is created before the step starts, so that the MLFLOW_RUN_ID it gets exists for the
 // step's own MLflow or cairn client when the server is up. The records of a step's end are
 // delivered by a background thread, so that the tracking server does not slow the pipeline.
@@ -23,6 +24,7 @@
 namespace cairn::pipeline {
 
 class Progress;
+class TrackingSink;
 
 struct StepRecord {
   std::string state;  // StepStateName
@@ -40,6 +42,10 @@ class Tracker {
   // Starts the parent run (or, for a resumed run, continues it). An unreachable server is a
   // warning: the records wait in journals.
   static Result<std::unique_ptr<Tracker>> Start(const std::string& tracking_uri,
+                                                const Pipeline& pipeline, const RunInfo& run,
+                                                Progress& progress);
+  // The same, with the records going to `sink`.
+  static Result<std::unique_ptr<Tracker>> Start(std::unique_ptr<TrackingSink> sink,
                                                 const Pipeline& pipeline, const RunInfo& run,
                                                 Progress& progress);
   ~Tracker();

@@ -1,0 +1,214 @@
+#include "pipeline/tracker.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "fakes/fake_tracking_sink.h"
+#include "fakes/temp_dir.h"
+#include "pipeline/session.h"
+
+namespace cairn::pipeline {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+class RecordingProgress : public Progress {
+ public:
+  void Event(const std::string&, const std::string&, const std::string&) override {}
+  void Warning(const std::string& text) override { warnings.push_back(text); }
+  std::vector<std::string> warnings;
+};
+
+Pipeline TwoSteps() {
+  Pipeline p;
+  p.name = "demo";
+  p.params = {{"lr", "0.1"}};
+  Step prepare;
+  prepare.id = "prepare";
+  prepare.command = "make data";
+  Step train;
+  train.id = "train";
+  train.command = "python train.py --lr 0.1";
+  train.params = {{"lr", "0.1"}};
+  train.deps = {0};
+  p.steps = {prepare, train};
+  return p;
+}
+
+RunInfo RunOf(const std::string& id = "0123456789abcdef") {
+  RunInfo info;
+  info.id = id;
+  info.name = "demo";
+  info.spec_file = "/project/pipeline.yaml";
+  info.executor = "local";
+  info.started_ms = 1'700'000'000'000;
+  return info;
+}
+
+struct Fixture {
+  Fixture() : sink(std::make_unique<fakes::FakeTrackingSink>()), server(sink->server()) {}
+  std::unique_ptr<Tracker> Start(const RunInfo& run = RunOf()) {
+    Result<std::unique_ptr<Tracker>> t = Tracker::Start(
+        sink != nullptr ? std::move(sink) : std::make_unique<fakes::FakeTrackingSink>(), pipeline,
+        run, progress);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() ? std::move(*t) : nullptr;
+  }
+  std::unique_ptr<fakes::FakeTrackingSink> sink;
+  std::shared_ptr<fakes::FakeTrackingSink::Server> server;
+  Pipeline pipeline = TwoSteps();
+  RecordingProgress progress;
+};
+
+StepRecord Record(const std::string& state, int exit_code = 0) {
+  StepRecord r;
+  r.state = state;
+  r.exit_code = exit_code;
+  return r;
+}
+
+// The runs on the server that are children of `parent`, by step id.
+std::map<std::string, fakes::FakeRun> Children(const std::map<std::string, fakes::FakeRun>& runs,
+                                               const std::string& parent) {
+  std::map<std::string, fakes::FakeRun> out;
+  for (const auto& [id, run] : runs) {
+    auto it = run.tags.find("mlflow.parentRunId");
+    if (it != run.tags.end() && it->second == parent) out[run.tags.at("cairn.step.id")] = run;
+  }
+  return out;
+}
+
+TEST(TrackerTest, APipelineRunIsOneParentRunWithAChildPerStep) {
+  fakes::TempDir dir("tracker");
+  const std::string log = (dir / "train.log").string();
+  std::ofstream(log) << "epoch 1\nepoch 2\n";
+  Fixture f;
+  std::unique_ptr<Tracker> tracker = f.Start();
+  ASSERT_NE(tracker, nullptr);
+  EXPECT_EQ(tracker->tracking_uri(), "fake://tracking");
+  const std::string prepare_run = tracker->StepRun(f.pipeline.steps[0]);
+  EXPECT_EQ(tracker->StepRun(f.pipeline.steps[0]), prepare_run) << "one run per step";
+  EXPECT_THAT(f.server->Runs(), SizeIs(2)) << "a step's run exists before the step starts";
+  tracker->StepEnded(f.pipeline.steps[0], Record("done"));
+  tracker->StepRun(f.pipeline.steps[1]);
+  StepRecord trained = Record("done");
+  trained.cache_key = "k1";
+  trained.log_path = log;
+  trained.outputs_json = "[]";
+  tracker->StepEnded(f.pipeline.steps[1], trained);
+  tracker->Finish(/*ok=*/true, /*interrupted=*/false);
+
+  const std::map<std::string, fakes::FakeRun> runs = f.server->Runs();
+  ASSERT_THAT(runs, SizeIs(3));
+  const fakes::FakeRun& parent = runs.at(RunOf().id);
+  EXPECT_EQ(parent.experiment, "demo");
+  EXPECT_EQ(tracker->ExperimentId(), parent.experiment_id);
+  EXPECT_EQ(parent.tags.at("cairn.pipeline.state"), "complete");
+  EXPECT_EQ(parent.tags.at("cairn.pipeline.steps"), "2");
+  EXPECT_EQ(parent.params.at("lr"), "0.1");
+  EXPECT_EQ(parent.status, core::RunStatus::kFinished);
+
+  std::map<std::string, fakes::FakeRun> children = Children(runs, RunOf().id);
+  ASSERT_THAT(children, SizeIs(2));
+  EXPECT_EQ(children.at("prepare").run_id, prepare_run);
+  const fakes::FakeRun& train = children.at("train");
+  EXPECT_EQ(train.experiment_id, parent.experiment_id);
+  EXPECT_EQ(train.run_name, "train");
+  EXPECT_EQ(train.tags.at("cairn.step.state"), "done");
+  EXPECT_EQ(train.tags.at("cairn.step.exit_code"), "0");
+  EXPECT_EQ(train.tags.at("cairn.step.cache_key"), "k1");
+  EXPECT_EQ(train.tags.at("cairn.step.command"), "python train.py --lr 0.1");
+  EXPECT_EQ(train.tags.at("cairn.step.needs"), "[\"prepare\"]");
+  EXPECT_EQ(train.params.at("lr"), "0.1");
+  EXPECT_EQ(train.console, "epoch 1\nepoch 2\n");
+  EXPECT_EQ(train.artifacts.at("cairn/outputs.json"), "[]");
+  EXPECT_EQ(train.status, core::RunStatus::kFinished);
+  EXPECT_EQ(f.server->Pending(), 0u);
+  EXPECT_THAT(f.server->Removed(), SizeIs(3)) << "delivered records are not kept";
+  EXPECT_THAT(f.progress.warnings, IsEmpty());
+}
+
+TEST(TrackerTest, ACachedStepNamesTheRunThatProducedItsOutputs) {
+  Fixture f;
+  std::unique_ptr<Tracker> tracker = f.Start();
+  // A cached step never starts: its run is created when it ends.
+  StepRecord cached = Record("cached");
+  cached.cached_from_run = "feedbeef";
+  tracker->StepEnded(f.pipeline.steps[0], cached);
+  tracker->Finish(true, false);
+  const fakes::FakeRun prepare = Children(f.server->Runs(), RunOf().id).at("prepare");
+  EXPECT_EQ(prepare.tags.at("cairn.step.state"), "cached");
+  EXPECT_EQ(prepare.tags.at("cairn.step.cached_from_run"), "feedbeef");
+  EXPECT_EQ(prepare.tags.count("cairn.step.exit_code"), 0u) << "a cached step did not run";
+  EXPECT_EQ(prepare.status, core::RunStatus::kFinished);
+}
+
+TEST(TrackerTest, FailedAndCancelledStepsAndTheirPipelineRun) {
+  Fixture f;
+  std::unique_ptr<Tracker> tracker = f.Start();
+  tracker->StepRun(f.pipeline.steps[0]);
+  StepRecord failed = Record("failed", 3);
+  failed.reason = "exit code 3";
+  tracker->StepEnded(f.pipeline.steps[0], failed);
+  tracker->StepEnded(f.pipeline.steps[1], Record("cancelled"));
+  tracker->Finish(/*ok=*/false, /*interrupted=*/true);
+  const std::map<std::string, fakes::FakeRun> runs = f.server->Runs();
+  std::map<std::string, fakes::FakeRun> children = Children(runs, RunOf().id);
+  EXPECT_EQ(children.at("prepare").status, core::RunStatus::kFailed);
+  EXPECT_EQ(children.at("prepare").tags.at("cairn.step.exit_code"), "3");
+  EXPECT_EQ(children.at("prepare").tags.at("cairn.step.reason"), "exit code 3");
+  EXPECT_EQ(children.at("train").status, core::RunStatus::kKilled);
+  EXPECT_EQ(runs.at(RunOf().id).tags.at("cairn.pipeline.state"), "interrupted");
+  EXPECT_EQ(runs.at(RunOf().id).status, core::RunStatus::kKilled);
+}
+
+TEST(TrackerTest, AFailedPipelineRunFails) {
+  Fixture f;
+  f.Start()->Finish(/*ok=*/false, /*interrupted=*/false);
+  const fakes::FakeRun parent = f.server->Runs().at(RunOf().id);
+  EXPECT_EQ(parent.tags.at("cairn.pipeline.state"), "failed");
+  EXPECT_EQ(parent.status, core::RunStatus::kFailed);
+}
+
+TEST(TrackerTest, AResumedRunContinuesItsParentRun) {
+  Fixture f;
+  std::shared_ptr<fakes::FakeTrackingSink::Server> server = f.server;
+  f.Start()->Finish(false, true);
+  // The second session: a new sink over the same server.
+  auto sink = std::make_unique<fakes::FakeTrackingSink>();
+  sink->server()->runs = server->Runs();
+  auto second = sink->server();
+  Result<std::unique_ptr<Tracker>> resumed =
+      Tracker::Start(std::move(sink), f.pipeline, RunOf(), f.progress);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ((*resumed)->ExperimentId(), server->Runs().at(RunOf().id).experiment_id);
+  EXPECT_EQ(second->Runs().at(RunOf().id).tags.at("cairn.pipeline.state"), "resumed");
+  (*resumed)->Finish(true, false);
+  EXPECT_THAT(second->Runs(), SizeIs(1)) << "no second parent run";
+  EXPECT_EQ(second->Runs().at(RunOf().id).tags.at("cairn.pipeline.state"), "complete");
+}
+
+TEST(TrackerTest, AServerThatIsDownKeepsTheRecordsAndWarnsOnce) {
+  Fixture f;
+  f.server->SetUp(false);
+  std::unique_ptr<Tracker> tracker = f.Start();
+  ASSERT_NE(tracker, nullptr) << "an unreachable server is a warning, not an error";
+  EXPECT_EQ(tracker->ExperimentId(), "");
+  tracker->StepRun(f.pipeline.steps[0]);
+  tracker->StepEnded(f.pipeline.steps[0], Record("done"));
+  tracker->Finish(true, false);
+  EXPECT_THAT(f.server->Runs(), IsEmpty());
+  EXPECT_GT(f.server->Pending(), 0u);
+  EXPECT_THAT(f.server->Removed(), IsEmpty()) << "kept for `cairn sync`";
+  ASSERT_THAT(f.progress.warnings, SizeIs(2));
+  EXPECT_THAT(f.progress.warnings[0], HasSubstr("the tracking server at fake://tracking"));
+  EXPECT_THAT(f.progress.warnings[1], HasSubstr("2 run(s) of this pipeline are not on the"));
+}
+
+}  // namespace
+}  // namespace cairn::pipeline

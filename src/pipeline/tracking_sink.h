@@ -1,0 +1,67 @@
+// Where the pipeline tracker (tracker.h) sends its records: one RunRecords per tracking run,
+// each keeping its records until a tracking server acknowledges them, so that a server that is
+// down or goes away loses nothing. The records are those of the MLflow run model the tracker
+// uses: the run's creation with its tags, parameters and tags, console log pieces, an artifact,
+// and the run's end with its status.
+//
+// The real sink keeps records in run journals (client/run_journal.h; `cairn sync` delivers
+// what is left) and delivers them with the tracking client; tests use an in-memory fake
+// (tests/fakes/fake_tracking_sink.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "util/status.h"
+
+namespace cairn::pipeline {
+
+// The records of one tracking run. Appends are durable when they return Ok; every method is
+// thread safe (a delivery may run on another thread while records are appended).
+class RunRecords {
+ public:
+  virtual ~RunRecords() = default;
+
+  virtual const std::string& run_id() const = 0;
+
+  // The run's creation in the experiment named `experiment` (created when missing): the first
+  // record of a new run.
+  virtual Status AppendCreate(const std::string& experiment, const std::string& run_name,
+                              int64_t start_ms, const std::vector<core::Tag>& tags) = 0;
+  virtual Status AppendBatch(const std::vector<core::Param>& params,
+                             const std::vector<core::Tag>& tags) = 0;
+  virtual Status AppendLog(const std::vector<core::ConsoleChunk>& chunks) = 0;
+  // An artifact of the run at `path`, with its whole content.
+  virtual Status AppendArtifact(const std::string& path, const std::string& content) = 0;
+  virtual Status AppendEnd(core::RunStatus status, int64_t end_ms) = 0;
+
+  // Delivers the records not yet acknowledged, in order, stopping at the first the server
+  // refuses or cannot take (its error is returned; the rest stay for later).
+  virtual Status Deliver() = 0;
+  // Every record acknowledged, the run's end among them.
+  virtual bool complete() const = 0;
+  // Forgets the records (after complete()).
+  virtual Status Remove() = 0;
+};
+
+class TrackingSink {
+ public:
+  virtual ~TrackingSink() = default;
+
+  // The server records are delivered to, for messages.
+  virtual const std::string& tracking_uri() const = 0;
+  // The records of `run_id`, with what an earlier process kept of them.
+  virtual Result<std::unique_ptr<RunRecords>> OpenRun(const std::string& run_id) = 0;
+  // The experiment id of a run the server knows; NotFound for one it does not, another error
+  // when it cannot be asked.
+  virtual Result<std::string> ExperimentOf(const std::string& run_id) = 0;
+};
+
+// Run journals under client::DefaultJournalDir() (or the fallback directory when that cannot be
+// written), delivered to the tracking server at `tracking_uri`.
+Result<std::unique_ptr<TrackingSink>> NewJournalSink(const std::string& tracking_uri);
+
+}  // namespace cairn::pipeline
