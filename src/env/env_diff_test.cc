@@ -6,6 +6,7 @@
 #include "env/host_facts.h"
 #include "env/pep440.h"
 #include "env/python_env.h"
+#include "fakes/fixed_interpreter.h"
 
 namespace cairn::env {
 namespace {
@@ -149,24 +150,10 @@ TEST(EnvDiffTest, SnapshotsOfTwoHostsShowHowTheHostsDiffer) {
   EXPECT_TRUE(DiffEnvironments(*lock, *a).host_facts.empty());
 }
 
+// Outside a virtual environment: the tests show it becoming one.
 InterpreterInfo Interpreter() {
-  InterpreterInfo i;
-  i.executable = "/opt/venv/bin/python";
-  i.real_executable = "/usr/bin/python3.11";
-  i.version = "3.11.2";
-  i.implementation = "cpython";
-  i.sys_platform = "linux";
-  i.platform = "linux-x86_64";
-  i.soabi = "cpython-311-x86_64-linux-gnu";
-  i.ext_suffix = ".cpython-311-x86_64-linux-gnu.so";
-  i.python_tag = "cp311";
-  i.abi_tag = "cp311";
-  i.platform_tags = {"manylinux_2_36_x86_64", "linux_x86_64"};
-  i.prefix = "/opt/venv";
-  i.base_prefix = "/usr";
+  InterpreterInfo i = fakes::FixedInterpreter();
   i.in_venv = false;
-  i.path_dirs = {"/usr/lib/python311.zip", "/usr/lib/python3.11", "/usr/lib/python3.11/lib-dynload",
-                 "/opt/venv/lib/python3.11/site-packages"};
   return i;
 }
 

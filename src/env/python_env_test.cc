@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fakes/fixed_interpreter.h"
 #include "util/hash.h"
 #include "util/process.h"
 
@@ -42,27 +43,6 @@ std::vector<std::string> Names(const std::vector<InstalledDistribution>& dists) 
   std::vector<std::string> names;
   for (const InstalledDistribution& d : dists) names.push_back(d.normalized_name);
   return names;
-}
-
-// A fixed interpreter, so that snapshot text can be compared byte for byte.
-InterpreterInfo FakeInterpreter() {
-  InterpreterInfo i;
-  i.executable = "/opt/venv/bin/python";
-  i.real_executable = "/usr/bin/python3.11";
-  i.version = "3.11.2";
-  i.implementation = "cpython";
-  i.sys_platform = "linux";
-  i.platform = "linux-x86_64";
-  i.soabi = "cpython-311-x86_64-linux-gnu";
-  i.ext_suffix = ".cpython-311-x86_64-linux-gnu.so";
-  i.python_tag = "cp311";
-  i.abi_tag = "cp311";
-  i.platform_tags = {"manylinux_2_36_x86_64", "linux_x86_64"};
-  i.prefix = "/opt/venv";
-  i.base_prefix = "/usr";
-  i.in_venv = true;
-  i.path_dirs = {"/usr/lib/python3.11", "/opt/venv/lib/python3.11/site-packages"};
-  return i;
 }
 
 std::string ReadAll(int fd) {
@@ -382,17 +362,17 @@ TEST(PythonEnvTest, SnapshotTomlOfFixturesIsExactAndDeterministic) {
   auto first = ScanDistributions({SiteA(), SiteB()});
   auto second = ScanDistributions({SiteA(), SiteB()});
   ASSERT_TRUE(first.ok() && second.ok());
-  std::string toml = SnapshotToml(FakeInterpreter(), *first);
+  std::string toml = SnapshotToml(fakes::FixedInterpreter(), *first);
   EXPECT_EQ(toml, kExpectedToml);
-  EXPECT_EQ(SnapshotToml(FakeInterpreter(), *second), toml);
+  EXPECT_EQ(SnapshotToml(fakes::FixedInterpreter(), *second), toml);
 
   // The order the caller lists distributions in does not matter.
   std::vector<InstalledDistribution> reversed(first->rbegin(), first->rend());
-  EXPECT_EQ(SnapshotToml(FakeInterpreter(), reversed), toml);
+  EXPECT_EQ(SnapshotToml(fakes::FixedInterpreter(), reversed), toml);
 
   EXPECT_EQ(SnapshotHash(toml), Sha256Hex(toml));
   EXPECT_TRUE(IsSha256Hex(SnapshotHash(toml)));
-  EXPECT_EQ(SnapshotHash(toml), SnapshotHash(SnapshotToml(FakeInterpreter(), *second)));
+  EXPECT_EQ(SnapshotHash(toml), SnapshotHash(SnapshotToml(fakes::FixedInterpreter(), *second)));
 
   // A real TOML parser reads it as intended (skipped without Python 3.11's tomllib).
   std::optional<std::string> dump = DumpTomlWithPython(toml);
@@ -409,16 +389,16 @@ TEST(PythonEnvTest, SnapshotTomlOfFixturesIsExactAndDeterministic) {
 TEST(PythonEnvTest, HashChangesWhenAVersionChanges) {
   auto dists = ScanDistributions({SiteA(), SiteB()});
   ASSERT_TRUE(dists.ok());
-  std::string before = SnapshotHash(SnapshotToml(FakeInterpreter(), *dists));
+  std::string before = SnapshotHash(SnapshotToml(fakes::FixedInterpreter(), *dists));
   for (InstalledDistribution& d : *dists) {
     if (d.normalized_name == "requests") d.version = "2.32.0";
   }
-  std::string toml = SnapshotToml(FakeInterpreter(), *dists);
+  std::string toml = SnapshotToml(fakes::FixedInterpreter(), *dists);
   EXPECT_THAT(toml, HasSubstr("name = \"requests\"\nversion = \"2.32.0\"\n"));
   EXPECT_NE(SnapshotHash(toml), before);
 
   // So does the interpreter.
-  InterpreterInfo newer = FakeInterpreter();
+  InterpreterInfo newer = fakes::FixedInterpreter();
   newer.version = "3.11.3";
   std::string toml2 = SnapshotToml(newer, *dists);
   EXPECT_THAT(toml2, HasSubstr("requires-python = \"==3.11.3\"\n"));
@@ -426,7 +406,7 @@ TEST(PythonEnvTest, HashChangesWhenAVersionChanges) {
 }
 
 TEST(PythonEnvTest, TomlStringsAreEscaped) {
-  InterpreterInfo i = FakeInterpreter();
+  InterpreterInfo i = fakes::FixedInterpreter();
   i.executable = std::string("/we\"ird\\dir\n\ttab\x01\x7f/\xC3\xA9/\xFF/python");
   std::string toml = SnapshotToml(i, {});
   EXPECT_THAT(toml, HasSubstr("interpreter = \"/we\\\"ird\\\\dir\\u000A\\u0009tab\\u0001\\u007F/"

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fakes/fake_clock.h"
+#include "fakes/pattern_bytes.h"
 #include "fakes/temp_dir.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -18,17 +19,6 @@ namespace fs = std::filesystem;
 
 constexpr char kShaEmpty[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 constexpr char kShaAbc[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-
-// Deterministic bytes of any length (not all equal, so a shifted read would show).
-std::string Pattern(size_t n, unsigned seed) {
-  std::string s(n, '\0');
-  uint32_t x = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    s[i] = static_cast<char>(x >> 24);
-  }
-  return s;
-}
 
 struct stat FakeStat(uint64_t ino, int64_t size, int64_t mtime_nanos, int64_t ctime_nanos) {
   struct stat st {};
@@ -154,7 +144,7 @@ TEST(StatCacheTest, ACorruptFileIsAnEmptyCache) {
   std::string truncated = good->substr(0, good->size() - 1);
   std::string longer = *good + "x";
   for (const std::string& bytes :
-       {std::string("garbage"), std::string(), flipped, truncated, longer, Pattern(100, 1)}) {
+       {std::string("garbage"), std::string(), flipped, truncated, longer, fakes::PatternBytes(100, 1)}) {
     ASSERT_TRUE(WriteFileAtomic(path, bytes).ok());
     auto cache = StatCache::Open(path, &clock);
     ASSERT_TRUE(cache.ok()) << cache.status().ToString();

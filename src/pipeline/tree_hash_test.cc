@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fakes/fake_clock.h"
+#include "fakes/pattern_bytes.h"
 #include "fakes/temp_dir.h"
 #include "util/clock.h"
 #include "util/file.h"
@@ -34,17 +35,6 @@ void Write(const std::string& path, std::string_view bytes, mode_t mode = 0644) 
 
 void Symlink(const std::string& target, const std::string& link) {
   CAIRN_CHECK(::symlink(target.c_str(), link.c_str()) == 0);
-}
-
-// Deterministic bytes of any length (not all equal, so a shifted read would show).
-std::string Pattern(size_t n, unsigned seed) {
-  std::string s(n, '\0');
-  uint32_t x = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    s[i] = static_cast<char>(x >> 24);
-  }
-  return s;
 }
 
 TreeHash MustHash(const std::string& path, HashOptions options = {}) {
@@ -74,7 +64,7 @@ TEST(TreeHashTest, FileDigestIsSha256OfItsBytes) {
 TEST(TreeHashTest, LargeFileDigestIsTheSameReadOrMapped) {
   fakes::TempDir dir;
   // Three full read buffers and a partial one.
-  std::string bytes = Pattern((3 << 20) + 17, 1);
+  std::string bytes = fakes::PatternBytes((3 << 20) + 17, 1);
   Write(dir / "big.bin", bytes);
   std::string expected = Sha256Hex(bytes);
   EXPECT_EQ(MustHash(dir / "big.bin").digest, expected);
@@ -181,7 +171,7 @@ TEST(TreeHashTest, OneAndEightThreadsGiveTheSameResult) {
   for (int i = 0; i < 150; ++i) {
     std::string rel =
         "d" + std::to_string(i % 7) + "/s" + std::to_string(i % 3) + "/f" + std::to_string(i);
-    Write(dir / rel, Pattern(static_cast<size_t>(i) * 977 + (i % 10 == 0 ? 3 << 19 : 0), i),
+    Write(dir / rel, fakes::PatternBytes(static_cast<size_t>(i) * 977 + (i % 10 == 0 ? 3 << 19 : 0), i),
           i % 4 == 0 ? 0755 : 0644);
   }
   TreeHash one = MustHash(dir.path(), {.threads = 1});
@@ -195,10 +185,10 @@ TEST(TreeHashTest, OneAndEightThreadsGiveTheSameResult) {
 
 TEST(TreeHashTest, ChangingAFileOrANameChangesTheDigest) {
   fakes::TempDir dir;
-  Write(dir / "a/x", Pattern(5000, 1));
+  Write(dir / "a/x", fakes::PatternBytes(5000, 1));
   Write(dir / "b", "abc");
   std::string before = MustHash(dir.path()).digest;
-  std::string changed = Pattern(5000, 1);
+  std::string changed = fakes::PatternBytes(5000, 1);
   changed[4000] ^= 1;
   Write(dir / "a/x", changed);
   std::string after = MustHash(dir.path()).digest;
@@ -263,7 +253,7 @@ TEST(TreeHashTest, NegativeThreadCountIsRejected) {
 
 TEST(TreeHashTest, StatCacheAnswersUnchangedFiles) {
   fakes::TempDir dir, state;
-  for (int i = 0; i < 20; ++i) Write(dir / ("f" + std::to_string(i)), Pattern(1000 + i, i));
+  for (int i = 0; i < 20; ++i) Write(dir / ("f" + std::to_string(i)), fakes::PatternBytes(1000 + i, i));
   Symlink("f1", dir / "link");
   // Ten seconds on: the files were written long enough ago not to be racy.
   fakes::FakeClock clock(RealNowMillis() + 10'000);
