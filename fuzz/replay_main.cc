@@ -1,6 +1,7 @@
-// Runs a fuzz target without libFuzzer, so that every build tests it: each file named on the
-// command line (or found in a named directory) once, then `--random N` inputs made by mutating
-// them with a fixed seed. A target reports a problem by crashing (abort, a sanitizer), which
+// Runs fuzz targets without libFuzzer, so that every build tests them: `cairn_fuzz_replay
+// TARGET [FILE|DIR]... [--random N]` feeds the target each file named on the command line (or
+// found in a named directory) once, then N inputs made by mutating them with a fixed seed. All
+// targets are linked in, each under its own name (fuzz/CMakeLists.txt). A target reports a problem by crashing (abort, a sanitizer), which
 // fails the test. Built with clang and -DCAIRN_FUZZ=ON, the same targets link libFuzzer instead
 // (DEVELOPING.md, "Fuzzing").
 #include <cstdint>
@@ -12,9 +13,24 @@
 #include <string>
 #include <vector>
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+#define FUZZ_TARGET(name) extern "C" int name##_TestOneInput(const uint8_t* data, size_t size);
+#include "fuzz_targets.inc"
+#undef FUZZ_TARGET
 
 namespace {
+
+using TestOneInput = int (*)(const uint8_t* data, size_t size);
+
+struct Target {
+  const char* name;
+  TestOneInput run;
+};
+
+constexpr Target kTargets[] = {
+#define FUZZ_TARGET(name) {#name, name##_TestOneInput},
+#include "fuzz_targets.inc"
+#undef FUZZ_TARGET
+};
 
 using Input = std::vector<uint8_t>;
 
@@ -67,9 +83,20 @@ Input Mutate(const std::vector<Input>& corpus, uint64_t& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  TestOneInput run_one = nullptr;
+  const std::string target = argc > 1 ? argv[1] : "";
+  for (const Target& t : kTargets) {
+    if (target == t.name) run_one = t.run;
+  }
+  if (run_one == nullptr) {
+    std::fprintf(stderr, "usage: %s TARGET [FILE|DIR]... [--random N]; targets:", argv[0]);
+    for (const Target& t : kTargets) std::fprintf(stderr, " %s", t.name);
+    std::fprintf(stderr, "\n");
+    return 2;
+  }
   std::vector<Input> corpus;
   long random = 0;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--random" && i + 1 < argc) {
       random = std::strtol(argv[++i], nullptr, 10);
@@ -85,15 +112,14 @@ int main(int argc, char** argv) {
     }
   }
   if (corpus.empty()) corpus.push_back({});
-  for (const Input& in : corpus) LLVMFuzzerTestOneInput(in.data(), in.size());
+  for (const Input& in : corpus) run_one(in.data(), in.size());
   uint64_t seed = 0x9E3779B97F4A7C15ULL;
   for (long i = 0; i < random; ++i) {
     Input in = Mutate(corpus, seed);
-    LLVMFuzzerTestOneInput(in.data(), in.size());
+    run_one(in.data(), in.size());
   }
   // A crash never gets here; the line has the shape of every suite's closing line.
-  const std::string name = std::filesystem::path(argv[0]).filename().string();
-  std::printf("%s: %ld passed, 0 failed (%zu corpus inputs, %ld mutations)\n", name.c_str(),
+  std::printf("%s_fuzz: %ld passed, 0 failed (%zu corpus inputs, %ld mutations)\n", target.c_str(),
               static_cast<long>(corpus.size()) + random, corpus.size(), random);
   return 0;
 }
