@@ -33,6 +33,17 @@ int Fail(const Status& s) {
   return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
 }
 
+std::pair<CLI::App*, std::shared_ptr<EnvFlags>> AddEnvCommand(
+    CLI::App* group, Action* action, const std::string& name, const std::string& help,
+    std::function<int(const EnvFlags&)> run) {
+  auto flags = std::make_shared<EnvFlags>();
+  CLI::App* cmd = group->add_subcommand(name, help);
+  cmd->add_option("--project", flags->project,
+                  "Project directory (default: the nearest with cairn.yaml, from here up)");
+  cmd->callback([flags, action, run] { *action = [flags, run] { return run(*flags); }; });
+  return {cmd, flags};
+}
+
 std::string ProjectDir(const EnvFlags& flags) { return env::FindProjectDir(flags.project); }
 
 std::string LockPathOf(const EnvFlags& flags) {
@@ -303,12 +314,7 @@ void RegisterEnv(CLI::App& app, Action* action, std::vector<std::string> after_d
   group->require_subcommand(1);
   auto add = [&](const std::string& name, const std::string& help,
                  std::function<int(const EnvFlags&)> run) {
-    auto flags = std::make_shared<EnvFlags>();
-    CLI::App* cmd = group->add_subcommand(name, help);
-    cmd->add_option("--project", flags->project,
-                    "Project directory (default: the nearest with cairn.yaml, from here up)");
-    cmd->callback([flags, action, run] { *action = [flags, run] { return run(*flags); }; });
-    return std::make_pair(cmd, flags);
+    return AddEnvCommand(group, action, name, help, std::move(run));
   };
 
   auto [lock, lock_flags] = add(

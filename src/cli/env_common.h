@@ -2,7 +2,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
@@ -36,6 +39,10 @@ std::string ProjectDir(const EnvFlags& flags);
 std::string LockPathOf(const EnvFlags& flags);
 // The active environment's prefix, or an error saying how to get one.
 Result<std::string> ActiveOrExplain(const EnvFlags& flags);
+// Adds `cairn env NAME` with the --project option; `run` gets its flags when it is chosen.
+std::pair<CLI::App*, std::shared_ptr<EnvFlags>> AddEnvCommand(
+    CLI::App* group, Action* action, const std::string& name, const std::string& help,
+    std::function<int(const EnvFlags&)> run);
 // `cairn env check|diff|snapshot|import-conda`, added to the `env` group.
 void RegisterEnvInspect(CLI::App* group, Action* action);
 

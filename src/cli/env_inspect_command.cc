@@ -179,12 +179,7 @@ int ImportConda(const EnvFlags& flags) {
 void RegisterEnvInspect(CLI::App* group, Action* action) {
   auto add = [&](const std::string& name, const std::string& help,
                  std::function<int(const EnvFlags&)> run) {
-    auto flags = std::make_shared<EnvFlags>();
-    CLI::App* cmd = group->add_subcommand(name, help);
-    cmd->add_option("--project", flags->project,
-                    "Project directory (default: the nearest with cairn.yaml, from here up)");
-    cmd->callback([flags, action, run] { *action = [flags, run] { return run(*flags); }; });
-    return std::make_pair(cmd, flags);
+    return AddEnvCommand(group, action, name, help, std::move(run));
   };
   auto [check, check_flags] =
       add("check",

@@ -1,11 +1,10 @@
 #include "env/manifest.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <set>
 
+#include "env/yaml_document.h"
 #include "util/file.h"
 #include "util/hash.h"
 
@@ -173,13 +172,7 @@ std::string EnvironmentSpec::InputsHash() const {
 Result<EnvironmentSpec> ParseEnvironmentSpec(std::string_view yaml, std::string_view source,
                                              const std::string& dir) {
   SpecReader r(source);
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return InvalidArgument(std::string(source) + ": not valid YAML at line " +
-                           std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  CAIRN_ASSIGN_OR_RETURN(YAML::Node root, env::LoadYamlDocument(yaml, source));
   if (!root.IsMap() || !root["environment"]) {
     return NotFound(std::string(source) + " has no environment section");
   }

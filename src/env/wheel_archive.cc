@@ -2,7 +2,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "util/dynamic_library.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/strings.h"
@@ -133,30 +133,22 @@ struct ArchiveApi {
 const ArchiveApi& Api() {
   static const ArchiveApi api = [] {
     ArchiveApi a;
-    void* lib = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) lib = dlopen("libarchive.so", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* why = dlerror();
-      a.error = std::string("libarchive cannot be loaded: ") + (why != nullptr ? why : "?");
-      return a;
-    }
-    auto load = [&](auto* field, const char* name) {
-      *field = reinterpret_cast<std::remove_pointer_t<decltype(field)>>(dlsym(lib, name));
-      if (*field == nullptr && a.error.empty()) a.error = std::string("libarchive lacks ") + name;
-    };
-    load(&a.read_free, "archive_read_free");
-    load(&a.error_string, "archive_error_string");
-    load(&a.read_new, "archive_read_new");
-    load(&a.read_support_format_zip_seekable, "archive_read_support_format_zip_seekable");
-    load(&a.read_set_options, "archive_read_set_options");
-    load(&a.read_open_filename, "archive_read_open_filename");
-    load(&a.read_next_header, "archive_read_next_header");
-    load(&a.entry_pathname_utf8, "archive_entry_pathname_utf8");
-    load(&a.entry_pathname, "archive_entry_pathname");
-    load(&a.entry_hardlink, "archive_entry_hardlink");
-    load(&a.entry_filetype, "archive_entry_filetype");
-    load(&a.read_data, "archive_read_data");
-    load(&a.entry_perm, "archive_entry_perm");
+    DynamicLibrary lib =
+        DynamicLibrary::Open({"libarchive.so.13", "libarchive.so"}, "libarchive");
+    lib.Load(&a.read_free, "archive_read_free");
+    lib.Load(&a.error_string, "archive_error_string");
+    lib.Load(&a.read_new, "archive_read_new");
+    lib.Load(&a.read_support_format_zip_seekable, "archive_read_support_format_zip_seekable");
+    lib.Load(&a.read_set_options, "archive_read_set_options");
+    lib.Load(&a.read_open_filename, "archive_read_open_filename");
+    lib.Load(&a.read_next_header, "archive_read_next_header");
+    lib.Load(&a.entry_pathname_utf8, "archive_entry_pathname_utf8");
+    lib.Load(&a.entry_pathname, "archive_entry_pathname");
+    lib.Load(&a.entry_hardlink, "archive_entry_hardlink");
+    lib.Load(&a.entry_filetype, "archive_entry_filetype");
+    lib.Load(&a.read_data, "archive_read_data");
+    lib.Load(&a.entry_perm, "archive_entry_perm");
+    a.error = lib.error();
     return a;
   }();
   return api;

@@ -1,7 +1,5 @@
 #include "pipeline/spec.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -10,6 +8,8 @@
 #include <functional>
 #include <optional>
 #include <set>
+
+#include "env/yaml_document.h"
 
 namespace cairn::pipeline {
 namespace {
@@ -394,13 +394,7 @@ Result<int64_t> ParseMemory(std::string_view text) {
 
 Result<PipelineSpec> ParsePipelineSpec(std::string_view yaml, std::string_view source,
                                        std::vector<std::string>* problems) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return InvalidArgument(std::string(source) + ": not valid YAML at line " +
-                           std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  CAIRN_ASSIGN_OR_RETURN(YAML::Node root, env::LoadYamlDocument(yaml, source));
   if (!root.IsMap()) {
     return InvalidArgument(std::string(source) +
                            ": a pipeline is a mapping with name, params "

@@ -1,5 +1,6 @@
 #include "server/cairn_api.h"
 
+#include "core/mlflow_json.h"
 #include "service/run_environment.h"
 #include "util/json_writer.h"
 
@@ -55,14 +56,7 @@ Result<CairnResponse> ReadLog(ApiContext& ctx, const std::string& run_id, const 
     w.BeginObject();
     w.Key("offset").Int(from).Key("next_offset").Int(next).Key("run_status").String(status);
     w.Key("chunks").BeginArray();
-    for (const core::ConsoleChunk& c : chunks) {
-      w.BeginObject();
-      w.Key("offset").Int(c.offset);
-      w.Key("stream").String(core::ConsoleStreamName(c.stream));
-      w.Key("timestamp").Int(c.timestamp);
-      w.Key("data").String(c.data);
-      w.EndObject();
-    }
+    for (const core::ConsoleChunk& c : chunks) core::WriteConsoleChunk(w, c);
     w.EndArray().EndObject();
     out.body = w.Take();
   } else {

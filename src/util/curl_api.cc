@@ -1,39 +1,29 @@
 #include "util/curl_api.h"
 
-#include <dlfcn.h>
-
-#include <type_traits>
+#include "util/dynamic_library.h"
 
 namespace cairn {
 
 const CurlApi& Curl() {
   static const CurlApi api = [] {
     CurlApi a;
-    void* lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* why = dlerror();
-      a.error = std::string("libcurl cannot be loaded: ") + (why != nullptr ? why : "?");
-      return a;
-    }
-    auto load = [&](auto* field, const char* name) {
-      *field = reinterpret_cast<std::remove_pointer_t<decltype(field)>>(dlsym(lib, name));
-      if (*field == nullptr && a.error.empty()) a.error = std::string("libcurl lacks ") + name;
-    };
-    load(&a.easy_cleanup, "curl_easy_cleanup");
-    load(&a.easy_getinfo, "curl_easy_getinfo");
-    load(&a.easy_init, "curl_easy_init");
-    load(&a.easy_perform, "curl_easy_perform");
-    load(&a.easy_reset, "curl_easy_reset");
-    load(&a.easy_setopt, "curl_easy_setopt");
-    load(&a.easy_strerror, "curl_easy_strerror");
-    load(&a.free, "curl_free");
-    load(&a.global_init, "curl_global_init");
-    load(&a.slist_append, "curl_slist_append");
-    load(&a.slist_free_all, "curl_slist_free_all");
-    load(&a.url_cleanup, "curl_url_cleanup");
-    load(&a.url_get, "curl_url_get");
-    load(&a.url_set, "curl_url_set");
-    load(&a.url, "curl_url");
+    DynamicLibrary lib = DynamicLibrary::Open({"libcurl.so.4"}, "libcurl");
+    lib.Load(&a.easy_cleanup, "curl_easy_cleanup");
+    lib.Load(&a.easy_getinfo, "curl_easy_getinfo");
+    lib.Load(&a.easy_init, "curl_easy_init");
+    lib.Load(&a.easy_perform, "curl_easy_perform");
+    lib.Load(&a.easy_reset, "curl_easy_reset");
+    lib.Load(&a.easy_setopt, "curl_easy_setopt");
+    lib.Load(&a.easy_strerror, "curl_easy_strerror");
+    lib.Load(&a.free, "curl_free");
+    lib.Load(&a.global_init, "curl_global_init");
+    lib.Load(&a.slist_append, "curl_slist_append");
+    lib.Load(&a.slist_free_all, "curl_slist_free_all");
+    lib.Load(&a.url_cleanup, "curl_url_cleanup");
+    lib.Load(&a.url_get, "curl_url_get");
+    lib.Load(&a.url_set, "curl_url_set");
+    lib.Load(&a.url, "curl_url");
+    a.error = lib.error();
     if (a.error.empty()) a.global_init(CURL_GLOBAL_DEFAULT);
     return a;
   }();
