@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "fakes/scoped_env.h"
 #include "server/server.h"
 #include "util/clock.h"
 #include "util/hash.h"
@@ -16,33 +17,9 @@
 namespace cairn::client {
 namespace {
 
+using fakes::ScopedEnv;
+
 namespace fs = std::filesystem;
-
-// Sets an environment variable for one test and puts the old value back.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name); old != nullptr) old_ = old;
-    if (value) {
-      setenv(name, value->c_str(), 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // Under `cairn run` with the server away at its start, the wrapper hands the command a run id
 // it chose itself and creates the run later; the command must be able to attach meanwhile.

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "fakes/http_test_server.h"
+#include "fakes/pattern_bytes.h"
+#include "fakes/shell.h"
 #include "fakes/temp_dir.h"
 #include "util/hash.h"
 
@@ -29,19 +31,8 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // Bytes that look like a wheel (a zip's magic) and are not all alike.
-std::string WheelLikeBlob(size_t size) {
-  std::string blob = "PK\x03\x04";
-  uint32_t x = 12345;
-  while (blob.size() < size) {
-    x = x * 1103515245u + 12345u;
-    blob.push_back(static_cast<char>(x >> 24));
-  }
-  return blob;
-}
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+std::string WheelLikeBlob(size_t size, unsigned seed = 12345) {
+  return "PK\x03\x04" + fakes::PatternBytes(size > 4 ? size - 4 : 0, seed);
 }
 
 void WriteAll(const fs::path& path, const std::string& bytes) {
@@ -246,7 +237,7 @@ TEST_F(HttpFetchTest, DownloadStreamsHashesAndReportsProgress) {
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->sha256, Sha256Hex(blob_));
   EXPECT_EQ(d->size, static_cast<int64_t>(blob_.size()));
-  EXPECT_EQ(ReadAll(dest), blob_);
+  EXPECT_EQ(fakes::Slurp(dest), blob_);
   EXPECT_EQ(Listing(dir_.path()), std::vector<std::string>{"x.whl"});  // no .part left
   ASSERT_FALSE(calls.empty());
   EXPECT_EQ(calls.back(), std::make_pair(d->size, d->size));
@@ -258,7 +249,7 @@ TEST_F(HttpFetchTest, DownloadFollowsRedirectsAndCreatesTheDirectory) {
   Result<Downloaded> d = HttpDownload(server_.Url("/redirect-blob"), dest.string());
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->sha256, Sha256Hex(blob_));
-  EXPECT_EQ(ReadAll(dest), blob_);
+  EXPECT_EQ(fakes::Slurp(dest), blob_);
 }
 
 TEST_F(HttpFetchTest, Download404IsNotFoundAndLeavesNothing) {
@@ -345,7 +336,7 @@ TEST(HttpFetchFileTest, DownloadCopiesAndHashesAFile) {
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->sha256, Sha256Hex(blob));
   EXPECT_EQ(d->size, 70000);
-  EXPECT_EQ(ReadAll(dir.path() / "out" / "copy.whl"), blob);
+  EXPECT_EQ(fakes::Slurp(dir.path() / "out" / "copy.whl"), blob);
 }
 
 TEST(HttpFetchFileTest, DownloadOfAMissingFileIsNotFound) {

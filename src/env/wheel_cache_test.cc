@@ -15,29 +15,24 @@
 #include <vector>
 
 #include "fakes/http_test_server.h"
+#include "fakes/pattern_bytes.h"
+#include "fakes/scoped_env.h"
+#include "fakes/shell.h"
 #include "fakes/temp_dir.h"
 #include "util/hash.h"
 
 namespace cairn::env {
 namespace {
 
+using fakes::ScopedEnv;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string WheelLikeBlob(size_t size, uint32_t seed) {
-  std::string blob = "PK\x03\x04";
-  uint32_t x = seed;
-  while (blob.size() < size) {
-    x = x * 1103515245u + 12345u;
-    blob.push_back(static_cast<char>(x >> 24));
-  }
-  return blob;
-}
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+// Bytes that look like a wheel (a zip's magic) and are not all alike.
+std::string WheelLikeBlob(size_t size, unsigned seed = 12345) {
+  return "PK\x03\x04" + fakes::PatternBytes(size > 4 ? size - 4 : 0, seed);
 }
 
 void WriteAll(const fs::path& path, const std::string& bytes) {
@@ -99,7 +94,7 @@ TEST_F(WheelCacheTest, FetchFromAPathCopiesVerifiesAndFinds) {
   Result<std::string> got = cache.Fetch(sha_, WheelSize(), "", local.string(), WhatOf());
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, (root_ / "wheels" / sha_.substr(0, 2) / (sha_ + ".whl")).string());
-  EXPECT_EQ(ReadAll(*got), wheel_);
+  EXPECT_EQ(fakes::Slurp(*got), wheel_);
   EXPECT_EQ(cache.Find(sha_, WheelSize()), *got);
   EXPECT_EQ(cache.Find(sha_), *got);
   // Upper-case hex names the same wheel.
@@ -116,7 +111,7 @@ TEST_F(WheelCacheTest, FetchFromAUrlDownloadsOnceThenHits) {
   Result<std::string> first = cache.Fetch(sha_, WheelSize(), WheelUrl(), "", WhatOf(), {},
                                           [&](int64_t n, int64_t) { last_progress = n; });
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  EXPECT_EQ(ReadAll(*first), wheel_);
+  EXPECT_EQ(fakes::Slurp(*first), wheel_);
   EXPECT_EQ(last_progress, WheelSize());
   Result<std::string> second = cache.Fetch(sha_, WheelSize(), WheelUrl(), "", WhatOf());
   ASSERT_TRUE(second.ok()) << second.status().ToString();
@@ -135,7 +130,7 @@ TEST_F(WheelCacheTest, FetchFromAFileUrl) {
   Result<std::string> got =
       cache.Fetch(sha_, WheelSize(), "file://" + local.string(), "", WhatOf());
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(ReadAll(*got), wheel_);
+  EXPECT_EQ(fakes::Slurp(*got), wheel_);
 }
 
 TEST_F(WheelCacheTest, SizeMismatchIsRejectedAndNothingIsKept) {
@@ -187,7 +182,7 @@ TEST_F(WheelCacheTest, FindRemovesAFileOfTheWrongSize) {
   // Fetch then repairs the cache.
   Result<std::string> again = cache.Fetch(sha_, WheelSize(), WheelUrl(), "", WhatOf());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(ReadAll(*again), wheel_);
+  EXPECT_EQ(fakes::Slurp(*again), wheel_);
   EXPECT_EQ(server_.Count("/files/demo-1.0-py3-none-any.whl"), 2);
 }
 
@@ -240,7 +235,7 @@ TEST_F(WheelCacheTest, ConcurrentFetchesOfOneHashAgree) {
       ASSERT_TRUE(r->ok()) << r->status().ToString();
       EXPECT_EQ(**r, **results[0]);
     }
-    EXPECT_EQ(ReadAll(**results[0]), wheel_);
+    EXPECT_EQ(fakes::Slurp(**results[0]), wheel_);
     EXPECT_EQ(FilesUnder(root_),
               std::vector<std::string>{"wheels/" + sha_.substr(0, 2) + "/" + sha_ + ".whl"});
   }
@@ -256,7 +251,7 @@ TEST_F(WheelCacheTest, AddLocalHashesAndStores) {
   EXPECT_EQ(sha, sha_);
   EXPECT_EQ(size, WheelSize());
   EXPECT_EQ(cache.Find(sha_, WheelSize()), path);
-  EXPECT_EQ(ReadAll(path), wheel_);
+  EXPECT_EQ(fakes::Slurp(path), wheel_);
   ASSERT_TRUE(cache.AddLocal(local.string()).ok());  // again: the same single file
   EXPECT_EQ(FilesUnder(root_),
             std::vector<std::string>{"wheels/" + sha_.substr(0, 2) + "/" + sha_ + ".whl"});
@@ -270,30 +265,6 @@ TEST_F(WheelCacheTest, AddLocalHashesAndStores) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
-// Sets an environment variable for one scope, restoring it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 TEST(DefaultCacheRootTest, PrefersCairnThenXdgThenHome) {
   ScopedEnv home("HOME", "/home/someone");
   {
@@ -302,7 +273,7 @@ TEST(DefaultCacheRootTest, PrefersCairnThenXdgThenHome) {
     EXPECT_EQ(DefaultCacheRoot(), "/data/cairn-cache");
   }
   {
-    ScopedEnv cairn("CAIRN_CACHE_DIR", nullptr);
+    ScopedEnv cairn("CAIRN_CACHE_DIR", std::nullopt);
     ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
     EXPECT_EQ(DefaultCacheRoot(), "/xdg/cairn");
   }
