@@ -92,7 +92,9 @@ std::string RandomRunName() {
       "badger", "crane", "falcon", "fox",  "heron", "ibis",  "lynx",  "marten",
       "otter",  "owl",   "panda",  "robin", "seal", "stoat", "swift", "wren"};
   std::string hex = RandomHex(3);
-  unsigned a = static_cast<unsigned>(hex[0]) % 16, b = static_cast<unsigned>(hex[1]) % 16;
+  // The value (0-15) of each of the first two hex digits picks one of the sixteen words.
+  unsigned a = static_cast<unsigned>(std::stoul(hex.substr(0, 1), nullptr, 16));
+  unsigned b = static_cast<unsigned>(std::stoul(hex.substr(1, 1), nullptr, 16));
   unsigned n = static_cast<unsigned>(std::stoul(hex.substr(2), nullptr, 16)) % 1000;
   return std::string(kAdjectives[a]) + "-" + std::string(kNouns[b]) + "-" + std::to_string(n);
 }
