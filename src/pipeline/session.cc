@@ -277,6 +277,7 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
     e.state = before.state;
     e.cached_from = before.cached_from;
     e.cache_key = before.cache_key;
+    e.run_id = before.run_id;
     Record(e);
     progress_.Event("kept", step.id, before.state + " before this resume");
     return;

@@ -477,6 +477,25 @@ TEST_F(SessionTest, TheTrackerSeesOneParentRunAndAChildPerStepThatRan) {
   EXPECT_THAT(t.progress.warnings, IsEmpty());
 }
 
+TEST_F(SessionTest, AStepKeptOnResumeStillNamesItsTrackingRun) {
+  Pipeline p = Load(kWithAFailure);
+  std::string other_run;
+  {
+    std::unique_ptr<RunState> first = NewRun(p, "11111111aaaaaaaa");
+    Tracked t(p, *first);
+    ASSERT_NE(t.tracker, nullptr);
+    std::unique_ptr<Outcome> o =
+        Drive(p, *first, {.script = {{"bad", {{1000, 3}}}}, .tracker = t.tracker.get()});
+    other_run = o->latest.at("other").run_id;
+  }
+  ASSERT_FALSE(other_run.empty());
+  std::unique_ptr<RunState> state = Reopen("11111111");
+  std::unique_ptr<Outcome> o = Drive(p, *state, {.completed = CompletedSteps(*state)});
+  EXPECT_EQ(o->latest.at("other").state, "done");
+  EXPECT_EQ(o->latest.at("other").run_id, other_run)
+      << "the run's record still leads from the kept step to its tracking run";
+}
+
 TEST_F(SessionTest, ACachedStepsTrackingRunNamesTheRunThatProducedItsOutputs) {
   Write("raw.txt", "raw");
   Pipeline p = Load(kTwoSteps);
