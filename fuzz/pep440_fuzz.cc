@@ -1,11 +1,11 @@
-// Fuzz target for PEP 440 (env/pep440.h): versions and specifier sets read back from their
+// Fuzz target for PEP 440 (env/standards/pep440.h): versions and specifier sets read back from their
 // normal form unchanged, whatever text they were parsed from; names normalise idempotently.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
-#include "env/pep440.h"
+#include "env/standards/pep440.h"
 
 namespace {
 void Check(bool ok) {

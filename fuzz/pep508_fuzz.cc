@@ -1,10 +1,10 @@
-// Fuzz target for PEP 508 (env/pep508.h): requirements and markers read back from their
+// Fuzz target for PEP 508 (env/standards/pep508.h): requirements and markers read back from their
 // canonical text unchanged, and a marker evaluates the same after the round trip.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
-#include "env/pep508.h"
+#include "env/standards/pep508.h"
 
 namespace {
 void Check(bool ok) {

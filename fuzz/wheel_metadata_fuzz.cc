@@ -1,13 +1,13 @@
-// Fuzz target for the files a wheel carries (env/core_metadata.h, env/wheel_archive.h,
-// env/wheel_install.h): METADATA, RECORD and entry_points.txt are read or refused, never a
+// Fuzz target for the files a wheel carries (env/standards/core_metadata.h, env/install/wheel_archive.h,
+// env/install/wheel_install.h): METADATA, RECORD and entry_points.txt are read or refused, never a
 // crash, and RECORD rows written back read back the same.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
-#include "env/core_metadata.h"
-#include "env/wheel_archive.h"
-#include "env/wheel_install.h"
+#include "env/standards/core_metadata.h"
+#include "env/install/wheel_archive.h"
+#include "env/install/wheel_install.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

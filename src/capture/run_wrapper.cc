@@ -27,7 +27,7 @@
 #include "env/env_diff.h"
 #include "env/host_facts.h"
 #include "env/project_env.h"
-#include "env/venv_layout.h"
+#include "env/install/venv_layout.h"
 #include "util/clock.h"
 #include "util/hash.h"
 #include "util/json_writer.h"

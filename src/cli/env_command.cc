@@ -1,5 +1,5 @@
 // `cairn env`: lock a project's environment, build it, switch between built versions, check
-// and compare environments. The work is in the env layer (env/locker.h, env/env_store.h,
+// and compare environments. The work is in the env layer (env/resolve/locker.h, env/env_store.h,
 // env/env_gc.h, env/env_check.h, env/env_diff.h); this file is wiring.
 #include <unistd.h>
 
@@ -17,9 +17,9 @@
 #include "cli/env_common.h"
 #include "env/env_gc.h"
 #include "env/env_store.h"
-#include "env/locker.h"
+#include "env/resolve/locker.h"
 #include "env/manifest.h"
-#include "env/venv_layout.h"
+#include "env/install/venv_layout.h"
 #include "util/file.h"
 
 extern char** environ;

@@ -16,7 +16,7 @@
 #include "env/env_diff.h"
 #include "env/env_store.h"
 #include "env/host_facts.h"
-#include "env/pep508.h"
+#include "env/standards/pep508.h"
 #include "env/project_env.h"
 #include "env/python_env.h"
 #include "util/file.h"

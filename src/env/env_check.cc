@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <map>
 
-#include "env/pep440.h"
+#include "env/standards/pep440.h"
 #include "env/python_env.h"
-#include "env/wheel_archive.h"
+#include "env/install/wheel_archive.h"
 #include "util/file.h"
 #include "util/json_writer.h"
 

@@ -9,7 +9,7 @@
 #include "env/host_check.h"
 #include "env/host_facts.h"
 #include "env/lock.h"
-#include "env/pep508.h"
+#include "env/standards/pep508.h"
 #include "util/status.h"
 
 namespace cairn::env {

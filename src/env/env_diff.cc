@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "env/host_facts.h"
-#include "env/pep440.h"
+#include "env/standards/pep440.h"
 #include "util/json_writer.h"
 #include "util/strings.h"
 

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "env/host_facts.h"
-#include "env/pep440.h"
+#include "env/standards/pep440.h"
 #include "env/python_env.h"
 #include "fakes/fixed_interpreter.h"
 

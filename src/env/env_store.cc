@@ -21,12 +21,12 @@
 #include <thread>
 #include <vector>
 
-#include "env/pep440.h"
-#include "env/pep508.h"
-#include "env/venv_layout.h"
-#include "env/wheel_archive.h"
-#include "env/wheel_cache.h"
-#include "env/wheel_tags.h"
+#include "env/standards/pep440.h"
+#include "env/standards/pep508.h"
+#include "env/install/venv_layout.h"
+#include "env/install/wheel_archive.h"
+#include "env/index/wheel_cache.h"
+#include "env/standards/wheel_tags.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/parallel.h"

@@ -32,7 +32,7 @@
 
 #include "env/lock.h"
 #include "env/project_env.h"
-#include "env/wheel_install.h"
+#include "env/install/wheel_install.h"
 #include "util/status.h"
 
 namespace cairn::env {

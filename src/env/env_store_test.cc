@@ -12,7 +12,7 @@
 
 #include "env/lock.h"
 #include "env/project_env.h"
-#include "env/venv_layout.h"
+#include "env/install/venv_layout.h"
 #include "fakes/shell.h"
 #include "fakes/temp_dir.h"
 #include "fakes/wheels.h"

@@ -12,8 +12,8 @@
 #include <system_error>
 #include <utility>
 
-#include "env/core_metadata.h"
-#include "env/pep440.h"
+#include "env/standards/core_metadata.h"
+#include "env/standards/pep440.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/process.h"

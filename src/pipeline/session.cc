@@ -10,7 +10,7 @@
 #include "env/env_store.h"
 #include "env/lock.h"
 #include "env/project_env.h"
-#include "env/venv_layout.h"
+#include "env/install/venv_layout.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/hash.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "env/host_facts.h"
-#include "env/pep440.h"
+#include "env/standards/pep440.h"
 #include "env/python_env.h"
 
 namespace cairn::report {

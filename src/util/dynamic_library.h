@@ -1,6 +1,6 @@
 // Shared libraries opened on first use (dlopen) rather than when cairn starts: libcurl and
 // libarchive each bring a dozen libraries with them that most commands never need. A caller
-// fills a table of function pointers once (util/curl_api.h, env/wheel_archive.cc) and keeps
+// fills a table of function pointers once (util/curl_api.h, env/install/wheel_archive.cc) and keeps
 // the first error, so that a missing library or symbol is reported when the feature is used.
 #pragma once
 
