@@ -51,8 +51,8 @@ run: build npm-deps
 
 # ctest shows a suite's output only when it fails; the closing line of every suite is printed
 # from ctest's log afterwards, whatever the outcome. `make test` runs every suite on the release
-# build, then the unit and integration suites (not the slow ones) again on the debug build under
-# AddressSanitizer and UndefinedBehaviorSanitizer.
+# build, then the unit and integration suites again on the debug build under AddressSanitizer and
+# UndefinedBehaviorSanitizer, but for the slow ones and those labelled release-only.
 # Leaks inside libraries that cairn cannot fix (each explained in the file).
 LSAN_OPTIONS := suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0
 SUITE_LINES := '^\[  (PASSED|FAILED)  \]|^[a-z0-9_ ]+: [0-9]+ passed, [0-9]+ failed'
@@ -67,7 +67,7 @@ test: build npm-deps
 sanitized-test: deps npm-deps ui
 	cmake --preset debug
 	cmake --build --preset debug -j $(JOBS)
-	@status=0; LSAN_OPTIONS=$(LSAN_OPTIONS) ctest --preset debug -LE "slow|package" --output-on-failure \
+	@status=0; LSAN_OPTIONS=$(LSAN_OPTIONS) ctest --preset debug -LE "slow|package|release-only" --output-on-failure \
 	  || status=$$?; \
 	echo "Suite results (debug, ASan + UBSan):"; \
 	grep -hE $(SUITE_LINES) build/debug/Testing/Temporary/LastTest.log | sed 's/^/  /'; \
