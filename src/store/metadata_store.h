@@ -22,6 +22,7 @@
 
 #include "core/model.h"
 #include "core/search.h"
+#include "store/identity_store.h"
 #include "util/status.h"
 
 namespace cairn::store {
@@ -169,6 +170,11 @@ class MetadataStore {
   virtual Result<std::vector<ArtifactFile>> DeleteArtifacts(std::string_view path) = 0;
   // Whether any artifact file still references the blob.
   virtual Result<bool> BlobReferenced(std::string_view digest) = 0;
+
+  // --- Identity ----------------------------------------------------------------------------
+  // Accounts, tokens, permissions and the audit log, kept in the same database; lives as long
+  // as this store.
+  virtual IdentityStore& identity() = 0;
 };
 
 struct StoreOptions {

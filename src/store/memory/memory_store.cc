@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "store/listing.h"
+#include "store/memory/memory_identity_store.h"
 #include "store/store_util.h"
 #include "util/clock.h"
 
@@ -354,6 +355,8 @@ class MemoryStore : public MetadataStore {
     return false;
   }
 
+  IdentityStore& identity() override { return *identity_; }
+
  private:
   Experiment* FindExperiment(std::string_view id) {
     int64_t n = 0;
@@ -403,6 +406,7 @@ class MemoryStore : public MetadataStore {
 
   StoreOptions options_;
   std::shared_mutex mu_;
+  std::unique_ptr<IdentityStore> identity_ = NewMemoryIdentityStore();
   std::map<int64_t, Experiment> experiments_;
   std::unordered_map<std::string, RunRecord> runs_;
   std::map<std::string, ArtifactFile, std::less<>> artifacts_;

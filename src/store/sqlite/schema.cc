@@ -140,6 +140,65 @@ CREATE TABLE run_logs (
   PRIMARY KEY (run, offset)
 ) WITHOUT ROWID;
 )sql",
+    // Version 4: identity. Accounts, teams and their members, tokens (only a hash of each
+    // token's value), permissions held on experiments and registered models, and the audit log,
+    // which no statement may change or shorten.
+    R"sql(
+CREATE TABLE users (
+  id INTEGER PRIMARY KEY,
+  username TEXT NOT NULL UNIQUE,
+  password_hash TEXT NOT NULL,
+  is_admin INTEGER NOT NULL,
+  is_service INTEGER NOT NULL,
+  created_time INTEGER NOT NULL
+);
+CREATE TABLE teams (
+  name TEXT PRIMARY KEY,
+  created_time INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE team_members (
+  team TEXT NOT NULL,
+  username TEXT NOT NULL,
+  PRIMARY KEY (team, username)
+) WITHOUT ROWID;
+CREATE INDEX team_members_by_user ON team_members (username, team);
+CREATE TABLE tokens (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  secret_hash TEXT NOT NULL UNIQUE,
+  scopes TEXT NOT NULL,
+  created_time INTEGER NOT NULL,
+  expiry_time INTEGER NOT NULL,
+  last_used_time INTEGER NOT NULL,
+  revoked_time INTEGER NOT NULL,
+  UNIQUE (owner, name)
+);
+CREATE TABLE grants (
+  resource_kind TEXT NOT NULL,
+  resource_id TEXT NOT NULL,
+  principal_kind TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  permission TEXT NOT NULL,
+  PRIMARY KEY (resource_kind, resource_id, principal_kind, principal)
+) WITHOUT ROWID;
+CREATE INDEX grants_by_principal ON grants (principal_kind, principal, resource_kind, resource_id);
+CREATE TABLE audit_log (
+  id INTEGER PRIMARY KEY,
+  time INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  source TEXT NOT NULL,
+  action TEXT NOT NULL,
+  object TEXT NOT NULL,
+  outcome TEXT NOT NULL
+);
+CREATE INDEX audit_log_by_actor ON audit_log (actor, id);
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+)sql",
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "store/listing.h"
 #include "store/sqlite/database.h"
+#include "store/sqlite/identity_tables.h"
 #include "store/sqlite/run_rows.h"
 #include "store/sqlite/run_search.h"
 #include "store/sqlite/run_values.h"
@@ -89,6 +90,7 @@ class SqliteStore : public MetadataStore {
         db_, Database::Open(path, options_, [this](Connection& writer, bool stopping) {
           CompactWhenDue(writer, stopping);
         }));
+    identity_ = sqlite::NewSqliteIdentityStore(db_.get());
     return Status::Ok();
   }
 
@@ -528,6 +530,8 @@ class SqliteStore : public MetadataStore {
     });
   }
 
+  IdentityStore& identity() override { return *identity_; }
+
  private:
   Status LogBatchToActiveRun(Connection& c, std::string_view run_id,
                              const std::vector<Metric>& metrics,
@@ -561,6 +565,7 @@ class SqliteStore : public MetadataStore {
 
   StoreOptions options_;
   int64_t logged_points_ = kCompactPoints;  // writer thread only; compact once at start
+  std::unique_ptr<IdentityStore> identity_;  // on db_
   // Last, so that it stops first: its writer thread uses the members above until then.
   std::unique_ptr<Database> db_;
 };

@@ -1,0 +1,15 @@
+// The IdentityStore of a SQLite store: its tables (schema version 4) in the store's database,
+// written through the same group-committing writer as runs.
+#pragma once
+
+#include <memory>
+
+#include "store/identity_store.h"
+#include "store/sqlite/database.h"
+
+namespace cairn::store::sqlite {
+
+// `db` must outlive the store returned.
+std::unique_ptr<IdentityStore> NewSqliteIdentityStore(Database* db);
+
+}  // namespace cairn::store::sqlite
