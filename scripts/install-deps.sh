@@ -9,7 +9,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   # libraries (DESIGN.md, "Dependencies")
   libboost1.81-dev nlohmann-json3-dev libsqlite3-dev libssl-dev libcli11-dev libgit2-dev
-  libarchive-dev libcurl4-openssl-dev libtomlplusplus-dev libyaml-cpp-dev
+  libarchive-dev libcurl4-openssl-dev libtomlplusplus-dev libyaml-cpp-dev libsodium-dev
   # tests and benchmarks (cpp-httplib only as the stand-in package index of the env tests)
   libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv python3-pip-whl git curl wrk clang openssl
   # the slurm executor's tests run a real single-node cluster (scripts/slurm-test-cluster.sh);

@@ -319,8 +319,10 @@ Status RunJournal::Deliver(TrackingClient& client) {
       }
     }
     result = DeliverRecord(client, run_id_, record);
+    // Refusals of who is asking are kept: with the credentials fixed, `cairn sync` delivers.
     if (!result.ok() && result.code() != StatusCode::kUnavailable &&
-        result.code() != StatusCode::kInternal) {
+        result.code() != StatusCode::kInternal && result.code() != StatusCode::kUnauthenticated &&
+        result.code() != StatusCode::kPermissionDenied) {
       // Refused for good (a bad param name, a value too long): sending it again cannot help,
       // and holding it would hold back every record after it, the run's end included.
       std::fprintf(stderr, "cairn: warning: the server refused a record of run %s: %s\n",

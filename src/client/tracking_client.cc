@@ -59,6 +59,10 @@ StatusCode CodeOfMlflowError(std::string_view error_code, int http_status) {
   if (error_code == "RESOURCE_ALREADY_EXISTS") return StatusCode::kAlreadyExists;
   if (error_code == "INVALID_STATE") return StatusCode::kFailedPrecondition;
   if (error_code == "NOT_IMPLEMENTED") return StatusCode::kUnimplemented;
+  if (error_code == "UNAUTHENTICATED" || http_status == 401) return StatusCode::kUnauthenticated;
+  if (error_code == "PERMISSION_DENIED" || http_status == 403) {
+    return StatusCode::kPermissionDenied;
+  }
   if (http_status == 404) return StatusCode::kNotFound;
   if (http_status >= 400 && http_status < 500) return StatusCode::kInvalidArgument;
   return StatusCode::kUnavailable;

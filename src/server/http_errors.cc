@@ -15,6 +15,8 @@ HttpError ToHttpError(StatusCode code) {
     case StatusCode::kUnimplemented: return {501, "NOT_IMPLEMENTED"};
     case StatusCode::kUnavailable: return {503, "TEMPORARILY_UNAVAILABLE"};
     case StatusCode::kInternal: return {500, "INTERNAL_ERROR"};
+    case StatusCode::kUnauthenticated: return {401, "UNAUTHENTICATED"};
+    case StatusCode::kPermissionDenied: return {403, "PERMISSION_DENIED"};
   }
   return {500, "INTERNAL_ERROR"};
 }

@@ -25,6 +25,8 @@ enum class StatusCode {
   kUnimplemented,      // the operation is not supported by this backend
   kUnavailable,        // a dependency (disk, server) could not be reached; retrying may help
   kInternal,           // a bug or an unexpected failure inside cairn
+  kUnauthenticated,    // no credentials, or ones that do not identify anybody
+  kPermissionDenied,   // the caller is known but may not do this
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -60,6 +62,12 @@ inline Status ResourceExhausted(std::string m) {
 inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status Unauthenticated(std::string m) {
+  return {StatusCode::kUnauthenticated, std::move(m)};
+}
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
 
 // A value of type T, or the Status that explains why there is none.
 template <typename T>
