@@ -1,18 +1,16 @@
 #include "server/cairn_api.h"
 
 #include "core/mlflow_json.h"
+#include "server/access_rules.h"
 #include "service/run_environment.h"
 #include "util/json_writer.h"
 
 namespace cairn::server {
 namespace {
 
-Status NoEndpoint(std::string_view method, std::string_view path) {
-  return NotFound("No endpoint " + std::string(method) + " " + std::string(kCairnApiPrefix) +
-                  std::string(path));
-}
-
-Result<CairnResponse> AppendLog(ApiContext& ctx, const std::string& run_id, const Fields& f) {
+Result<CairnResponse> AppendLog(ApiContext& ctx, const CairnCall& call) {
+  const std::string run_id(call.wildcard);
+  const Fields& f = call.fields;
   CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> items, f.Objects("chunks"));
   std::vector<core::ConsoleChunk> chunks;
   chunks.reserve(items.size());
@@ -35,7 +33,9 @@ Result<CairnResponse> AppendLog(ApiContext& ctx, const std::string& run_id, cons
   return CairnResponse{w.Take()};
 }
 
-Result<CairnResponse> ReadLog(ApiContext& ctx, const std::string& run_id, const Fields& f) {
+Result<CairnResponse> ReadLog(ApiContext& ctx, const CairnCall& call) {
+  const std::string run_id(call.wildcard);
+  const Fields& f = call.fields;
   CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> offset, f.Int("offset"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> max_bytes, f.Int("max_bytes"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> format, f.Str("format"));
@@ -70,7 +70,8 @@ Result<CairnResponse> ReadLog(ApiContext& ctx, const std::string& run_id, const 
 }
 
 // GET metrics/series: a metric thinned for a chart (see docs/api/cairn.md).
-Result<CairnResponse> MetricSeries(ApiContext& ctx, const Fields& f) {
+Result<CairnResponse> MetricSeries(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
   CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RequiredStr("run_id"));
   CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> points, f.Int("points"));
@@ -91,12 +92,13 @@ Result<CairnResponse> MetricSeries(ApiContext& ctx, const Fields& f) {
 }
 
 // GET experiments/stats: run counts and last activity per experiment (see docs/api/cairn.md).
-Result<CairnResponse> ExperimentStats(ApiContext& ctx) {
+Result<CairnResponse> ExperimentStats(ApiContext& ctx, const CairnCall&) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<store::ExperimentRunStats> stats,
                          ctx.tracking->RunStatsByExperiment());
   JsonWriter w;
   w.BeginObject().Key("experiments").BeginArray();
   for (const store::ExperimentRunStats& st : stats) {
+    if (ctx.may_read_experiment && !ctx.may_read_experiment(st.experiment_id)) continue;
     w.BeginObject();
     w.Key("experiment_id").String(st.experiment_id);
     w.Key("runs").Int(st.runs).Key("running").Int(st.running);
@@ -108,7 +110,8 @@ Result<CairnResponse> ExperimentStats(ApiContext& ctx) {
 }
 
 // POST runs: creates a run under an id the client chose (see docs/api/cairn.md).
-Result<CairnResponse> CreateRun(ApiContext& ctx, const Fields& f) {
+Result<CairnResponse> CreateRun(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
   service::CreateRunRequest req;
   CAIRN_ASSIGN_OR_RETURN(req.run_id, f.RequiredStr("run_id"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> experiment_id, f.Str("experiment_id"));
@@ -119,6 +122,10 @@ Result<CairnResponse> CreateRun(ApiContext& ctx, const Fields& f) {
     Result<core::Experiment> e = ctx.tracking->GetExperimentByName(*experiment_name);
     if (!e.ok() && e.status().code() == StatusCode::kNotFound) {
       Result<std::string> id = ctx.tracking->CreateExperiment(*experiment_name, "", {});
+      if (id.ok()) {
+        CAIRN_RETURN_IF_ERROR(ctx.identity->GrantCreator(*ctx.caller,
+                                                         core::ResourceKind::kExperiment, *id));
+      }
       // Created meanwhile by another client: look it up again.
       if (!id.ok() && id.status().code() == StatusCode::kAlreadyExists) {
         e = ctx.tracking->GetExperimentByName(*experiment_name);
@@ -157,7 +164,8 @@ Result<CairnResponse> CreateRun(ApiContext& ctx, const Fields& f) {
 
 // GET runs/environment-diff: the recorded environments of 2 to 10 runs, each against the first
 // that has one (see docs/api/cairn.md).
-Result<CairnResponse> RunEnvironmentDiff(ApiContext& ctx, const Fields& f) {
+Result<CairnResponse> RunEnvironmentDiff(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> run_ids, f.StrList("run_id"));
   CAIRN_ASSIGN_OR_RETURN(service::EnvironmentComparison comparison,
                          service::CompareRunEnvironments(*ctx.tracking, *ctx.artifacts, run_ids));
@@ -183,50 +191,27 @@ Result<CairnResponse> RunEnvironmentDiff(ApiContext& ctx, const Fields& f) {
   return CairnResponse{w.Take()};
 }
 
+constexpr CairnRoute kRoutes[] = {
+    {"GET", "metrics/series", MetricSeries},
+    {"GET", "experiments/stats", ExperimentStats},
+    {"GET", "runs/environment-diff", RunEnvironmentDiff},
+    {"POST", "runs", CreateRun},
+    {"GET", "runs/*/log", ReadLog},
+    {"POST", "runs/*/log", AppendLog},
+};
+
 }  // namespace
 
-Result<CairnResponse> HandleCairnApi(ApiContext& ctx, std::string_view method,
-                                     std::string_view path, const QueryParams& query,
-                                     std::string_view body) {
-  if (path == "metrics/series") {
-    if (method != "GET") return NoEndpoint(method, path);
-    Fields f(&query);
-    return MetricSeries(ctx, f);
+std::span<const CairnRoute> CairnRoutes() { return kRoutes; }
+
+const CairnRoute* FindCairnRoute(std::string_view method, std::string_view path,
+                                 std::string_view* wildcard) {
+  for (std::span<const CairnRoute> table : {CairnRoutes(), CairnIdentityRoutes()}) {
+    for (const CairnRoute& r : table) {
+      if (method == r.method && PathMatches(r.path, path, wildcard)) return &r;
+    }
   }
-  if (path == "experiments/stats") {
-    if (method != "GET") return NoEndpoint(method, path);
-    return ExperimentStats(ctx);
-  }
-  if (path == "runs/environment-diff") {
-    if (method != "GET") return NoEndpoint(method, path);
-    Fields f(&query);
-    return RunEnvironmentDiff(ctx, f);
-  }
-  if (path == "runs") {
-    if (method != "POST") return NoEndpoint(method, path);
-    CAIRN_ASSIGN_OR_RETURN(JsonDocument json, ParseJsonObject(body));
-    Fields f(json);
-    return CreateRun(ctx, f);
-  }
-  // runs/{run_id}/log
-  constexpr std::string_view kRuns = "runs/";
-  constexpr std::string_view kLog = "/log";
-  if (!path.starts_with(kRuns) || !path.ends_with(kLog) ||
-      path.size() <= kRuns.size() + kLog.size()) {
-    return NoEndpoint(method, path);
-  }
-  const std::string run_id(path.substr(kRuns.size(), path.size() - kRuns.size() - kLog.size()));
-  if (run_id.find('/') != std::string::npos) return NoEndpoint(method, path);
-  if (method == "GET") {
-    Fields f(&query);
-    return ReadLog(ctx, run_id, f);
-  }
-  if (method == "POST") {
-    CAIRN_ASSIGN_OR_RETURN(JsonDocument json, ParseJsonObject(body));
-    Fields f(json);
-    return AppendLog(ctx, run_id, f);
-  }
-  return NoEndpoint(method, path);
+  return nullptr;
 }
 
 }  // namespace cairn::server

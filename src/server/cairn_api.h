@@ -1,5 +1,6 @@
-// cairn's own API, beside MLflow's, under /api/cairn/v1/: a run's console log, and metric
-// series thinned for charts.
+// cairn's own API, beside MLflow's, under /api/cairn/v1/: a run's console log, metric series
+// thinned for charts, runs under ids their clients chose, environment diffs, and identity
+// (docs/api/cairn.md).
 //
 //   GET  /api/cairn/v1/metrics/series?run_id=R&key=K[&points=N]
 //        -> {"run_id", "key", "total_points", "steps": [], "timestamps": [], "values": []}
@@ -15,6 +16,7 @@
 // timestamps. Server-internal; docs/api/cairn.md describes it for users.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -35,10 +37,25 @@ struct CairnResponse {
   std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
-// `path` is the part after kCairnApiPrefix; `body` is empty for GET. kNotFound for an unknown
-// endpoint.
-Result<CairnResponse> HandleCairnApi(ApiContext& ctx, std::string_view method,
-                                     std::string_view path, const QueryParams& query,
-                                     std::string_view body);
+struct CairnCall {
+  std::string_view wildcard;  // what the route's `*` matched
+  const Fields& fields;       // the query (GET) or the JSON body (POST)
+};
+
+using CairnHandler = Result<CairnResponse> (*)(ApiContext& ctx, const CairnCall& call);
+
+struct CairnRoute {
+  const char* method;
+  const char* path;  // after kCairnApiPrefix; `*` stands for one segment (access_rules.h)
+  CairnHandler handler;
+};
+
+// The tracking routes (cairn_api.cc) and the identity ones: sign-in, tokens, accounts, teams,
+// permissions, the audit log (auth_api.cc).
+std::span<const CairnRoute> CairnRoutes();
+std::span<const CairnRoute> CairnIdentityRoutes();
+// The route of a request; nullptr when there is none.
+const CairnRoute* FindCairnRoute(std::string_view method, std::string_view path,
+                                 std::string_view* wildcard);
 
 }  // namespace cairn::server

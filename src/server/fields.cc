@@ -1,6 +1,7 @@
 #include "server/fields.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -136,6 +137,29 @@ Result<int64_t> Fields::RequiredInt(std::string_view name) const {
   CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> v, Int(name));
   if (!v) return Missing(name);
   return *v;
+}
+
+Result<std::optional<bool>> Fields::Bool(std::string_view name) const {
+  auto parse = [](std::string_view text) -> std::optional<bool> {
+    std::string lower;
+    for (char c : text) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (lower == "true") return true;
+    if (lower == "false") return false;
+    return std::nullopt;
+  };
+  if (!is_json()) {
+    const std::string* v = FindQuery(name);
+    if (v == nullptr) return std::optional<bool>();
+    if (std::optional<bool> b = parse(*v)) return b;
+    return Invalid(name, Quoted(*v), "true or false");
+  }
+  JsonValue v = Find(name);
+  if (!v.exists()) return std::optional<bool>();
+  if (v.is_bool()) return std::optional<bool>(v.bool_value());
+  if (v.is_string()) {
+    if (std::optional<bool> b = parse(v.str())) return b;
+  }
+  return Invalid(name, v, "true or false");
 }
 
 Result<double> Fields::RequiredDouble(std::string_view name) const {

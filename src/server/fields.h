@@ -25,6 +25,8 @@ class Fields {
   // Accepts JSON integers and decimal strings (protobuf's JSON form of int64).
   Result<std::optional<int64_t>> Int(std::string_view name) const;
   Result<int64_t> RequiredInt(std::string_view name) const;
+  // Accepts JSON booleans and the strings "true" and "false" (any case).
+  Result<std::optional<bool>> Bool(std::string_view name) const;
   // Accepts numbers and the strings "NaN", "Infinity", "-Infinity" and decimal numbers.
   Result<double> RequiredDouble(std::string_view name) const;
   // A repeated string: a JSON array, or a repeated query key.

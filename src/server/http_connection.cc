@@ -435,8 +435,10 @@ class Connection {
       x.body_done = true;
     }
     req.body = std::move(parser.get().body());
-    if (plan.inline_handler) {
-      x.res = co_await core_.HandleInline(req);
+    std::optional<HttpResponse> answered;
+    if (plan.inline_handler) answered = co_await core_.HandleInline(req);
+    if (answered) {
+      x.res = std::move(*answered);
     } else {
       auto handle = [&] { return core_.SafeHandle(req); };
       x.res = co_await core_.OnPool(handle);
@@ -526,6 +528,7 @@ class Connection {
         co_return co_await Refuse(stream, std::move(*refusal));
       }
       HttpRequest& req = std::get<HttpRequest>(checked);
+      req.remote_address = state->peer;
       const unsigned version = head_parser.get().version();
       // Read now: the body's parser takes the head over.
       const bool wants_keep_alive = head_parser.get().keep_alive();

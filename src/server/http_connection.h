@@ -38,6 +38,7 @@ struct ConnState {
   asio::any_io_executor ex;
   beast::tcp_stream* tcp = nullptr;
   bool idle = false;  // waiting for a request; touched on `ex` only
+  std::string peer;   // the client's address
 };
 
 // The server's state that serving a connection uses: its options, the handler, the thread
@@ -75,13 +76,14 @@ struct ServerCore {
   }
 
   // Runs the handler on this thread and resumes once it has responded (perhaps from another
-  // thread).
-  awaitable<HttpResponse> HandleInline(HttpRequest& req) {
-    co_return co_await asio::async_initiate<decltype(use_awaitable), void(HttpResponse)>(
+  // thread); nullopt when the handler declined and the request needs a handler thread.
+  awaitable<std::optional<HttpResponse>> HandleInline(HttpRequest& req) {
+    using Answer = std::optional<HttpResponse>;
+    co_return co_await asio::async_initiate<decltype(use_awaitable), void(Answer)>(
         [this, &req](auto handler) {
           // std::function wants a copyable callable; the handler moves once.
           auto slot = std::make_shared<std::optional<decltype(handler)>>(std::move(handler));
-          auto respond = [slot](HttpResponse r) {
+          auto finish = [slot](Answer r) {
             auto h = std::move(**slot);
             slot->reset();
             auto ex = asio::get_associated_executor(h);
@@ -89,8 +91,9 @@ struct ServerCore {
               std::move(h)(std::move(r));
             });
           };
+          auto respond = [finish](HttpResponse r) { finish(Answer(std::move(r))); };
           try {
-            this->handler->HandleInline(req, respond);
+            if (!this->handler->HandleInline(req, respond)) finish(std::nullopt);
           } catch (const std::exception& e) {
             LogError(req.method + " " + req.path + ": " + e.what());
             if (slot->has_value()) respond(JsonError(500, "INTERNAL_ERROR", e.what()));

@@ -35,6 +35,15 @@ HttpResponse JsonError(int status, std::string_view error_code, std::string_view
 }
 
 HttpResponse ErrorResponse(const Status& status) {
+  if (status.code() == StatusCode::kUnauthenticated) {
+    // MLflow's basic-auth answer, word for word.
+    HttpResponse r;
+    r.status = 401;
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = std::string(kNotAuthenticatedText);
+    r.SetHeader("WWW-Authenticate", "Basic realm=\"mlflow\"");
+    return r;
+  }
   HttpError e = ToHttpError(status.code());
   return JsonError(e.http_status, e.error_code, status.message());
 }

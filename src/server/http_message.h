@@ -42,6 +42,7 @@ struct HttpRequest {
   QueryParams query;   // the target's query, decoded ('+' is a space)
   HttpHeaders headers;
   std::string body;    // read whole for routes that buffer their body
+  std::string remote_address;  // the client's IP address, as the connection saw it
 };
 
 // Answers too large to build in memory are streamed: a BodyStream runs on a handler thread once

@@ -117,6 +117,9 @@ struct HttpServer::Impl : edge::ServerCore {
   awaitable<void> Session(tcp::socket socket) {
     auto state = std::make_shared<ConnState>();
     state->ex = socket.get_executor();
+    error_code peer_ec;
+    const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
+    if (!peer_ec) state->peer = peer.address().to_string();
     {
       std::lock_guard<std::mutex> lock(conns_mu);
       conns.insert(state);

@@ -74,10 +74,12 @@ class HttpHandler {
   virtual BodyPlan Plan(const HttpRequest& head) = 0;
   // On a handler thread, with the body read (Mode::kBuffer).
   virtual HttpResponse Handle(HttpRequest& request) = 0;
-  // On the I/O thread, with the body read, for requests planned inline: must not block.
-  // `respond` is called exactly once, then or later, from any thread.
+  // On the I/O thread, with the body read, for requests planned inline: must not block. Either
+  // answers through `respond` (exactly once, then or later, from any thread) and returns true,
+  // or returns false without calling it, and the request goes to Handle on a handler thread
+  // (when answering would need to wait, on a lock or the store).
   using Respond = std::function<void(HttpResponse)>;
-  virtual void HandleInline(HttpRequest& request, Respond respond) { respond(Handle(request)); }
+  virtual bool HandleInline(HttpRequest& request, Respond respond) { return false; }
   // On a handler thread, before the body is read (Mode::kUpload). An error is answered as the
   // response and the body is not read.
   virtual Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& head) = 0;

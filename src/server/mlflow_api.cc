@@ -66,6 +66,9 @@ Result<std::string> CreateExperiment(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<Tag> tags, DecodeTags(f, "tags"));
   CAIRN_ASSIGN_OR_RETURN(std::string id,
                          ctx.tracking->CreateExperiment(name, location.value_or(""), tags));
+  // The creator manages what it made.
+  CAIRN_RETURN_IF_ERROR(
+      ctx.identity->GrantCreator(*ctx.caller, core::ResourceKind::kExperiment, id));
   JsonWriter w;
   w.BeginObject().Key("experiment_id").String(id).EndObject();
   return w.Take();
@@ -92,6 +95,7 @@ Result<std::string> SearchExperiments(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(req.order_by, f.StrList("order_by"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> token, f.Str("page_token"));
   req.page_token = token.value_or("");
+  req.visible = ctx.may_read_experiment;
   CAIRN_ASSIGN_OR_RETURN(service::ExperimentPage page, ctx.tracking->SearchExperiments(req));
   JsonWriter w;
   w.BeginObject();
@@ -219,6 +223,7 @@ Result<std::string> SearchRuns(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(req.order_by, f.StrList("order_by"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> token, f.Str("page_token"));
   req.page_token = token.value_or("");
+  req.visible = ctx.may_read_experiment;
   CAIRN_ASSIGN_OR_RETURN(service::RunPage page, ctx.tracking->SearchRuns(req));
   JsonWriter w;
   w.BeginObject();

@@ -7,14 +7,28 @@
 #include <string>
 
 #include "server/fields.h"
+#include "service/access_service.h"
 #include "service/artifact_service.h"
+#include "service/identity_service.h"
 #include "service/tracking_service.h"
 
 namespace cairn::server {
 
+// The services a handler calls, and what it needs to know of the request beyond its fields:
+// the server holds one with the services, and each request gets a copy with its own part.
 struct ApiContext {
-  service::TrackingService* tracking;
-  service::ArtifactService* artifacts;
+  service::TrackingService* tracking = nullptr;
+  service::ArtifactService* artifacts = nullptr;
+  service::AccessService* access = nullptr;
+  service::IdentityService* identity = nullptr;
+  bool tls = false;
+  // The request's own: who asks (authenticated, and allowed by the route's rule), from where,
+  // through which browser session, and which experiments it may read (searches and listings
+  // leave out the rest; unset: all).
+  const core::Principal* caller = nullptr;
+  std::string_view remote_address;
+  std::string_view session_id;
+  std::function<bool(std::string_view experiment_id)> may_read_experiment;
 };
 
 using ApiHandler = Result<std::string> (*)(ApiContext& ctx, const Fields& fields);
@@ -26,6 +40,8 @@ struct Route {
 };
 
 std::span<const Route> MlflowRoutes();
+// MLflow's auth API (users/*, experiments/permissions/*), answered by server/auth_api.cc.
+std::span<const Route> MlflowAuthRoutes();
 
 // Routes answered without a thread waiting on the store (the logging calls): the handler
 // decodes the request and returns at once; `reply` is called exactly once, then or later from

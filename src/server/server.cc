@@ -3,20 +3,25 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "blob/content_store.h"
+#include "server/access_rules.h"
 #include "server/cairn_api.h"
 #include "server/cross_site.h"
 #include "server/fields.h"
+#include "server/gate.h"
 #include "server/http_errors.h"
 #include "server/media_types.h"
 #include "server/range.h"
 #include "server/routes.h"
 #include "server/ui_files.h"
+#include "service/access_service.h"
 #include "service/artifact_service.h"
+#include "service/identity_service.h"
 #include "service/tracking_service.h"
 #include "store/metadata_store.h"
 #include "util/clock.h"
@@ -102,11 +107,16 @@ RangeDecision ApplyRange(const HttpRequest& req, int64_t size, HttpResponse& res
 class ArtifactUpload : public UploadSink {
  public:
   ArtifactUpload(service::ArtifactService* artifacts, std::string path,
-                 std::unique_ptr<blob::BlobWriter> writer)
-      : artifacts_(artifacts), path_(std::move(path)), writer_(std::move(writer)) {}
+                 std::unique_ptr<blob::BlobWriter> writer, Gate* gate, PendingAudit audit)
+      : artifacts_(artifacts),
+        path_(std::move(path)),
+        writer_(std::move(writer)),
+        gate_(gate),
+        audit_(std::move(audit)) {}
   Status Write(std::string_view piece) override { return writer_->Write(piece); }
   HttpResponse Finish() override {
     Status s = artifacts_->CommitUpload(path_, *writer_);
+    gate_->Record(std::move(audit_), s);
     return s.ok() ? JsonOk(200, "{}") : ErrorResponse(s);
   }
 
@@ -114,7 +124,17 @@ class ArtifactUpload : public UploadSink {
   service::ArtifactService* artifacts_;
   std::string path_;
   std::unique_ptr<blob::BlobWriter> writer_;
+  Gate* gate_;
+  PendingAudit audit_;
 };
+
+// Runs an answer-later handler and waits for its answer (on a handler thread).
+Result<std::string> WaitForAnswer(AsyncHandler handler, ApiContext& ctx, const Fields& fields) {
+  std::promise<Result<std::string>> answer;
+  std::future<Result<std::string>> done = answer.get_future();
+  handler(ctx, fields, [&answer](Result<std::string> out) { answer.set_value(std::move(out)); });
+  return done.get();
+}
 
 }  // namespace
 
@@ -125,6 +145,9 @@ struct Server::Impl : HttpHandler {
   std::unique_ptr<blob::ContentStore> blobs;
   std::unique_ptr<service::TrackingService> tracking;
   std::unique_ptr<service::ArtifactService> artifacts;
+  std::unique_ptr<service::AccessService> access;
+  std::unique_ptr<service::IdentityService> identity;
+  std::unique_ptr<Gate> gate;
   ApiContext ctx{};
   std::unordered_map<std::string, ApiHandler> routes;  // "POST runs/log-batch"
   std::unordered_map<std::string, StreamHandler> stream_routes;
@@ -181,8 +204,8 @@ struct Server::Impl : HttpHandler {
   }
 
   void InstallRoutes() {
-    for (const Route& r : MlflowRoutes()) {
-      routes[std::string(r.method) + " " + r.path] = r.handler;
+    for (std::span<const Route> table : {MlflowRoutes(), MlflowAuthRoutes()}) {
+      for (const Route& r : table) routes[std::string(r.method) + " " + r.path] = r.handler;
     }
     for (const StreamRoute& r : MlflowStreamRoutes()) {
       stream_routes[std::string(r.method) + " " + r.path] = r.handler;
@@ -294,21 +317,93 @@ struct Server::Impl : HttpHandler {
   }
 
   // The logging calls: decoded here, on the I/O thread, and answered once the store has
-  // committed them, with no thread waiting in between.
-  void HandleInline(HttpRequest& req, Respond respond) override {
+  // committed them, with no thread waiting in between. When who is asking, or whether they may,
+  // is not in memory yet, the request goes to a handler thread, which may ask the store.
+  bool HandleInline(HttpRequest& req, Respond respond) override {
     AsyncHandler handler = FindAsync(req);
-    if (handler == nullptr) return respond(Handle(req));
-    auto finish = [this, what = req.method + " " + req.path,
-                   origin = std::string(req.headers.Get("Origin")),
-                   respond = std::move(respond)](Result<std::string> out) {
-      HttpResponse res = ApiAnswer(what, std::move(out));
+    if (handler == nullptr) return false;
+    const AccessRule* rule =
+        FindAccessRule(Api::kMlflow, req.method, StripPrefix(req.path, kApiPrefixes));
+    if (rule == nullptr) return false;
+    std::optional<Identified> who = gate->IdentifyCached(req);
+    if (!who) return false;
+    auto answer = [this, origin = std::string(req.headers.Get("Origin")),
+                   respond = std::move(respond)](HttpResponse res) {
       if (CorsAllowed(origin, cross_site)) AddCorsHeaders(origin, res);
       respond(std::move(res));
     };
+    if (auto* refusal = std::get_if<HttpResponse>(&*who)) {
+      answer(std::move(*refusal));
+      return true;
+    }
+    const Caller& caller = std::get<Caller>(*who);
     Result<JsonDocument> json = ParseJsonObject(req.body);
-    if (!json.ok()) return finish(json.status());
+    if (!json.ok()) {
+      answer(ErrorResponse(json.status()));
+      return true;
+    }
     Fields fields(*json);
-    handler(ctx, fields, std::move(finish));
+    const CallSubject call{rule, &fields, {}, {}};
+    std::optional<Status> allowed = gate->AuthorizeCached(caller, call);
+    if (!allowed) return false;
+    if (!allowed->ok()) {
+      gate->Audit(caller, req, call, *allowed);
+      answer(gate->Refusal(*allowed, req));
+      return true;
+    }
+    ApiContext c = ContextFor(caller, req);
+    handler(c, fields,
+            [this, what = req.method + " " + req.path, audit = gate->Describe(caller, req, call),
+             answer = std::move(answer)](Result<std::string> out) mutable {
+              gate->Record(std::move(audit), out.status());
+              answer(ApiAnswer(what, std::move(out)));
+            });
+    return true;
+  }
+
+  // The context a handler gets for a caller's request.
+  ApiContext ContextFor(const Caller& caller, const HttpRequest& req) {
+    ApiContext c = ctx;
+    c.caller = &caller.principal;
+    c.remote_address = req.remote_address;
+    c.session_id = caller.session_id;
+    return c;
+  }
+
+  // The same for a listing: filtered for callers who may not read everything.
+  Result<ApiContext> ListingContextFor(const Caller& caller, const HttpRequest& req,
+                                       const AccessRule& rule) {
+    ApiContext c = ContextFor(caller, req);
+    if (rule.target == Target::kSignedIn && access->enabled() &&
+        !caller.principal.ActsAsAdmin()) {
+      CAIRN_ASSIGN_OR_RETURN(service::Visibility v, access->VisibilityOf(caller.principal));
+      c.may_read_experiment = [v = std::move(v)](std::string_view id) {
+        return v.MayReadExperiment(id);
+      };
+    }
+    return c;
+  }
+
+  // Runs `serve` with the request's fields: the query of a GET, else the JSON body.
+  template <typename F>
+  static HttpResponse WithFields(const HttpRequest& req, F&& serve) {
+    if (req.method == "GET") {
+      Fields fields(&req.query);
+      return serve(fields);
+    }
+    Result<JsonDocument> json = ParseJsonObject(req.body);
+    if (!json.ok()) return ErrorResponse(json.status());
+    Fields fields(*json);
+    return serve(fields);
+  }
+
+  // Checks the caller may make the call; the answer to give when not (audited).
+  std::optional<HttpResponse> Refused(const Caller& caller, const HttpRequest& req,
+                                      const CallSubject& call) {
+    Status allowed = gate->Authorize(caller, call);
+    if (allowed.ok()) return std::nullopt;
+    gate->Audit(caller, req, call, allowed);
+    return gate->Refusal(allowed, req);
   }
 
   HttpResponse Handle(HttpRequest& req) override {
@@ -343,26 +438,40 @@ struct Server::Impl : HttpHandler {
   }
 
   HttpResponse ServeApi(HttpRequest& req) {
-    std::string_view rest = StripPrefix(req.path, kApiPrefixes);
-    std::string route_key = req.method + " " + std::string(rest);
-    if (req.method == "GET") {
-      if (auto st = stream_routes.find(route_key); st != stream_routes.end()) {
-        return ServeStream(req, st->second);
+    const std::string_view rest = StripPrefix(req.path, kApiPrefixes);
+    const std::string route_key = req.method + " " + std::string(rest);
+    StreamHandler stream = nullptr;
+    ApiHandler handler = nullptr;
+    AsyncHandler async = nullptr;
+    if (auto it = stream_routes.find(route_key); it != stream_routes.end()) stream = it->second;
+    if (auto it = routes.find(route_key); it != routes.end()) handler = it->second;
+    if (auto it = async_routes.find(route_key); it != async_routes.end()) async = it->second;
+    // Every route has a rule (access_rules_test.cc); a route without one is never served.
+    const AccessRule* rule = FindAccessRule(Api::kMlflow, req.method, rest);
+    if ((stream == nullptr && handler == nullptr && async == nullptr) || rule == nullptr) {
+      return NoEndpoint(req);
+    }
+    Identified who = gate->Identify(req);
+    if (auto* refusal = std::get_if<HttpResponse>(&who)) return std::move(*refusal);
+    const Caller& caller = std::get<Caller>(who);
+    return WithFields(req, [&](const Fields& fields) -> HttpResponse {
+      const CallSubject call{rule, &fields, {}, {}};
+      if (std::optional<HttpResponse> refusal = Refused(caller, req, call)) return *refusal;
+      Result<ApiContext> c = ListingContextFor(caller, req, *rule);
+      if (!c.ok()) return ErrorResponse(c.status());
+      if (stream != nullptr) {
+        Result<BodyStream> body = stream(*c, fields);
+        gate->Audit(caller, req, call, body.status());
+        if (!body.ok()) return ErrorResponse(body.status());
+        HttpResponse res;
+        res.stream = std::move(body).value();
+        return res;
       }
-    }
-    auto it = routes.find(route_key);
-    if (it == routes.end()) return NoEndpoint(req);
-    Result<std::string> out = std::string();
-    if (req.method == "GET") {
-      Fields fields(&req.query);
-      out = it->second(ctx, fields);
-    } else {
-      Result<JsonDocument> json = ParseJsonObject(req.body);
-      if (!json.ok()) return ErrorResponse(json.status());
-      Fields fields(*json);
-      out = it->second(ctx, fields);
-    }
-    return ApiAnswer(req.method + " " + req.path, std::move(out));
+      Result<std::string> out = handler != nullptr ? handler(*c, fields)
+                                                   : WaitForAnswer(async, *c, fields);
+      gate->Audit(caller, req, call, out.status());
+      return ApiAnswer(req.method + " " + req.path, std::move(out));
+    });
   }
 
   // An MLflow handler's outcome as an answer; failures of the server's own making are logged.
@@ -376,23 +485,27 @@ struct Server::Impl : HttpHandler {
   }
 
   HttpResponse ServeCairnApi(HttpRequest& req) {
-    Result<CairnResponse> out =
-        HandleCairnApi(ctx, req.method, std::string_view(req.path).substr(kCairnApiPrefix.size()),
-                       req.query, req.body);
-    if (!out.ok()) return ErrorResponse(out.status());
-    HttpResponse res = JsonOk(200, std::move(out->body));
-    res.content_type = out->content_type;
-    for (auto& [name, value] : out->headers) res.SetHeader(name, value);
-    return res;
-  }
-
-  HttpResponse ServeStream(const HttpRequest& req, StreamHandler handler) {
-    Fields fields(&req.query);
-    Result<BodyStream> stream = handler(ctx, fields);
-    if (!stream.ok()) return ErrorResponse(stream.status());
-    HttpResponse res;
-    res.stream = std::move(stream).value();
-    return res;
+    const std::string_view rest = std::string_view(req.path).substr(kCairnApiPrefix.size());
+    std::string_view wildcard;
+    const CairnRoute* route = FindCairnRoute(req.method, rest, &wildcard);
+    const AccessRule* rule = FindAccessRule(Api::kCairn, req.method, rest);
+    if (route == nullptr || rule == nullptr) return NoEndpoint(req);
+    Identified who = gate->Identify(req);
+    if (auto* refusal = std::get_if<HttpResponse>(&who)) return std::move(*refusal);
+    const Caller& caller = std::get<Caller>(who);
+    return WithFields(req, [&](const Fields& fields) -> HttpResponse {
+      const CallSubject call{rule, &fields, wildcard, {}};
+      if (std::optional<HttpResponse> refusal = Refused(caller, req, call)) return *refusal;
+      Result<ApiContext> c = ListingContextFor(caller, req, *rule);
+      if (!c.ok()) return ErrorResponse(c.status());
+      Result<CairnResponse> out = route->handler(*c, CairnCall{wildcard, fields});
+      gate->Audit(caller, req, call, out.status());
+      if (!out.ok()) return ErrorResponse(out.status());
+      HttpResponse res = JsonOk(200, std::move(out->body));
+      res.content_type = out->content_type;
+      for (auto& [name, value] : out->headers) res.SetHeader(name, value);
+      return res;
+    });
   }
 
   // The artifact path of a request under the artifact prefixes: nullopt when the request names
@@ -410,29 +523,62 @@ struct Server::Impl : HttpHandler {
     return std::optional<std::string>(std::move(path));
   }
 
+  // Who asks for an artifact call, and whether they may; the answer when refused.
+  std::variant<Caller, HttpResponse> AdmitArtifactCall(const HttpRequest& req,
+                                                       const CallSubject& call) {
+    Identified who = gate->Identify(req);
+    if (auto* refusal = std::get_if<HttpResponse>(&who)) return std::move(*refusal);
+    Caller caller = std::get<Caller>(std::move(who));
+    if (std::optional<HttpResponse> refusal = Refused(caller, req, call)) return *refusal;
+    return caller;
+  }
+
   HttpResponse ServeArtifacts(const HttpRequest& req) {
-    std::string_view rest = StripPrefix(req.path, kArtifactPrefixes);
+    const std::string_view rest = StripPrefix(req.path, kArtifactPrefixes);
     if (rest == "artifacts" || rest == "artifacts/") {
       if (req.method != "GET") return NoEndpoint(req);
+      const AccessRule* rule = FindAccessRule(Api::kArtifacts, "GET", "artifacts");
+      Fields fields(&req.query);
+      std::variant<Caller, HttpResponse> who = AdmitArtifactCall(req, {rule, &fields, {}, {}});
+      if (auto* refusal = std::get_if<HttpResponse>(&who)) return std::move(*refusal);
       return ListProxy(req);
     }
     Result<std::optional<std::string>> path = ArtifactPathOf(req);
     if (!path.ok()) return ErrorResponse(path.status());
     if (!path->has_value()) return NoEndpoint(req);
-    if (req.method == "GET") return Download(req, **path);
-    if (req.method == "DELETE") {
-      Status s = artifacts->Delete(**path);
-      return s.ok() ? JsonOk(200, "{}") : ErrorResponse(s);
+    const AccessRule* rule = FindAccessRule(Api::kArtifacts, req.method, rest);
+    if (rule == nullptr || (req.method != "GET" && req.method != "DELETE")) {
+      return NoEndpoint(req);
     }
-    return NoEndpoint(req);
+    const CallSubject call{rule, nullptr, {}, **path};
+    std::variant<Caller, HttpResponse> who = AdmitArtifactCall(req, call);
+    if (auto* refusal = std::get_if<HttpResponse>(&who)) return std::move(*refusal);
+    if (req.method == "GET") return Download(req, **path);
+    Status s = artifacts->Delete(**path);
+    gate->Audit(std::get<Caller>(who), req, call, s);
+    return s.ok() ? JsonOk(200, "{}") : ErrorResponse(s);
   }
 
   Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& req) override {
     CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> path, ArtifactPathOf(req));
-    if (!path) return NotFound("No endpoint " + req.method + " " + req.path);
+    const AccessRule* rule =
+        FindAccessRule(Api::kArtifacts, req.method, StripPrefix(req.path, kArtifactPrefixes));
+    if (!path || rule == nullptr) return NotFound("No endpoint " + req.method + " " + req.path);
+    const CallSubject call{rule, nullptr, {}, *path};
+    Identified who = gate->Identify(req);
+    if (std::holds_alternative<HttpResponse>(who)) {
+      return Unauthenticated("no valid credentials");
+    }
+    const Caller& caller = std::get<Caller>(who);
+    Status allowed = gate->Authorize(caller, call);
+    if (!allowed.ok()) {
+      gate->Audit(caller, req, call, allowed);
+      return allowed;
+    }
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, artifacts->NewUpload());
-    return std::unique_ptr<UploadSink>(
-        std::make_unique<ArtifactUpload>(artifacts.get(), std::move(*path), std::move(writer)));
+    return std::unique_ptr<UploadSink>(std::make_unique<ArtifactUpload>(
+        artifacts.get(), std::move(*path), std::move(writer), gate.get(),
+        gate->Describe(caller, req, call)));
   }
 
   HttpResponse ListProxy(const HttpRequest& req) {
@@ -494,7 +640,17 @@ Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Server::~Server() = default;
 
+bool IsLoopback(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
 Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
+  if (!IsLoopback(options.host) && !options.auth && !options.insecure_no_auth) {
+    return FailedPrecondition(
+        "refusing to listen on " + options.host + " without authentication: other machines "
+        "could read and delete every run. Start with --auth on (and create the first admin "
+        "with --init-admin NAME), or pass --insecure-no-auth on a network you trust.");
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->cross_site = {options.host, options.allowed_hosts, options.cors_origins};
@@ -505,7 +661,34 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   impl->tracking = std::make_unique<service::TrackingService>(impl->store.get(), SystemClock());
   impl->artifacts =
       std::make_unique<service::ArtifactService>(impl->store.get(), impl->blobs.get());
-  impl->ctx = {impl->tracking.get(), impl->artifacts.get()};
+  service::AccessOptions access_options;
+  access_options.enabled = options.auth;
+  access_options.default_permission = options.default_permission;
+  access_options.audit_reads = options.audit_reads;
+  impl->access = std::make_unique<service::AccessService>(impl->store.get(), SystemClock(),
+                                                          access_options);
+  impl->identity = std::make_unique<service::IdentityService>(impl->store.get(),
+                                                              impl->access.get(), SystemClock());
+  impl->gate = std::make_unique<Gate>(impl->access.get());
+  if (!options.init_admin.empty()) {
+    Result<service::UserDetails> existing = impl->identity->GetUser(options.init_admin);
+    if (existing.ok()) {
+      LogInfo("the account " + options.init_admin + " exists; its password is left unchanged");
+    } else if (existing.status().code() == StatusCode::kNotFound) {
+      CAIRN_RETURN_IF_ERROR(
+          impl->identity->CreateUser(options.init_admin, options.init_admin_password, true, false)
+              .status()
+              .WithContext("creating the admin " + options.init_admin));
+      LogInfo("created the admin account " + options.init_admin);
+    } else {
+      return existing.status();
+    }
+  }
+  impl->ctx.tracking = impl->tracking.get();
+  impl->ctx.artifacts = impl->artifacts.get();
+  impl->ctx.access = impl->access.get();
+  impl->ctx.identity = impl->identity.get();
+  impl->ctx.tls = !options.tls_cert_file.empty();
   CAIRN_ASSIGN_OR_RETURN(impl->ui, UiFiles::Load(options.ui_dir));
   impl->InstallRoutes();
   HttpServerOptions http;
@@ -517,10 +700,12 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   http.tls_cert_file = options.tls_cert_file;
   http.tls_key_file = options.tls_key_file;
   CAIRN_ASSIGN_OR_RETURN(impl->http, HttpServer::Bind(http, impl.get()));
-  if (options.host != "127.0.0.1" && options.host != "localhost" && options.host != "::1") {
-    LogWarning("listening on " + options.host + ", which other machines may reach: cairn has "
-               "no accounts yet, so anyone who reaches this port can read and change every "
-               "run; serve it on a trusted network, with --tls-cert and --allowed-hosts");
+  if (!IsLoopback(options.host) && !options.auth) {
+    LogWarning("listening on " + options.host + " without authentication (--insecure-no-auth): "
+               "anyone who reaches this port can read and change every run");
+  } else if (!IsLoopback(options.host) && options.tls_cert_file.empty()) {
+    LogWarning("listening on " + options.host + " without TLS: passwords and tokens cross the "
+               "network in the clear; serve HTTPS with --tls-cert and --tls-key");
   }
   impl->StartReaper();
   return std::unique_ptr<Server>(new Server(std::move(impl)));

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/identity.h"
 #include "server/http_server.h"
 #include "util/status.h"
 
@@ -38,7 +39,19 @@ struct ServerOptions {
   int run_heartbeat_timeout_seconds = 120;
   // A built web UI to serve at "/" instead of the one built into the binary (UI development).
   std::string ui_dir;
+  // Identity (service/access_service.h). With `auth`, every API request needs credentials; a
+  // bind other than loopback is refused without it unless `insecure_no_auth`.
+  bool auth = false;
+  bool insecure_no_auth = false;
+  core::Permission default_permission = core::Permission::kRead;
+  bool audit_reads = false;
+  // Created at start as an admin when no account has this name.
+  std::string init_admin;
+  std::string init_admin_password;
 };
+
+// Whether a listening address reaches this machine only.
+bool IsLoopback(std::string_view host);
 
 // MLflow's cap on JSON request bodies.
 inline constexpr uint64_t kMaxJsonBody = 1'000'000;

@@ -302,6 +302,11 @@ Result<std::string> AccessService::ExperimentOfRun(std::string_view run_id) {
   return info.experiment_id;
 }
 
+Result<std::string> AccessService::ExperimentIdOfName(std::string_view name) {
+  CAIRN_ASSIGN_OR_RETURN(core::Experiment e, store_->GetExperimentByName(name));
+  return e.experiment_id;
+}
+
 void AccessService::Invalidate() {
   std::unique_lock lock(mu_);
   ++generation_;

@@ -112,6 +112,9 @@ class AccessService {
   Result<std::string> ExperimentOfRun(std::string_view run_id);
   std::optional<std::string> ExperimentOfRunCached(std::string_view run_id);
 
+  // The id of the experiment with this name (kNotFound as the tracking store says it).
+  Result<std::string> ExperimentIdOfName(std::string_view name);
+
   // Forgets every cached account, grant and team: called after a change made through this
   // process, so that it applies to the next request.
   void Invalidate();

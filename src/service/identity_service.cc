@@ -228,6 +228,9 @@ Result<CreatedToken> IdentityService::CreateToken(const core::Principal& caller,
   CreatedToken out;
   core::Token& t = out.token;
   t.scopes = request.scopes.value_or(core::TokenScopes{true, true, false});
+  if ((t.scopes.write && !caller.scopes.write) || (t.scopes.admin && !caller.scopes.admin)) {
+    return PermissionDenied("A token cannot make a token with scopes it does not have itself.");
+  }
   if (t.scopes.admin && !user.is_admin) {
     return InvalidArgument("Only an admin's token may have the admin scope; " + owner +
                            " is not an admin.");

@@ -156,6 +156,7 @@ Result<ExperimentPage> TrackingService::SearchExperiments(const ExperimentSearch
   CAIRN_ASSIGN_OR_RETURN(std::vector<Experiment> all, store_->ListExperiments(req.view));
   std::vector<Experiment> matched;
   for (Experiment& e : all) {
+    if (req.visible && !req.visible(e.experiment_id)) continue;
     if (core::ExperimentMatches(e, filter)) matched.push_back(std::move(e));
   }
   core::SortExperiments(&matched, order);
@@ -306,6 +307,7 @@ Result<RunPage> TrackingService::SearchRuns(const RunSearchRequest& request) {
     int64_t n = 0;
     if (!store::ParseExperimentId(id, &n)) continue;  // names no experiment: matches nothing
     std::string canonical = std::to_string(n);
+    if (request.visible && !request.visible(canonical)) continue;
     if (std::find(query.experiment_ids.begin(), query.experiment_ids.end(), canonical) ==
         query.experiment_ids.end()) {
       query.experiment_ids.push_back(std::move(canonical));

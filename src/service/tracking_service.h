@@ -40,8 +40,13 @@ struct CreateRunRequest {
   std::vector<core::Tag> tags;
 };
 
+// Which experiments a search may show; unset: all. Searches leave the others out as if they
+// did not exist, before paging, so that pages stay full.
+using ExperimentFilter = std::function<bool(std::string_view experiment_id)>;
+
 struct RunSearchRequest {
   std::vector<std::string> experiment_ids;
+  ExperimentFilter visible;
   std::string filter;
   core::ViewType view = core::ViewType::kActiveOnly;
   std::optional<int64_t> max_results;
@@ -55,6 +60,7 @@ struct RunPage {
 };
 
 struct ExperimentSearchRequest {
+  ExperimentFilter visible;
   std::string filter;
   core::ViewType view = core::ViewType::kActiveOnly;
   std::optional<int64_t> max_results;

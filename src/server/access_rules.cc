@@ -1,0 +1,127 @@
+#include "server/access_rules.h"
+
+namespace cairn::server {
+namespace {
+
+using core::Access;
+
+constexpr Access kRead = Access::kRead;
+constexpr Access kUpdate = Access::kUpdate;
+constexpr Access kDelete = Access::kDelete;
+constexpr Access kManage = Access::kManage;
+
+// MLflow's own checks (mlflow/server/auth), extended where MLflow leaves a call unchecked:
+// searches are filtered, get-history-bulk-interval and log-inputs check their runs.
+constexpr AccessRule kRules[] = {
+    // --- MLflow tracking -------------------------------------------------------------------
+    {Api::kMlflow, "POST", "experiments/create", Target::kSignedIn, kUpdate, nullptr},
+    {Api::kMlflow, "GET", "experiments/get", Target::kExperiment, kRead, "experiment_id"},
+    {Api::kMlflow, "GET", "experiments/get-by-name", Target::kExperimentName, kRead,
+     "experiment_name"},
+    {Api::kMlflow, "POST", "experiments/search", Target::kSignedIn, kRead, nullptr},
+    {Api::kMlflow, "GET", "experiments/search", Target::kSignedIn, kRead, nullptr},
+    {Api::kMlflow, "POST", "experiments/update", Target::kExperiment, kUpdate, "experiment_id"},
+    {Api::kMlflow, "POST", "experiments/delete", Target::kExperiment, kDelete, "experiment_id"},
+    {Api::kMlflow, "POST", "experiments/restore", Target::kExperiment, kDelete, "experiment_id"},
+    {Api::kMlflow, "POST", "experiments/set-experiment-tag", Target::kExperiment, kUpdate,
+     "experiment_id"},
+    {Api::kMlflow, "POST", "experiments/delete-experiment-tag", Target::kExperiment, kUpdate,
+     "experiment_id"},
+    {Api::kMlflow, "POST", "runs/create", Target::kExperiment, kUpdate, "experiment_id"},
+    {Api::kMlflow, "POST", "runs/update", Target::kRun, kUpdate, "run_id"},
+    {Api::kMlflow, "POST", "runs/delete", Target::kRun, kDelete, "run_id"},
+    {Api::kMlflow, "POST", "runs/restore", Target::kRun, kDelete, "run_id"},
+    {Api::kMlflow, "GET", "runs/get", Target::kRun, kRead, "run_id"},
+    {Api::kMlflow, "POST", "runs/search", Target::kSignedIn, kRead, nullptr},
+    {Api::kMlflow, "POST", "runs/delete-tag", Target::kRun, kUpdate, "run_id"},
+    {Api::kMlflow, "POST", "runs/log-inputs", Target::kRun, kUpdate, "run_id"},
+    {Api::kMlflow, "POST", "runs/log-metric", Target::kRun, kUpdate, "run_id"},
+    {Api::kMlflow, "POST", "runs/log-parameter", Target::kRun, kUpdate, "run_id"},
+    {Api::kMlflow, "POST", "runs/set-tag", Target::kRun, kUpdate, "run_id"},
+    {Api::kMlflow, "POST", "runs/log-batch", Target::kRun, kUpdate, "run_id"},
+    {Api::kMlflow, "GET", "metrics/get-history", Target::kRun, kRead, "run_id"},
+    {Api::kMlflow, "GET", "metrics/get-history-bulk-interval", Target::kRuns, kRead, "run_ids"},
+    {Api::kMlflow, "GET", "artifacts/list", Target::kRun, kRead, "run_id"},
+    {Api::kMlflow, "POST", "logged-models/search", Target::kSignedIn, kRead, nullptr},
+    // --- MLflow's auth API (mlflow server --app-name basic-auth) -----------------------------
+    {Api::kMlflow, "POST", "users/create", Target::kAdmin, kManage, nullptr},
+    {Api::kMlflow, "GET", "users/get", Target::kSelfOrAdmin, kRead, "username"},
+    {Api::kMlflow, "PATCH", "users/update-password", Target::kSelfOrAdmin, kUpdate, "username"},
+    {Api::kMlflow, "PATCH", "users/update-admin", Target::kAdmin, kManage, nullptr},
+    {Api::kMlflow, "DELETE", "users/delete", Target::kAdmin, kManage, nullptr},
+    {Api::kMlflow, "POST", "experiments/permissions/create", Target::kExperiment, kManage,
+     "experiment_id"},
+    {Api::kMlflow, "GET", "experiments/permissions/get", Target::kExperiment, kManage,
+     "experiment_id"},
+    {Api::kMlflow, "PATCH", "experiments/permissions/update", Target::kExperiment, kManage,
+     "experiment_id"},
+    {Api::kMlflow, "DELETE", "experiments/permissions/delete", Target::kExperiment, kManage,
+     "experiment_id"},
+    // --- The artifact proxy: the experiment is the path's first segment ----------------------
+    {Api::kArtifacts, "GET", "artifacts", Target::kArtifactPath, kRead, "path"},
+    {Api::kArtifacts, "GET", "artifacts/**", Target::kArtifactPath, kRead, nullptr},
+    {Api::kArtifacts, "PUT", "artifacts/**", Target::kArtifactPath, kUpdate, nullptr},
+    {Api::kArtifacts, "DELETE", "artifacts/**", Target::kArtifactPath, kDelete, nullptr},
+    // --- cairn's API -------------------------------------------------------------------------
+    {Api::kCairn, "GET", "metrics/series", Target::kRun, kRead, "run_id"},
+    {Api::kCairn, "GET", "experiments/stats", Target::kSignedIn, kRead, nullptr},
+    {Api::kCairn, "GET", "runs/environment-diff", Target::kRuns, kRead, "run_id"},
+    {Api::kCairn, "POST", "runs", Target::kNewRun, kUpdate, nullptr},
+    {Api::kCairn, "GET", "runs/*/log", Target::kRunInPath, kRead, nullptr},
+    {Api::kCairn, "POST", "runs/*/log", Target::kRunInPath, kUpdate, nullptr},
+    {Api::kCairn, "POST", "auth/login", Target::kPublic, kRead, nullptr},
+    {Api::kCairn, "POST", "auth/logout", Target::kPublic, kRead, nullptr},
+    {Api::kCairn, "GET", "auth/session", Target::kPublic, kRead, nullptr},
+    {Api::kCairn, "GET", "tokens", Target::kSignedIn, kRead, nullptr},
+    {Api::kCairn, "POST", "tokens", Target::kSignedIn, kUpdate, nullptr},
+    {Api::kCairn, "POST", "tokens/revoke", Target::kSignedIn, kUpdate, nullptr},
+    {Api::kCairn, "GET", "users", Target::kAdmin, kRead, nullptr},
+    {Api::kCairn, "POST", "users", Target::kAdmin, kManage, nullptr},
+    {Api::kCairn, "GET", "teams", Target::kAdmin, kRead, nullptr},
+    {Api::kCairn, "POST", "teams", Target::kAdmin, kManage, nullptr},
+    {Api::kCairn, "POST", "teams/delete", Target::kAdmin, kManage, nullptr},
+    {Api::kCairn, "POST", "teams/members", Target::kAdmin, kManage, nullptr},
+    {Api::kCairn, "POST", "teams/members/remove", Target::kAdmin, kManage, nullptr},
+    {Api::kCairn, "GET", "experiments/permissions", Target::kExperiment, kManage,
+     "experiment_id"},
+    {Api::kCairn, "POST", "experiments/permissions", Target::kExperiment, kManage,
+     "experiment_id"},
+    {Api::kCairn, "POST", "experiments/permissions/delete", Target::kExperiment, kManage,
+     "experiment_id"},
+    {Api::kCairn, "GET", "audit", Target::kAdmin, kRead, nullptr},
+};
+
+}  // namespace
+
+bool PathMatches(std::string_view pattern, std::string_view path, std::string_view* wildcard) {
+  while (!pattern.empty()) {
+    if (pattern == "**") return !path.empty();
+    if (pattern.front() == '*') {
+      const size_t end = path.find('/');
+      const std::string_view segment = path.substr(0, end);
+      if (segment.empty()) return false;
+      if (wildcard != nullptr) *wildcard = segment;
+      pattern.remove_prefix(1);
+      path.remove_prefix(segment.size());
+      continue;
+    }
+    if (path.empty() || path.front() != pattern.front()) return false;
+    pattern.remove_prefix(1);
+    path.remove_prefix(1);
+  }
+  return path.empty();
+}
+
+std::span<const AccessRule> AccessRules() { return kRules; }
+
+const AccessRule* FindAccessRule(Api api, std::string_view method, std::string_view path,
+                                 std::string_view* wildcard) {
+  for (const AccessRule& rule : kRules) {
+    if (rule.api == api && method == rule.method && PathMatches(rule.path, path, wildcard)) {
+      return &rule;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace cairn::server
