@@ -647,8 +647,8 @@ class ForwardedSignals {
 };
 
 SpawnOptions ChildOptions(const RunOptions& options, const std::string& tracking_uri,
-                          const core::RunInfo& run, const std::string& experiment_id,
-                          const Captured& c) {
+                          const std::string& authorization, const core::RunInfo& run,
+                          const std::string& experiment_id, const Captured& c) {
   SpawnOptions spawn;
   spawn.argv = options.command;
   spawn.capture_output = true;
@@ -661,6 +661,13 @@ SpawnOptions ChildOptions(const RunOptions& options, const std::string& tracking
     for (auto& variable : env::ActivationVariables(*c.active_env)) {
       spawn.env.push_back(std::move(variable));
     }
+  }
+  // MLflow clients in the command log with the token cairn found (in its credentials file,
+  // say), unless they were given credentials of their own.
+  if (std::string_view auth = authorization; auth.starts_with("Bearer ") &&
+      std::getenv("MLFLOW_TRACKING_TOKEN") == nullptr &&
+      std::getenv("MLFLOW_TRACKING_USERNAME") == nullptr) {
+    spawn.env.push_back({"MLFLOW_TRACKING_TOKEN", std::string(auth.substr(7))});
   }
   // Output goes through a pipe, where Python would buffer it in blocks; keep it live.
   if (std::getenv("PYTHONUNBUFFERED") == nullptr) spawn.env.push_back({"PYTHONUNBUFFERED", "1"});
@@ -719,7 +726,8 @@ Result<int> RunTracked(const RunOptions& options) {
 
   ForwardedSignals signals;
   CAIRN_RETURN_IF_ERROR(signals.Block());
-  SpawnOptions spawn = ChildOptions(options, client->tracking_uri(), run, experiment.id, c);
+  SpawnOptions spawn = ChildOptions(options, client->tracking_uri(), client->authorization(),
+                                    run, experiment.id, c);
   if (c.environment) (void)env::RecordEnvironmentRun(*c.active_env, run.run_id);
   ConsoleRecorder console(journal.get(), client.get());
   Result<Process> child = Process::Spawn(spawn);

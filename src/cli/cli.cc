@@ -67,6 +67,10 @@ int Main(int argc, char** argv) {
   RegisterRuns(app, &action);
   RegisterSync(app, &action);
   RegisterPipeline(app, &action);
+  RegisterLogin(app, &action);
+  RegisterToken(app, &action);
+  RegisterAudit(app, &action);
+  RegisterAdmin(app, &action);
   try {
     app.parse(parsed, argv);
   } catch (const CLI::ParseError& e) {

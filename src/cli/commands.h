@@ -35,5 +35,11 @@ void RegisterSync(CLI::App& app, Action* action);
 void RegisterEnv(CLI::App& app, Action* action, std::vector<std::string> after_dashes);
 // `cairn pipeline validate|run|resume|explain|status|ls`.
 void RegisterPipeline(CLI::App& app, Action* action);
+// Identity: `cairn login`, `cairn token create|ls|revoke`, `cairn audit` (through a server's
+// API) and `cairn admin create-user|set-password` (on a server's store directly).
+void RegisterLogin(CLI::App& app, Action* action);
+void RegisterToken(CLI::App& app, Action* action);
+void RegisterAudit(CLI::App& app, Action* action);
+void RegisterAdmin(CLI::App& app, Action* action);
 
 }  // namespace cairn::cli

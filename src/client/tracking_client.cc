@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/credentials.h"
 #include "core/mlflow_json.h"
 #include "util/curl_api.h"
 #include "util/strings.h"
@@ -268,6 +269,9 @@ struct TrackingClient::Impl {
     api.easy_setopt(curl, CURLOPT_HEADERFUNCTION, AppendHeader);
     api.easy_setopt(curl, CURLOPT_HEADERDATA, &reply);
     curl_slist* headers = nullptr;
+    if (!options.authorization.empty()) {
+      headers = api.slist_append(headers, ("Authorization: " + options.authorization).c_str());
+    }
     if (r.content_type != nullptr) {
       headers = api.slist_append(headers, (std::string("Content-Type: ") + r.content_type).c_str());
     }
@@ -342,6 +346,12 @@ struct TrackingClient::Impl {
       if (res->status >= 500) {
         last_error = what + ": server answered " + std::to_string(res->status) + ": " + message;
         continue;
+      }
+      if (code == StatusCode::kUnauthenticated) {
+        message = options.authorization.empty()
+                      ? "the server needs credentials: set CAIRN_TOKEN, or run `cairn login`"
+                      : "the server refused these credentials (a wrong password, or a token "
+                        "that expired or was revoked)";
       }
       return Status(code, what + ": " + message);
     }
@@ -423,6 +433,10 @@ Result<std::unique_ptr<TrackingClient>> TrackingClient::Create(const ClientOptio
     const char* bundle = std::getenv("CAIRN_CA_BUNDLE");
     if (bundle != nullptr) resolved.ca_cert = bundle;
   }
+  if (resolved.authorization.empty()) {
+    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> found, ResolveAuthorization(uri));
+    resolved.authorization = found.value_or("");
+  }
   size_t path_start = uri.find('/', scheme);
   std::string origin = uri.substr(0, path_start);
   std::string prefix = path_start == std::string::npos ? "" : uri.substr(path_start);
@@ -433,6 +447,21 @@ Result<std::unique_ptr<TrackingClient>> TrackingClient::Create(const ClientOptio
 }
 
 const std::string& TrackingClient::tracking_uri() const { return impl_->options.tracking_uri; }
+
+const std::string& TrackingClient::authorization() const { return impl_->options.authorization; }
+
+Result<std::string> TrackingClient::CallJson(const std::string& method, const std::string& path,
+                                             const std::string& body) {
+  Request r;
+  r.method = method.c_str();
+  r.path = impl_->prefix + path;
+  if (method != "GET") {
+    r.body = body.empty() ? std::string_view("{}") : std::string_view(body);
+    r.content_type = "application/json";
+  }
+  CAIRN_ASSIGN_OR_RETURN(Reply reply, impl_->Exchange(method + " " + path, r));
+  return reply.body;
+}
 
 Result<std::string> TrackingClient::GetOrCreateExperiment(const std::string& name) {
   for (int attempt = 0; attempt < 2; ++attempt) {

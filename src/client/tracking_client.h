@@ -25,6 +25,9 @@ struct ClientOptions {
   int timeout_seconds = 30;
   // Connection failures and 5xx answers are retried this many times, with backoff.
   int retries = 3;
+  // The Authorization header's value; empty: found as client/credentials.h says ($CAIRN_TOKEN,
+  // MLflow's variables, the credentials file).
+  std::string authorization;
 };
 
 // The tracking URI a command uses: the flag when given, else $CAIRN_TRACKING_URI, else
@@ -38,6 +41,12 @@ class TrackingClient {
   ~TrackingClient();
 
   const std::string& tracking_uri() const;
+  // Any JSON call: `method` on `path` (from the root of the API, e.g. "/api/cairn/v1/tokens",
+  // with any query), `body` a JSON text for writes ("" for GET). Returns the answer's JSON text.
+  Result<std::string> CallJson(const std::string& method, const std::string& path,
+                               const std::string& body);
+  // The Authorization header it sends ("" for none).
+  const std::string& authorization() const;
 
   // The id of the experiment with this name, created when there is none.
   Result<std::string> GetOrCreateExperiment(const std::string& name);
