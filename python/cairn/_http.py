@@ -13,11 +13,16 @@ Settings (environment, read when a Transport is made):
   CAIRN_CA_BUNDLE          PEM file of the certificate authorities an https:// server's
                            certificate must chain to (MLflow's MLFLOW_TRACKING_SERVER_CERT_PATH
                            is read too); default: the system's
-Authentication as MLflow clients do it: MLFLOW_TRACKING_TOKEN (bearer), or
-MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (basic).
+Credentials, as cairn's other clients find them: CAIRN_TOKEN (bearer); MLflow's
+MLFLOW_TRACKING_USERNAME with MLFLOW_TRACKING_PASSWORD (basic, which MLflow prefers to a
+token), then MLFLOW_TRACKING_TOKEN (bearer); else the credentials file
+$XDG_CONFIG_HOME/cairn/credentials (~/.config/cairn/credentials), an INI file with a section
+per tracking URI and [default] for the rest, holding `token`, or `username` and `password`
+(`cairn login` writes it). A credentials file its group or others may read is refused.
 """
 
 import base64
+import configparser
 import http.client
 import json
 import os
@@ -81,9 +86,60 @@ def _error_from_response(status, payload, what):
     if message is None:
         text = payload.decode("utf-8", "replace").strip()
         message = "HTTP %d%s" % (status, (": " + text[:500]) if text else "")
+    if status == 401:
+        code = "UNAUTHENTICATED"
+        message = ("the server needs credentials, or refused these: set CAIRN_TOKEN, or run "
+                   "`cairn login`")
     if code is None:
         code = "ENDPOINT_NOT_FOUND" if status == 404 else "HTTP_%d" % status
     return CairnError("%s (%s)" % (message, what), code, status, status in RETRY_STATUSES)
+
+
+def credentials_file_path():
+    """$XDG_CONFIG_HOME/cairn/credentials, else ~/.config/cairn/credentials."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "cairn", "credentials")
+
+
+def _basic(user, password):
+    pair = ("%s:%s" % (user, password)).encode("utf-8")
+    return "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+def resolve_authorization(tracking_uri):
+    """The Authorization header for `tracking_uri`, or None (see the module's docstring)."""
+    env = os.environ
+    if env.get("CAIRN_TOKEN"):
+        return "Bearer " + env["CAIRN_TOKEN"]
+    if env.get("MLFLOW_TRACKING_USERNAME") and env.get("MLFLOW_TRACKING_PASSWORD"):
+        return _basic(env["MLFLOW_TRACKING_USERNAME"], env["MLFLOW_TRACKING_PASSWORD"])
+    if env.get("MLFLOW_TRACKING_TOKEN"):
+        return "Bearer " + env["MLFLOW_TRACKING_TOKEN"]
+    path = credentials_file_path()
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if mode & 0o077:
+        raise CairnError("refusing the credentials in %s: its group or others may read it; "
+                         "chmod 600 %s" % (path, path), "PERMISSION_DENIED")
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except configparser.Error as e:
+        raise CairnError("cannot read %s: %s" % (path, e), "INVALID_PARAMETER_VALUE")
+    wanted = tracking_uri.rstrip("/")
+    sections = {name.rstrip("/"): parser[name] for name in parser.sections()}
+    for name in (wanted, "default"):
+        section = sections.get(name)
+        if section is None:
+            continue
+        if section.get("token"):
+            return "Bearer " + section["token"]
+        if section.get("username"):
+            return _basic(section["username"], section.get("password", ""))
+        return None
+    return None
 
 
 class Transport:
@@ -103,14 +159,9 @@ class Transport:
         self.backoff = _env_number("CAIRN_HTTP_BACKOFF", 0.5)
         self.timeout = _env_number("CAIRN_HTTP_TIMEOUT", 120.0)
         self._headers = {"User-Agent": "cairn-python/" + __version__}
-        token = os.environ.get("MLFLOW_TRACKING_TOKEN")
-        user = os.environ.get("MLFLOW_TRACKING_USERNAME")
-        if token:
-            self._headers["Authorization"] = "Bearer " + token
-        elif user:
-            pair = "%s:%s" % (user, os.environ.get("MLFLOW_TRACKING_PASSWORD", ""))
-            self._headers["Authorization"] = "Basic " + base64.b64encode(
-                pair.encode("utf-8")).decode("ascii")
+        authorization = resolve_authorization(self.uri)
+        if authorization:
+            self._headers["Authorization"] = authorization
         self._local = threading.local()
 
     # -- public -------------------------------------------------------------------------------
