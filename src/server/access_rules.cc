@@ -82,6 +82,7 @@ constexpr AccessRule kRules[] = {
     {Api::kCairn, "POST", "teams/delete", Target::kAdmin, kManage, nullptr},
     {Api::kCairn, "POST", "teams/members", Target::kAdmin, kManage, nullptr},
     {Api::kCairn, "POST", "teams/members/remove", Target::kAdmin, kManage, nullptr},
+    {Api::kCairn, "GET", "experiments/access", Target::kSignedIn, kRead, nullptr},
     {Api::kCairn, "GET", "experiments/permissions", Target::kExperiment, kManage,
      "experiment_id"},
     {Api::kCairn, "POST", "experiments/permissions", Target::kExperiment, kManage,

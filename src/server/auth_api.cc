@@ -416,6 +416,30 @@ Result<CairnResponse> DeleteCairnExperimentPermission(ApiContext& ctx, const Cai
   return Json(std::string(kEmpty));
 }
 
+// What the caller may do on each experiment named: the web UI shows only the actions allowed.
+Result<CairnResponse> ExperimentAccess(ApiContext& ctx, const CairnCall& call) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> ids, call.fields.StrList("experiment_id"));
+  if (ids.empty()) return InvalidArgument("Missing value for required parameter 'experiment_id'.");
+  if (ids.size() > 1000) {
+    return InvalidArgument("At most 1000 values of 'experiment_id' may be asked at once.");
+  }
+  JsonWriter w;
+  w.BeginObject().Key("experiments").BeginArray();
+  for (const std::string& id : ids) {
+    CAIRN_ASSIGN_OR_RETURN(core::Permission p,
+                           ctx.access->PermissionOn(*ctx.caller, ResourceKind::kExperiment, id));
+    w.BeginObject().Key("experiment_id").String(id);
+    w.Key("permission").String(core::PermissionName(p));
+    w.Key("can_read").Bool(core::Allows(p, core::Access::kRead));
+    w.Key("can_update").Bool(core::Allows(p, core::Access::kUpdate));
+    w.Key("can_delete").Bool(core::Allows(p, core::Access::kDelete));
+    w.Key("can_manage").Bool(core::Allows(p, core::Access::kManage));
+    w.EndObject();
+  }
+  w.EndArray().EndObject();
+  return Json(w.Take());
+}
+
 Result<CairnResponse> ReadAudit(ApiContext& ctx, const CairnCall& call) {
   core::AuditQuery q;
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> actor, call.fields.Str("actor"));
@@ -460,6 +484,7 @@ constexpr CairnRoute kCairnIdentityRoutes[] = {
     {"POST", "teams/members", AddTeamMember},
     {"POST", "teams/members/remove", RemoveTeamMember},
     {"GET", "experiments/permissions", ListExperimentPermissions},
+    {"GET", "experiments/access", ExperimentAccess},
     {"POST", "experiments/permissions", PutExperimentPermission},
     {"POST", "experiments/permissions/delete", DeleteCairnExperimentPermission},
     {"GET", "audit", ReadAudit},

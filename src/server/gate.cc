@@ -99,7 +99,8 @@ HttpResponse Gate::Refusal(const Status& status, const HttpRequest& req) const {
   if (status.code() == StatusCode::kResourceExhausted) {
     HttpResponse r = JsonError(429, "REQUEST_LIMIT_EXCEEDED", status.message());
     r.SetHeader("Retry-After",
-                std::to_string((access_->ThrottledFor(req.remote_address) + 999) / 1000));
+                std::to_string((access_->ThrottledFor(req.remote_address, CredentialsOf(req).username) + 999) /
+                               1000));
     return r;
   }
   HttpResponse r = ErrorResponse(status);
@@ -276,9 +277,8 @@ PendingAudit Gate::Describe(const Caller& caller, const HttpRequest& req,
 }
 
 void Gate::Record(PendingAudit audit, const Status& outcome) {
-  const bool refused = outcome.code() == StatusCode::kPermissionDenied ||
-                       outcome.code() == StatusCode::kUnauthenticated;
-  if (!audit.changes && !refused && !access_->options().audit_reads) return;
+  // Reads, refused or not, only with --audit-reads: the web UI asks what it may do by trying.
+  if (!audit.changes && !access_->options().audit_reads) return;
   if (audit.changes && outcome.ok() && audit.logging &&
       !access_->LoggingDueForAudit(audit.entry.actor, audit.entry.object)) {
     return;

@@ -491,6 +491,12 @@ struct Server::Impl : HttpHandler {
     const AccessRule* rule = FindAccessRule(Api::kCairn, req.method, rest);
     if (route == nullptr || rule == nullptr) return NoEndpoint(req);
     Identified who = gate->Identify(req);
+    // Signing in needs no credentials, and stale ones (an ended session) do not stand in the way.
+    if (std::holds_alternative<HttpResponse>(who) && rule->target == Target::kPublic) {
+      Caller nobody;
+      nobody.principal.scopes = {};
+      who = std::move(nobody);
+    }
     if (auto* refusal = std::get_if<HttpResponse>(&who)) return std::move(*refusal);
     const Caller& caller = std::get<Caller>(who);
     return WithFields(req, [&](const Fields& fields) -> HttpResponse {

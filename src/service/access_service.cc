@@ -170,14 +170,11 @@ Result<Principal> AccessService::Authenticate(const Credentials& c, std::string_
 Result<Principal> AccessService::CheckPassword(const std::string& username,
                                                const std::string& password,
                                                std::string_view source) {
-  if (int64_t wait = ThrottledFor(source); wait > 0) {
-    return ResourceExhausted("Too many failed sign-ins from " + std::string(source) +
-                             "; try again in " + std::to_string((wait + 999) / 1000) + " s.");
-  }
+  if (int64_t wait = ThrottledFor(source, username); wait > 0) return Throttled(source, wait);
   Result<UserEntry> user = LoadUser(username);
   if (!user.ok()) {
     if (user.status().code() != StatusCode::kUnauthenticated) return user.status();
-    return Refuse(source, username, "no such user");
+    return Refuse(source, username, username, "no such user");
   }
   const std::string key = PasswordKey(username, password);
   {
@@ -188,7 +185,7 @@ Result<Principal> AccessService::CheckPassword(const std::string& username,
     }
   }
   if (!VerifyPassword(user->user.password_hash, password)) {
-    return Refuse(source, username, "wrong password");
+    return Refuse(source, username, username, "wrong password");
   }
   std::unique_lock lock(mu_);
   Bound(passwords_);
@@ -197,10 +194,7 @@ Result<Principal> AccessService::CheckPassword(const std::string& username,
 }
 
 Result<Principal> AccessService::CheckToken(const std::string& value, std::string_view source) {
-  if (int64_t wait = ThrottledFor(source); wait > 0) {
-    return ResourceExhausted("Too many failed sign-ins from " + std::string(source) +
-                             "; try again in " + std::to_string((wait + 999) / 1000) + " s.");
-  }
+  if (int64_t wait = ThrottledFor(source, ""); wait > 0) return Throttled(source, wait);
   const int64_t now = clock_->NowMillis();
   const std::string hash = TokenSecretHash(value);
   Result<core::Token> token = store_->identity().GetTokenBySecretHash(hash);
@@ -208,16 +202,17 @@ Result<Principal> AccessService::CheckToken(const std::string& value, std::strin
     if (token.status().code() != StatusCode::kNotFound) return token.status();
     std::unique_lock lock(mu_);
     tokens_.erase(hash);
-    return Refuse(source, "", "unknown token");
+    return Refuse(source, "", "", "unknown token");
   }
   if (!token->Usable(now)) {
     const std::string who = token->owner + "/" + token->name;
-    return Refuse(source, who, token->revoked_time != 0 ? "revoked token" : "expired token");
+    return Refuse(source, token->owner, who,
+                  token->revoked_time != 0 ? "revoked token" : "expired token");
   }
   Result<UserEntry> user = LoadUser(token->owner);
   if (!user.ok()) {
     if (user.status().code() != StatusCode::kUnauthenticated) return user.status();
-    return Refuse(source, token->owner, "the token's owner no longer exists");
+    return Refuse(source, token->owner, token->owner, "the token's owner no longer exists");
   }
   if (now - token->last_used_time >= kTouchPeriodMs) {
     Status touched = store_->identity().TouchToken(token->id, now);
@@ -230,31 +225,59 @@ Result<Principal> AccessService::CheckToken(const std::string& value, std::strin
   return PrincipalOf(*user, token->scopes, token->name);
 }
 
-Status AccessService::Refuse(std::string_view source, std::string_view who, std::string_view why) {
+// Failures are counted per address and account (guessing one account's password) and per
+// address alone, with a higher limit (trying many accounts, or tokens), so that one person's
+// typos do not lock out everyone behind the same address.
+namespace {
+std::string FailureKey(std::string_view source, std::string_view account) {
+  std::string key(source);
+  key.push_back('\0');
+  key.append(account);
+  return key;
+}
+}  // namespace
+
+Status AccessService::Refuse(std::string_view source, std::string_view account,
+                             std::string_view who, std::string_view why) {
   const int64_t now = clock_->NowMillis();
   {
     std::lock_guard lock(throttle_mu_);
     Bound(failures_);
-    FailureWindow& w = failures_[std::string(source)];
-    if (now - w.start >= options_.failed_login_window_ms) w = FailureWindow{now, 0};
-    ++w.failures;
+    for (const std::string& key : {std::string(source), FailureKey(source, account)}) {
+      FailureWindow& w = failures_[key];
+      if (now - w.start >= options_.failed_login_window_ms) w = FailureWindow{now, 0};
+      ++w.failures;
+    }
   }
-  Audit(core::AuditEntry{0, now, std::string(who), std::string(source), "sign-in", "",
+  Audit(core::AuditEntry{0, now, std::string(who), std::string(source), "sign-in",
+                         account.empty() ? "" : "user " + std::string(account),
                          "refused: " + std::string(why)});
   return Unauthenticated(std::string(why));
 }
 
-int64_t AccessService::ThrottledFor(std::string_view source) {
+Status AccessService::Throttled(std::string_view source, int64_t wait_ms) {
+  return ResourceExhausted("Too many failed sign-ins from " + std::string(source) +
+                           "; try again in " + std::to_string((wait_ms + 999) / 1000) + " s.");
+}
+
+int64_t AccessService::ThrottledFor(std::string_view source, std::string_view account) {
   const int64_t now = clock_->NowMillis();
   std::lock_guard lock(throttle_mu_);
-  auto it = failures_.find(std::string(source));
-  if (it == failures_.end()) return 0;
-  const int64_t left = it->second.start + options_.failed_login_window_ms - now;
-  if (left <= 0) {
-    failures_.erase(it);
-    return 0;
+  int64_t wait = 0;
+  const std::pair<std::string, int> limits[] = {
+      {FailureKey(source, account), options_.max_failed_logins},
+      {std::string(source), options_.max_failed_logins * 10}};
+  for (const auto& [key, limit] : limits) {
+    auto it = failures_.find(key);
+    if (it == failures_.end()) continue;
+    const int64_t left = it->second.start + options_.failed_login_window_ms - now;
+    if (left <= 0) {
+      failures_.erase(it);
+    } else if (it->second.failures >= limit) {
+      wait = std::max(wait, left);
+    }
   }
-  return it->second.failures >= options_.max_failed_logins ? left : 0;
+  return wait;
 }
 
 std::optional<Permission> AccessService::PermissionOnCached(const Principal& who,

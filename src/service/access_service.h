@@ -10,8 +10,8 @@
 // and return nullopt where only the store can say: the edge calls them on its I/O threads and
 // moves the request to a handler thread when they cannot answer.
 //
-// Failed sign-ins are audited and counted per client address; an address that fails too often
-// is refused (kResourceExhausted) until its window passes. Runs are authorised through their
+// Failed sign-ins are audited and counted per client address and account; an address that fails
+// too often is refused (kResourceExhausted) until its window passes. Runs are authorised through their
 // experiment, looked up once per run: runs never move between experiments.
 #pragma once
 
@@ -138,8 +138,10 @@ class AccessService {
   bool LoggingDueForAudit(std::string_view actor, std::string_view object);
   static constexpr int64_t kLoggingAuditPeriodMs = 10 * 60 * 1000;
 
-  // Milliseconds until `source` may try to sign in again; 0 when it may now.
-  int64_t ThrottledFor(std::string_view source);
+  // Milliseconds until `source` may try to sign in to `account` again ("" for a token); 0 when
+  // it may now. An address is held back after max_failed_logins failures on one account, or ten
+  // times as many on any, within the window.
+  int64_t ThrottledFor(std::string_view source, std::string_view account);
 
  private:
   struct UserEntry {
@@ -168,7 +170,9 @@ class AccessService {
   Result<core::Principal> CheckPassword(const std::string& username, const std::string& password,
                                         std::string_view source);
   Result<core::Principal> CheckToken(const std::string& value, std::string_view source);
-  Status Refuse(std::string_view source, std::string_view who, std::string_view why);
+  Status Refuse(std::string_view source, std::string_view account, std::string_view who,
+                std::string_view why);
+  static Status Throttled(std::string_view source, int64_t wait_ms);
   static std::string PasswordKey(std::string_view username, std::string_view password);
 
   store::MetadataStore* store_;
