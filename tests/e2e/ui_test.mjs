@@ -1,12 +1,13 @@
 // The web UI in headless Chromium (Debian's, driven by playwright-core): a real server with
-// the built UI, data logged through the API, and what a person would see on each page.
+// the built UI, data logged through the API, and what a person would see on each page; then a
+// second server with authentication on, for signing in, tokens and what each role is offered.
 //
 // Usage: node tests/e2e/ui_test.mjs --cairn build/release/cairn [--ui-dir web/dist]
 //          [--chromium /usr/bin/chromium] [--screenshots DIR] [-k PATTERN]
 // Prints one line per test and "web_ui: N passed, N failed" last; exits 1 on a failure.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38,9 +39,9 @@ function assertEqual(a, b, message) {
 
 // --- the server ------------------------------------------------------------------------------
 
-async function startServer() {
+async function startServer(extra = []) {
   const data = mkdtempSync(join(tmpdir(), "cairn-e2e-"));
-  const proc = spawn(CAIRN, ["server", "--port", "0", "--data-dir", data, "--ui-dir", UI_DIR],
+  const proc = spawn(CAIRN, ["server", "--port", "0", "--data-dir", data, "--ui-dir", UI_DIR, ...extra],
                      { stdio: ["ignore", "pipe", "inherit"] });
   const url = await new Promise((ok, fail) => {
     let out = "";
@@ -58,10 +59,25 @@ async function startServer() {
   return { url, proc, data };
 }
 
-async function api(base, method, path, body) {
+// The admin made at start, and a user the tests create, on the server with authentication on.
+const ADMIN = { username: "admin", password: "admin-pass-1" };
+const READER = { username: "reader", password: "reader-pass-1" };
+const basic = (who) =>
+  ({ Authorization: "Basic " + Buffer.from(`${who.username}:${who.password}`).toString("base64") });
+
+async function startAuthServer() {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-e2e-secret-"));
+  const file = join(dir, "admin-password");
+  writeFileSync(file, ADMIN.password + "\n", { mode: 0o600 });
+  const server = await startServer(["--auth", "on", "--init-admin", ADMIN.username, "--password-file", file]);
+  rmSync(dir, { recursive: true, force: true });
+  return server;
+}
+
+async function api(base, method, path, body, headers = {}) {
   const resp = await fetch(base + path, {
     method,
-    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    headers: body === undefined ? headers : { "Content-Type": "application/json", ...headers },
     body: body === undefined ? undefined : (typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body)),
   });
   const text = await resp.text();
@@ -164,10 +180,30 @@ async function seed(base) {
            chatty: chatty.info.run_id, logBytes: text.length };
 }
 
+// The reader's account, and experiment "guarded", which the admin made and so manages alone
+// (everyone else has the default level, READ).
+async function seedAuth(base) {
+  const admin = basic(ADMIN);
+  await api(base, "POST", "/api/cairn/v1/users", READER, admin);
+  const { experiment_id: guarded } = await api(base, "POST", "/api/2.0/mlflow/experiments/create",
+                                               { name: "guarded" }, admin);
+  return { guarded };
+}
+
+async function signIn(page, base, who, hash = "") {
+  await page.goto(base + "/" + hash);
+  await page.fill("#login input[name=username]", who.username);
+  await page.fill("#login input[name=password]", who.password);
+  await page.click("#login button[type=submit]");
+  await page.locator("#user", { hasText: who.username }).waitFor();
+}
+
 // --- the tests -------------------------------------------------------------------------------
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
+// A test against the server with authentication on.
+const authTest = (name, fn) => tests.push({ name, fn, auth: true });
 
 test("the experiments page lists experiments with their run counts", async ({ page, base, shot }) => {
   await page.goto(base + "/");
@@ -415,26 +451,176 @@ test("a pipeline run is drawn as its DAG with each step's state", async ({ page,
   await page.locator("h1", { hasText: "train[2]" }).waitFor();
 });
 
+authTest("sign-in: a wrong password is refused on the page, the right one leads where the person was going", async ({ page, base, data, shot }) => {
+  // The browser must never be asked for a password itself: no answer may challenge it.
+  const challenges = [];
+  page.on("response", (r) => r.headers()["www-authenticate"] && challenges.push(r.url()));
+  await page.goto(`${base}/#/experiments/${data.guarded}`);
+  await page.locator("#login").waitFor();
+  assertEqual(await page.locator("#user").count(), 0, "signed-in indicators before signing in");
+  await page.fill("#login input[name=username]", ADMIN.username);
+  await page.fill("#login input[name=password]", "not-the-password");
+  await page.click("#login button[type=submit]");
+  await page.locator("#login-error", { hasText: "Wrong username or password." }).waitFor();
+  await shot("login");
+  await page.fill("#login input[name=password]", ADMIN.password);
+  await page.click("#login button[type=submit]");
+  await page.locator("header #user", { hasText: "admin" }).waitFor();
+  await page.locator("h1", { hasText: "guarded" }).waitFor();
+  assertEqual(challenges, [], "answers that ask the browser for a password");
+});
+
+authTest("a token made on the settings page works for a REST client until it is revoked", async ({ page, base, shot }) => {
+  await signIn(page, base, ADMIN);
+  await page.click("#user");
+  await page.locator("h1", { hasText: "Access tokens of admin" }).waitFor();
+  await page.fill("input[name=token-name]", "laptop");
+  await page.click("#new-token-form button[type=submit]");
+  await page.locator("#new-token", { hasText: "will not be shown again" }).waitFor();
+  const value = (await page.locator("#token-value").textContent()).trim();
+  assert(/^cairn_\w+$/.test(value), `the token's value is shown: ${value}`);
+  await shot("tokens");
+  const search = () => fetch(`${base}/api/2.0/mlflow/experiments/search?max_results=10`,
+                             { headers: { Authorization: "Bearer " + value } });
+  const before = await search();
+  assertEqual(before.status, 200, "a search with the new token");
+  assert((await before.json()).experiments.some((e) => e.name === "guarded"), "the token reads experiments");
+  const row = page.locator("#tokens tr", { hasText: "laptop" });
+  assertEqual((await row.locator("td").nth(1).textContent()).trim(), "read", "the token's scopes");
+  page.once("dialog", (d) => d.accept());
+  await row.locator("button", { hasText: "Revoke" }).click();
+  await row.locator("td.revoked", { hasText: /\d/ }).waitFor();
+  assertEqual(await row.locator("button", { hasText: "Revoke" }).count(), 0, "revoke buttons of a revoked token");
+  assertEqual((await search()).status, 401, "a search with the revoked token");
+});
+
+authTest("a reader is offered neither the admin page nor deleting an experiment it does not manage", async ({ page, base, data }) => {
+  await signIn(page, base, READER);
+  const row = (name) => page.locator("#experiments tr", { has: page.locator("td a", { hasText: new RegExp(`^${name}$`) }) });
+  // Once the reader's access is known, the buttons say why they are off.
+  const del = row("guarded").locator("button", { hasText: "Delete" });
+  await row("guarded").locator('button[title="needs MANAGE on this experiment"]').waitFor();
+  assert(await del.isDisabled(), "guarded's Delete button is disabled");
+  assertEqual(await page.locator("#admin-link").count(), 0, "admin links");
+  // An experiment the reader makes is the reader's to manage.
+  await page.fill('input[placeholder="new experiment name"]', "readers-own");
+  await page.click("section > form button[type=submit]");
+  await row("readers-own").waitFor();
+  await row("readers-own").locator("button:enabled", { hasText: "Delete" }).waitFor();
+  // The guarded experiment's runs show, without its permissions.
+  const probed = page.waitForResponse((r) => r.url().includes("experiments/permissions"));
+  await page.goto(`${base}/#/experiments/${data.guarded}`);
+  assertEqual((await probed).status(), 403, "the reader's request for guarded's permissions");
+  await page.locator("#run-count", { hasText: "0 runs" }).waitFor();
+  assertEqual(await page.locator("#permissions").count(), 0, "permissions panels shown to a reader");
+});
+
+authTest("an admin grants on an experiment's permissions panel, and manages accounts, teams and the audit log", async ({ page, base, data, shot }) => {
+  await signIn(page, base, ADMIN, `#/experiments/${data.guarded}`);
+  await page.click("#permissions summary");
+  await page.locator('#grants tr[data-grant="user:admin"] select', { hasText: "MANAGE" }).waitFor();
+  await page.fill("#new-grant input[name=grantee]", "reader");
+  await page.selectOption("#new-grant select[name=permission]", "EDIT");
+  await page.click("#new-grant button[type=submit]");
+  const readerGrant = page.locator('#grants tr[data-grant="user:reader"]');
+  await readerGrant.waitFor();
+  const grants = async () => (await api(base, "GET", `/api/cairn/v1/experiments/permissions?experiment_id=${data.guarded}`,
+                                        undefined, basic(ADMIN))).permissions;
+  assert((await grants()).some((g) => g.username === "reader" && g.permission === "EDIT"), "reader's EDIT grant");
+  await readerGrant.locator("select").selectOption("MANAGE");
+  await shot("permissions");
+  page.once("dialog", (d) => d.accept());
+  await readerGrant.locator("button", { hasText: "Remove" }).click();
+  await readerGrant.waitFor({ state: "detached" });
+  assert(!(await grants()).some((g) => g.username === "reader"), "reader's grant is gone");
+
+  await page.click("#admin-link");
+  await page.fill("#new-user input[name=username]", "ci-bot");
+  await page.selectOption("#new-user select[name=kind]", "service");
+  await page.click("#new-user button[type=submit]");
+  const bot = page.locator('#users tr[data-user="ci-bot"]');
+  await bot.locator("td", { hasText: "service account" }).waitFor();
+  await bot.locator("button", { hasText: "Make admin" }).click();
+  await bot.locator("button", { hasText: "Remove admin" }).waitFor();
+  await bot.locator("button", { hasText: "Tokens" }).click();
+  assertEqual(await page.inputValue("input[name=expires-in-days]"), "90", "a service token's suggested expiry");
+  await shot("admin-users");
+  page.once("dialog", (d) => d.accept());
+  await bot.locator("button", { hasText: "Delete" }).click();
+  await bot.waitFor({ state: "detached" });
+
+  await page.click(".tabs a:text-is('teams')");
+  await page.fill("#new-team input[name=team]", "vision");
+  await page.click("#new-team button[type=submit]");
+  const team = page.locator('#teams tr[data-team="vision"]');
+  await team.locator("input[name=member]").fill("reader");
+  await team.locator("button", { hasText: "Add member" }).click();
+  await team.locator('.chip[data-member="reader"]').waitFor();
+  await team.locator('.chip[data-member="reader"] button').click();
+  await team.locator(".chip").waitFor({ state: "detached" });
+
+  await page.click(".tabs a:text-is('audit')");
+  await page.locator("#audit tr", { hasText: "POST teams/members/remove" }).waitFor();
+  const actions = await page.locator("#audit tbody tr td:nth-child(4)").allTextContents();
+  assertEqual(actions[0], "POST teams/members/remove", "the newest entry first");
+  // The reader's failed attempt on guarded is there, and is all a filter on it shows.
+  await api(base, "POST", "/api/2.0/mlflow/experiments/delete", { experiment_id: data.guarded }, basic(READER))
+    .then(() => assert(false, "the reader deleted guarded"), () => {});
+  await page.fill("#audit-filter input[name=actor]", "reader");
+  await page.fill("#audit-filter input[name=object]", `experiment ${data.guarded}`);
+  await page.click("#audit-filter button[type=submit]");
+  const refused = page.locator("#audit tr.refused", { hasText: "POST experiments/delete" });
+  await refused.waitFor();
+  assert((await refused.textContent()).includes("PERMISSION_DENIED"), "the refusal is recorded as such");
+  const rows = await page.locator("#audit tbody tr").evaluateAll(
+    (trs) => trs.map((tr) => [tr.children[1].textContent, tr.children[4].textContent]));
+  assert(rows.every(([actor, object]) => actor === "reader" && object === `experiment ${data.guarded}`),
+         `only the reader's entries on guarded: ${JSON.stringify(rows)}`);
+});
+
+authTest("signing out, or a session that ends, returns to the sign-in page", async ({ page, base, context }) => {
+  await signIn(page, base, ADMIN);
+  await page.click("#sign-out");
+  await page.locator("#login").waitFor();
+  await page.reload();
+  await page.locator("#login").waitFor();
+  // A session ended elsewhere: the next request is answered 401 and the page asks again.
+  await signIn(page, base, ADMIN);
+  await context.clearCookies();
+  await page.goto(`${base}/#/settings/tokens`);
+  await page.locator("#login").waitFor();
+  await signIn(page, base, ADMIN, "#/settings/tokens");
+  await page.locator("h1", { hasText: "Access tokens of admin" }).waitFor();
+});
+
 // --- running them ----------------------------------------------------------------------------
 
-const server = await startServer();
+const chosen = tests.filter((t) => !PATTERN || t.name.includes(PATTERN));
+const servers = [];
 let browser;
 let passed = 0;
 let failed = 0;
 try {
-  const data = await seed(server.url);
+  // Each server is started and seeded only when a chosen test needs it.
+  const [plain, guarded] = await Promise.all([
+    chosen.some((t) => !t.auth) ? startServer() : null,
+    chosen.some((t) => t.auth) ? startAuthServer() : null,
+  ]);
+  servers.push(...[plain, guarded].filter(Boolean));
+  const [plainData, authData] = await Promise.all([plain && seed(plain.url), guarded && seedAuth(guarded.url)]);
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
                                      args: ["--no-sandbox", "--disable-gpu"] });
   mkdirSync(SHOTS, { recursive: true });
-  for (const t of tests) {
-    if (PATTERN && !t.name.includes(PATTERN)) continue;
+  for (const t of chosen) {
+    const server = t.auth ? guarded : plain;
+    const data = t.auth ? authData : plainData;
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
     const page = await context.newPage();
     page.setDefaultTimeout(15000);
     const pageErrors = [];
     page.on("pageerror", (e) => pageErrors.push(e.message));
     // Console errors count too, but not the browser's note of an answer with an error status:
-    // the tests ask for some (a bad filter).
+    // the tests ask for some (a bad filter, a wrong password, a reader's refusals).
     page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") &&
                               pageErrors.push("console: " + m.text()));
     // Nothing may leave the machine: any request to another host fails the test.
@@ -444,7 +630,7 @@ try {
     });
     const shot = (name) => page.screenshot({ path: join(SHOTS, name + ".png") });
     try {
-      await t.fn({ page, base: server.url, data, shot });
+      await t.fn({ page, context, base: server.url, data, shot });
       assertEqual(pageErrors, [], "script and console errors on the page");
       assertEqual(foreign, [], "requests to other machines");
       passed++;
@@ -462,8 +648,10 @@ try {
   console.log("FAIL  setting up: " + e.stack);
 } finally {
   if (browser) await browser.close();
-  server.proc.kill("SIGTERM");
-  rmSync(server.data, { recursive: true, force: true });
+  for (const server of servers) {
+    server.proc.kill("SIGTERM");
+    rmSync(server.data, { recursive: true, force: true });
+  }
 }
 console.log(`web_ui: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

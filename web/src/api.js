@@ -10,8 +10,39 @@ export class ApiError extends Error {
   }
 }
 
-async function call(method, url, body) {
-  const init = { method, headers: {} };
+// Every request says it comes from the UI, so that a 401 answer carries no WWW-Authenticate
+// header and the browser shows no password dialog of its own: the UI has its sign-in page.
+const UI_HEADER = { "X-Cairn-UI": "1" };
+
+// Writes in a browser session carry the session's CSRF token (from auth/session or
+// auth/login); with authentication off there is none and none is needed.
+let csrfToken = "";
+export function setCsrfToken(token) {
+  csrfToken = token || "";
+}
+
+// Called when the server answers 401: the session ended or was never there.
+const signedOutListeners = new Set();
+export function onSignedOut(listener) {
+  signedOutListeners.add(listener);
+  return () => signedOutListeners.delete(listener);
+}
+function signedOut() {
+  for (const listener of signedOutListeners) listener();
+}
+
+// fetch() with the UI's header, for answers that are not JSON (logs, artifacts).
+export async function uiFetch(url, init = {}) {
+  const resp = await fetch(url, { ...init, headers: { ...UI_HEADER, ...(init.headers || {}) } });
+  if (resp.status === 401) signedOut();
+  return resp;
+}
+
+// `headers` add to the request's; with `quiet`, a 401 is only thrown (signing in answers 401
+// for a wrong password).
+async function call(method, url, body, { headers = {}, quiet = false } = {}) {
+  const init = { method, headers: { ...UI_HEADER, ...headers } };
+  if (method !== "GET" && csrfToken) init.headers["X-Cairn-CSRF-Token"] = csrfToken;
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -25,6 +56,7 @@ async function call(method, url, body) {
     json = null;
   }
   if (!resp.ok) {
+    if (resp.status === 401 && !quiet) signedOut();
     const message = json && json.message ? json.message : text || resp.statusText;
     throw new ApiError(resp.status, json && json.error_code, message);
   }
@@ -44,12 +76,44 @@ const MLFLOW = "/api/2.0/mlflow/";
 export const mlflow = {
   get: (endpoint, params = {}) => call("GET", MLFLOW + endpoint + "?" + query(params)),
   post: (endpoint, body = {}) => call("POST", MLFLOW + endpoint, body),
+  patch: (endpoint, body = {}) => call("PATCH", MLFLOW + endpoint, body),
+  delete: (endpoint, body = {}) => call("DELETE", MLFLOW + endpoint, body),
 };
 
 const CAIRN = "/api/cairn/v1/";
 export const cairn = {
   get: (endpoint, params = {}) => call("GET", CAIRN + endpoint + "?" + query(params)),
+  post: (endpoint, body = {}) => call("POST", CAIRN + endpoint, body),
 };
+
+// Who the browser is signed in as: {auth, signed_in, username, is_admin, csrf_token}. A 401
+// means signed out on a server with authentication on.
+export async function getSession() {
+  try {
+    return await call("GET", CAIRN + "auth/session", undefined, { quiet: true });
+  } catch (e) {
+    if (e.status === 401) return { auth: true, signed_in: false, username: "", is_admin: false };
+    throw e;
+  }
+}
+
+// Signs in and answers the session. The credentials go in the body and as HTTP Basic too, so
+// that a server which identifies every caller before it routes the call accepts it; either
+// way a wrong password is an ApiError with the server's message.
+export async function login(username, password) {
+  const basic = "Basic " + btoa(String.fromCharCode(...new TextEncoder().encode(username + ":" + password)));
+  try {
+    return await call("POST", CAIRN + "auth/login", { username, password },
+                      { headers: { Authorization: basic }, quiet: true });
+  } catch (e) {
+    if (e.status === 401) throw new ApiError(401, "UNAUTHENTICATED", "Wrong username or password.");
+    throw e;
+  }
+}
+
+export function logout() {
+  return call("POST", CAIRN + "auth/logout", {}, { quiet: true });
+}
 
 // The pages of an MLflow search (`endpoint` answering `field` and next_page_token), one at a
 // time.
@@ -110,8 +174,8 @@ export function metricSeries(runId, key, points = 2000) {
 
 // A run's console log from `offset` (text, and where to continue).
 export async function runLog(runId, offset = 0) {
-  const resp = await fetch(CAIRN + "runs/" + encodeURIComponent(runId) + "/log?" +
-                           query({ offset, format: "json" }));
+  const resp = await uiFetch(CAIRN + "runs/" + encodeURIComponent(runId) + "/log?" +
+                             query({ offset, format: "json" }));
   if (!resp.ok) {
     const json = await resp.json().catch(() => ({}));
     throw new ApiError(resp.status, json.error_code, json.message || resp.statusText);

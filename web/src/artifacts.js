@@ -1,5 +1,5 @@
 // Artifacts of a run, through the server's artifact proxy.
-import { mlflow } from "./api.js";
+import { mlflow, uiFetch } from "./api.js";
 
 // "mlflow-artifacts:/1/<run>/artifacts" -> "1/<run>/artifacts"
 function rootOf(run) {
@@ -19,7 +19,7 @@ export async function listArtifacts(run, path = "") {
 // The first `maxBytes` of an artifact as text (a Range request: a large file is not read
 // whole for a preview).
 export async function fetchArtifactText(run, path, maxBytes = 2 << 20) {
-  const resp = await fetch(artifactUrl(run, path), { headers: { Range: `bytes=0-${maxBytes - 1}` } });
+  const resp = await uiFetch(artifactUrl(run, path), { headers: { Range: `bytes=0-${maxBytes - 1}` } });
   if (!resp.ok) throw new Error(`${path}: ${resp.status} ${resp.statusText}`);
   const text = await resp.text();
   const range = resp.headers.get("Content-Range"); // "bytes 0-N/TOTAL" when cut

@@ -1,7 +1,9 @@
-// Experiments: each with its runs' count and last activity; create, rename and delete.
-import { useEffect, useState } from "preact/hooks";
+// Experiments: each with its runs' count and last activity; create, rename and delete (offered
+// where the signed-in user may: rename needs EDIT, delete MANAGE).
+import { useEffect, useRef, useState } from "preact/hooks";
 import { experimentStats, listExperiments, mlflow } from "../api.js";
 import { href } from "../router.js";
+import { experimentAccess, useSession } from "../session.js";
 import { formatTime } from "../util.js";
 
 export function Experiments() {
@@ -9,6 +11,9 @@ export function Experiments() {
   const [counts, setCounts] = useState(null); // by experiment id; null: not known
   const [error, setError] = useState(null);
   const [name, setName] = useState("");
+  const session = useSession();
+  const [access, setAccess] = useState(new Map()); // by experiment id; absent: not known yet
+  const asked = useRef(new Set()); // ids whose access is known or being asked, asked once a visit
 
   // Run counts come from one request over all experiments; the experiment's own
   // last_update_time changes only when the experiment itself does, so the last activity is the
@@ -22,6 +27,13 @@ export function Experiments() {
     return Promise.all([listExperiments(), stats])
       .then(([list, st]) => {
         setExperiments(list);
+        const ids = list.map((e) => e.experiment_id).filter((id) => !asked.current.has(id));
+        ids.forEach((id) => asked.current.add(id));
+        if (ids.length) {
+          experimentAccess(session, ids)
+            .then((found) => setAccess((known) => new Map([...known, ...found])))
+            .catch((e) => setError("Permissions: " + e.message));
+        }
         setCounts(st && Object.fromEntries(st.map((x) => [x.experiment_id, x])));
         if (st) setError(null);
       })
@@ -69,6 +81,7 @@ export function Experiments() {
             {experiments.map((e) => {
               const st = !counts ? { runs: "…", running: 0, last_activity: 0 }
                 : counts[e.experiment_id] || { runs: 0, running: 0, last_activity: 0 };
+              const may = access.get(e.experiment_id);
               return (
                 <tr key={e.experiment_id} data-experiment={e.experiment_id}>
                   <td><a href={href("experiments", e.experiment_id)}>{e.name}</a></td>
@@ -78,8 +91,14 @@ export function Experiments() {
                   </td>
                   <td>{formatTime(Math.max(Number(e.last_update_time || 0), st.last_activity))}</td>
                   <td class="actions">
-                    <button onClick={() => rename(e)}>Rename</button>
-                    <button onClick={() => remove(e)}>Delete</button>
+                    <button disabled={!may || may.edit === false} onClick={() => rename(e)}
+                            title={may && may.edit === false ? "needs EDIT on this experiment" : undefined}>
+                      Rename
+                    </button>
+                    <button disabled={!may || !may.manage} onClick={() => remove(e)}
+                            title={may && !may.manage ? "needs MANAGE on this experiment" : undefined}>
+                      Delete
+                    </button>
                   </td>
                 </tr>
               );

@@ -1,10 +1,11 @@
 // The runs of one experiment: a virtualised table with sortable columns, a filter in MLflow's
 // grammar (the server's error shown under it), a column chooser, multi-select to compare, and
-// a refresh every 5 s while runs are active.
+// a refresh every 5 s while runs are active; its permissions for those who may manage it.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { mlflow, searchRuns, streamRuns } from "../api.js";
 import { VirtualTable } from "../components/VirtualTable.jsx";
 import { Crumbs } from "../components/Crumbs.jsx";
+import { Permissions } from "../components/Permissions.jsx";
 import { href } from "../router.js";
 import {
   compareCells, formatDuration, formatTime, formatValue, runDuration, runFields, runName,
@@ -177,6 +178,7 @@ export function Runs({ experimentId, params }) {
     <section>
       <Crumbs />
       <h1>{experiment ? experiment.name : "…"}</h1>
+      <Permissions experimentId={experimentId} />
       <form class="inline-form filter" onSubmit={applyFilter}>
         <input id="filter" class="wide" placeholder="filter, e.g. metrics.acc > 0.9 and params.opt = 'adam'"
                value={filterText} onInput={(e) => setFilterText(e.currentTarget.value)} />
