@@ -501,6 +501,8 @@ authTest("a reader is offered neither the admin page nor deleting an experiment 
   const del = row("guarded").locator("button", { hasText: "Delete" });
   await row("guarded").locator('button[title="needs MANAGE on this experiment"]').waitFor();
   assert(await del.isDisabled(), "guarded's Delete button is disabled");
+  assert(await row("guarded").locator("button", { hasText: "Rename" }).isDisabled(),
+         "guarded's Rename button is disabled (the reader has READ)");
   assertEqual(await page.locator("#admin-link").count(), 0, "admin links");
   // An experiment the reader makes is the reader's to manage.
   await page.fill('input[placeholder="new experiment name"]', "readers-own");
@@ -508,10 +510,14 @@ authTest("a reader is offered neither the admin page nor deleting an experiment 
   await row("readers-own").waitFor();
   await row("readers-own").locator("button:enabled", { hasText: "Delete" }).waitFor();
   // The guarded experiment's runs show, without its permissions.
-  const probed = page.waitForResponse((r) => r.url().includes("experiments/permissions"));
+  const asked = [];
+  page.on("request", (r) => { if (r.url().includes("experiments/permissions")) asked.push(r.url()); });
+  const access = page.waitForResponse((r) => r.url().includes("experiments/access"));
   await page.goto(`${base}/#/experiments/${data.guarded}`);
-  assertEqual((await probed).status(), 403, "the reader's request for guarded's permissions");
+  const mine = (await (await access).json()).experiments[0];
+  assertEqual([mine.permission, mine.can_manage], ["READ", false], "the reader's access to guarded");
   await page.locator("#run-count", { hasText: "0 runs" }).waitFor();
+  assertEqual(asked, [], "requests for guarded's permissions from a reader");
   assertEqual(await page.locator("#permissions").count(), 0, "permissions panels shown to a reader");
 });
 

@@ -86,29 +86,15 @@ export const cairn = {
   post: (endpoint, body = {}) => call("POST", CAIRN + endpoint, body),
 };
 
-// Who the browser is signed in as: {auth, signed_in, username, is_admin, csrf_token}. A 401
-// means signed out on a server with authentication on.
+// Who the browser is signed in as: {auth, signed_in, username, is_admin, csrf_token}
+// (`signed_in` false on a server with authentication on: show the sign-in page).
 export async function getSession() {
-  try {
-    return await call("GET", CAIRN + "auth/session", undefined, { quiet: true });
-  } catch (e) {
-    if (e.status === 401) return { auth: true, signed_in: false, username: "", is_admin: false };
-    throw e;
-  }
+  return call("GET", CAIRN + "auth/session", undefined, { quiet: true });
 }
 
-// Signs in and answers the session. The credentials go in the body and as HTTP Basic too, so
-// that a server which identifies every caller before it routes the call accepts it; either
-// way a wrong password is an ApiError with the server's message.
-export async function login(username, password) {
-  const basic = "Basic " + btoa(String.fromCharCode(...new TextEncoder().encode(username + ":" + password)));
-  try {
-    return await call("POST", CAIRN + "auth/login", { username, password },
-                      { headers: { Authorization: basic }, quiet: true });
-  } catch (e) {
-    if (e.status === 401) throw new ApiError(401, "UNAUTHENTICATED", "Wrong username or password.");
-    throw e;
-  }
+// Signs in and answers the session; a wrong password is an ApiError with the server's message.
+export function login(username, password) {
+  return call("POST", CAIRN + "auth/login", { username, password }, { quiet: true });
 }
 
 export function logout() {

@@ -91,8 +91,8 @@ export function Experiments() {
                   </td>
                   <td>{formatTime(Math.max(Number(e.last_update_time || 0), st.last_activity))}</td>
                   <td class="actions">
-                    <button disabled={!may || may.edit === false} onClick={() => rename(e)}
-                            title={may && may.edit === false ? "needs EDIT on this experiment" : undefined}>
+                    <button disabled={!may || !may.edit} onClick={() => rename(e)}
+                            title={may && !may.edit ? "needs EDIT on this experiment" : undefined}>
                       Rename
                     </button>
                     <button disabled={!may || !may.manage} onClick={() => remove(e)}
