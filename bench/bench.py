@@ -8,11 +8,13 @@ blobs). Load comes from wrk on loopback with keep-alive; single large requests a
 are timed from Python. Prints one table row per figure with its target.
 """
 import argparse
+import base64
 import http.client
 import json
 import os
 import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -64,9 +66,11 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def call(conn, method, path, body=None):
+def call(conn, method, path, body=None, auth=None):
     data = json.dumps(body) if body is not None else None
     headers = {"Content-Type": "application/json"} if data is not None else {}
+    if auth:
+        headers["Authorization"] = auth
     conn.request(method, path, body=data, headers=headers)
     resp = conn.getresponse()
     payload = resp.read()
@@ -75,9 +79,36 @@ def call(conn, method, path, body=None):
     return json.loads(payload) if payload else {}
 
 
-def create_run(conn, experiment_id="0"):
-    r = call(conn, "POST", "/api/2.0/mlflow/runs/create", {"experiment_id": experiment_id})
+def create_run(conn, experiment_id="0", auth=None):
+    r = call(conn, "POST", "/api/2.0/mlflow/runs/create", {"experiment_id": experiment_id},
+             auth=auth)
     return r["run"]["info"]["run_id"]
+
+
+class AuthServer(Server):
+    """A server with --auth on, an admin, and a write token of a user who made experiment 1."""
+
+    def __init__(self, cairn):
+        secrets = tempfile.mkdtemp(prefix="cairn-bench-secret-")
+        password_file = os.path.join(secrets, "password")
+        with open(password_file, "w") as f:
+            f.write("bench-password\n")
+        os.chmod(password_file, 0o600)
+        super().__init__(cairn, ["--auth", "on", "--init-admin", "admin",
+                                 "--password-file", password_file])
+        shutil.rmtree(secrets, ignore_errors=True)
+        admin = "Basic " + base64.b64encode(b"admin:bench-password").decode()
+        conn = self.conn()
+        call(conn, "POST", "/api/2.0/mlflow/users/create",
+             {"username": "trainer", "password": "trainer-password"}, auth=admin)
+        trainer = "Basic " + base64.b64encode(b"trainer:trainer-password").decode()
+        # What a training job does: its own experiment, logged to with a token.
+        self.experiment = call(conn, "POST", "/api/2.0/mlflow/experiments/create",
+                               {"name": "bench"}, auth=trainer)["experiment_id"]
+        created = call(conn, "POST", "/api/cairn/v1/tokens", {"name": "bench"}, auth=trainer)
+        self.token = created["value"]
+        self.token_id = created["token"]["id"]
+        self.auth = "Bearer " + self.token
 
 
 def wrk(server, script, env, threads, connections, seconds, latency=False):
@@ -101,15 +132,74 @@ def latency_ms(wrk_output, quantile):
     return float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)] if m else None
 
 
-def bench_ingest(cairn, metrics_per_request, connections, seconds):
-    s = Server(cairn)
+def bench_ingest(cairn, metrics_per_request, connections, seconds, auth=False):
+    s = AuthServer(cairn) if auth else Server(cairn)
     try:
         conn = s.conn()
-        runs = [create_run(conn) for _ in range(8)]
+        if auth:
+            runs = [create_run(conn, s.experiment, s.auth) for _ in range(8)]
+        else:
+            runs = [create_run(conn) for _ in range(8)]
         env = {"RUN_IDS": ",".join(runs), "METRICS": str(metrics_per_request)}
+        if auth:
+            env["AUTHORIZATION"] = s.auth
         rps, _ = wrk(s, "log_batch.lua", env, 2, connections, seconds)
         # Every acknowledged point must be there: count one run's history.
         return rps, rps * metrics_per_request, s.rss_peak_mib()
+    finally:
+        s.stop()
+
+
+def bench_auth_overhead(cairn, seconds, rounds=3):
+    """log-batch at 10 metrics/request, 8 connections, with --auth on and a bearer token against
+    --auth off, alternated so that both see the same machine; medians of `rounds` each."""
+    off, on = [], []
+    for _ in range(rounds):
+        off.append(bench_ingest(cairn, 10, 8, seconds)[0])
+        on.append(bench_ingest(cairn, 10, 8, seconds, auth=True)[0])
+    return statistics.median(off), statistics.median(on)
+
+
+def bench_revocation(cairn):
+    """How long a revoked token keeps working: revoked through the API (this server), and
+    revoked in the database by another process (the recheck bound)."""
+    s = AuthServer(cairn)
+    try:
+        conn = s.conn()
+        run = create_run(conn, s.experiment, s.auth)
+        body = {"run_id": run, "metrics": []}
+
+        def works():
+            data = json.dumps(body)
+            conn.request("POST", "/api/2.0/mlflow/runs/log-batch", body=data,
+                         headers={"Content-Type": "application/json", "Authorization": s.auth})
+            resp = conn.getresponse()
+            resp.read()
+            return resp.status == 200
+
+        def until_refused():
+            start = time.perf_counter()
+            while works():
+                if time.perf_counter() - start > 10:
+                    raise RuntimeError("the revoked token still works after 10 s")
+                time.sleep(0.005)
+            return (time.perf_counter() - start) * 1000
+
+        assert works()
+        call(conn, "POST", "/api/cairn/v1/tokens/revoke", {"token": s.token_id}, auth=s.auth)
+        through_api = until_refused()
+        # A second token, revoked behind the server's back.
+        trainer = "Basic " + base64.b64encode(b"trainer:trainer-password").decode()
+        created = call(conn, "POST", "/api/cairn/v1/tokens", {"name": "bench2"}, auth=trainer)
+        s.auth = "Bearer " + created["value"]
+        for _ in range(50):
+            assert works()  # cached now
+        db = sqlite3.connect(os.path.join(s.dir, "data", "cairn.db"), timeout=10)
+        db.execute("UPDATE tokens SET revoked_time = 1 WHERE id = ?", (created["token"]["id"],))
+        db.commit()
+        db.close()
+        elsewhere = until_refused()
+        return through_api, elsewhere
     finally:
         s.stop()
 
@@ -459,7 +549,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cairn", required=True)
     ap.add_argument("--only", action="append", default=[],
-                    help="ingest1000, ingest10, latency, paced, idle, search, history, "
+                    help="ingest1000, ingest10, auth, latency, paced, idle, search, history, "
                          "runoverhead, pyclient, envbuild, pipeline, coldstart")
     ap.add_argument("--seconds", type=int, default=10, help="wrk duration per load figure")
     ap.add_argument("--quick", action="store_true", help="smaller data sets (smoke test)")
@@ -485,6 +575,15 @@ def main():
         rps, pts, peak = bench_ingest(args.cairn, 10, 32, args.seconds)
         rss.append(peak)
         row("log-batch 10 metrics/request (32 conns)", "%.0f" % rps, "req/s", "(info)", True)
+    if want("auth"):
+        off, on = bench_auth_overhead(args.cairn, args.seconds)
+        row("log-batch 10/request, --auth off (8 conns)", "%.0f" % off, "req/s", "(info)", True)
+        row("log-batch 10/request, --auth on, bearer", "%.0f" % on, "req/s",
+            ">= %.0f" % (0.9 * off), on >= 0.9 * off)
+        api, elsewhere = bench_revocation(args.cairn)
+        row("revoked token refused, through the API", "%.0f" % api, "ms", "<= 1000", api <= 1000)
+        row("revoked token refused, revoked elsewhere", "%.0f" % elsewhere, "ms", "<= 1000",
+            elsewhere <= 1000)
     if rss:
         row("peak resident memory during ingest", "%.1f" % max(rss), "MiB", "<= 50",
             max(rss) <= 50)

@@ -1,6 +1,9 @@
 -- wrk script: POST runs/log-batch with METRICS metrics per request to the run ids in RUN_IDS
 -- (comma separated, one per connection in turn). Steps increase so no point is a duplicate.
+-- AUTHORIZATION, when set, is sent as the Authorization header.
 local metrics_per_request = tonumber(os.getenv("METRICS") or "1000")
+local headers = {["Content-Type"] = "application/json"}
+if os.getenv("AUTHORIZATION") then headers["Authorization"] = os.getenv("AUTHORIZATION") end
 local run_ids = {}
 for id in string.gmatch(os.getenv("RUN_IDS") or "", "[^,]+") do table.insert(run_ids, id) end
 local counter = 0
@@ -25,8 +28,7 @@ function request()
                              i % 10, i, base + i)
   end
   local body = '{"run_id":"' .. run_id .. '","metrics":[' .. table.concat(parts, ",") .. ']}'
-  return wrk.format("POST", "/api/2.0/mlflow/runs/log-batch",
-                    {["Content-Type"] = "application/json"}, body)
+  return wrk.format("POST", "/api/2.0/mlflow/runs/log-batch", headers, body)
 end
 
 function response(status, headers, body)

@@ -66,20 +66,20 @@ Principal AccessService::PrincipalOf(const UserEntry& entry, core::TokenScopes s
                    std::move(token_name)};
 }
 
-std::optional<AccessService::UserEntry> AccessService::CachedUser(const std::string& username,
-                                                                  int64_t now) {
+const AccessService::UserEntry* AccessService::CachedUser(const std::string& username,
+                                                          int64_t now) const {
   auto it = users_.find(username);
   if (it == users_.end() || !Fresh(it->second.checked, it->second.generation, now)) {
-    return std::nullopt;
+    return nullptr;
   }
-  return it->second;
+  return &it->second;
 }
 
 Result<AccessService::UserEntry> AccessService::LoadUser(const std::string& username) {
   const int64_t now = clock_->NowMillis();
   {
     std::shared_lock lock(mu_);
-    if (std::optional<UserEntry> e = CachedUser(username, now)) return *e;
+    if (const UserEntry* e = CachedUser(username, now)) return *e;
   }
   uint64_t generation;
   {
@@ -118,7 +118,7 @@ std::optional<Principal> AccessService::AuthenticateCached(const Credentials& c)
     std::optional<Session> session = FindSession(c.secret);
     if (!session) return std::nullopt;
     std::shared_lock lock(mu_);
-    std::optional<UserEntry> user = CachedUser(session->username, now);
+    const UserEntry* user = CachedUser(session->username, now);
     if (!user) return std::nullopt;
     return PrincipalOf(*user, core::kAllScopes, "");
   }
@@ -126,7 +126,7 @@ std::optional<Principal> AccessService::AuthenticateCached(const Credentials& c)
   if (c.kind == Credentials::Kind::kBasic) {
     auto pw = passwords_.find(PasswordKey(c.username, c.secret));
     if (pw == passwords_.end()) return std::nullopt;
-    std::optional<UserEntry> user = CachedUser(pw->second.first, now);
+    const UserEntry* user = CachedUser(pw->second.first, now);
     if (!user || user->user.password_hash != pw->second.second) return std::nullopt;
     return PrincipalOf(*user, core::kAllScopes, "");
   }
@@ -136,7 +136,7 @@ std::optional<Principal> AccessService::AuthenticateCached(const Credentials& c)
         !t->second.token.Usable(now)) {
       return std::nullopt;
     }
-    std::optional<UserEntry> user = CachedUser(t->second.token.owner, now);
+    const UserEntry* user = CachedUser(t->second.token.owner, now);
     if (!user) return std::nullopt;
     return PrincipalOf(*user, t->second.token.scopes, t->second.token.name);
   }
@@ -287,7 +287,7 @@ std::optional<Permission> AccessService::PermissionOnCached(const Principal& who
     return core::EffectivePermission(who, {}, options_.default_permission);
   }
   std::shared_lock lock(mu_);
-  std::optional<UserEntry> user = CachedUser(who.username, clock_->NowMillis());
+  const UserEntry* user = CachedUser(who.username, clock_->NowMillis());
   if (!user) return std::nullopt;
   return core::EffectivePermission(who, GrantsOnObject(user->grants, kind, id),
                                    options_.default_permission);

@@ -37,7 +37,9 @@ struct AccessOptions {
   bool enabled = false;  // --auth on: every request needs credentials
   core::Permission default_permission = core::Permission::kRead;
   bool audit_reads = false;
-  int64_t recheck_ms = 1000;
+  // Cached credentials and grants are read from the store again at least this often: a token
+  // revoked by another process stops working within it.
+  int64_t recheck_ms = 500;
   int max_failed_logins = 10;  // per client address within the window
   int64_t failed_login_window_ms = 60'000;
   int64_t session_idle_ms = int64_t{12} * 3600 * 1000;
@@ -164,7 +166,8 @@ class AccessService {
   // The cached entry of a user, re-read from the store when due. kUnauthenticated when the
   // account is gone.
   Result<UserEntry> LoadUser(const std::string& username);
-  std::optional<UserEntry> CachedUser(const std::string& username, int64_t now);
+  // Under mu_ (shared): the entry while it is fresh, else null.
+  const UserEntry* CachedUser(const std::string& username, int64_t now) const;
   core::Principal PrincipalOf(const UserEntry& entry, core::TokenScopes scopes,
                               std::string token_name) const;
   Result<core::Principal> CheckPassword(const std::string& username, const std::string& password,
