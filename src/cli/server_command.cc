@@ -76,6 +76,36 @@ bool ParseSize(const std::string& text, uint64_t* out) {
   return true;
 }
 
+// --auth and its company; an exit code when a flag is wrong or the admin's password cannot be
+// read, else 0.
+int ApplyIdentityFlags(const ServerFlags& flags, server::ServerOptions* options_out) {
+  server::ServerOptions& options = *options_out;
+  options.auth = flags.auth == "on";
+  options.insecure_no_auth = flags.insecure_no_auth;
+  options.audit_reads = flags.audit_reads;
+  if (!core::ParsePermission(flags.default_permission, &options.default_permission)) {
+    std::fprintf(stderr, "error: --default-permission must be READ, EDIT, MANAGE or "
+                         "NO_PERMISSIONS\n");
+    return 2;
+  }
+  if (!flags.init_admin.empty()) {
+    if (!options.auth) {
+      std::fprintf(stderr, "error: --init-admin needs --auth on: without authentication "
+                           "nobody signs in\n");
+      return 2;
+    }
+    Result<std::string> password = ReadPassword(
+        flags.password_file, "Password for the admin " + flags.init_admin + ": ", true);
+    if (!password.ok()) {
+      std::fprintf(stderr, "error: %s\n", password.status().message().c_str());
+      return 2;
+    }
+    options.init_admin = flags.init_admin;
+    options.init_admin_password = *password;
+  }
+  return 0;
+}
+
 int RunServer(ServerFlags flags) {
   LogLevel level;
   if (!ParseLogLevel(flags.log_level, &level)) {
@@ -106,29 +136,7 @@ int RunServer(ServerFlags flags) {
     std::fprintf(stderr, "error: --max-upload takes a size such as 10G, 512M or 1000000\n");
     return 2;
   }
-  options.auth = flags.auth == "on";
-  options.insecure_no_auth = flags.insecure_no_auth;
-  options.audit_reads = flags.audit_reads;
-  if (!core::ParsePermission(flags.default_permission, &options.default_permission)) {
-    std::fprintf(stderr, "error: --default-permission must be READ, EDIT, MANAGE or "
-                         "NO_PERMISSIONS\n");
-    return 2;
-  }
-  if (!flags.init_admin.empty()) {
-    if (!options.auth) {
-      std::fprintf(stderr, "error: --init-admin needs --auth on: without authentication "
-                           "nobody signs in\n");
-      return 2;
-    }
-    Result<std::string> password = ReadPassword(
-        flags.password_file, "Password for the admin " + flags.init_admin + ": ", true);
-    if (!password.ok()) {
-      std::fprintf(stderr, "error: %s\n", password.status().message().c_str());
-      return 2;
-    }
-    options.init_admin = flags.init_admin;
-    options.init_admin_password = *password;
-  }
+  if (int code = ApplyIdentityFlags(flags, &options); code != 0) return code;
   options.run_heartbeat_timeout_seconds = flags.run_heartbeat_timeout;
   options.ui_dir = flags.ui_dir;
   options.backend_store_uri = flags.backend_store_uri.empty()
@@ -178,6 +186,29 @@ int RunServer(ServerFlags flags) {
   srv->reset();
   LogInfo("stopped; store closed");
   return 0;
+}
+
+void AddIdentityOptions(CLI::App* cmd, ServerFlags* flags) {
+  cmd->add_option("--auth", flags->auth,
+                  "on: every API request needs credentials (a password, a token or a browser "
+                  "session); off: every request acts as a local admin. Off is refused on an "
+                  "address other machines reach, unless --insecure-no-auth")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_flag("--insecure-no-auth", flags->insecure_no_auth,
+                "Listen beyond loopback with --auth off: anyone who reaches the port may read "
+                "and delete every run");
+  cmd->add_option("--default-permission", flags->default_permission,
+                  "What a user may do on an experiment where nothing is granted: READ, EDIT, "
+                  "MANAGE or NO_PERMISSIONS")
+      ->capture_default_str();
+  cmd->add_flag("--audit-reads", flags->audit_reads,
+                "Write reads to the audit log too (changes are always written)");
+  cmd->add_option("--init-admin", flags->init_admin,
+                  "Create this admin account at start unless it exists; its password is read "
+                  "from the terminal or --password-file (needs --auth on)");
+  cmd->add_option("--password-file", flags->password_file,
+                  "File whose first line is the --init-admin password (mode 0600)");
 }
 
 }  // namespace
@@ -260,26 +291,7 @@ void RegisterServer(CLI::App& app, Action* action) {
                   "marked FAILED (its wrapper or host died); 0 never does")
       ->capture_default_str()
       ->check(CLI::Range(0, 86400 * 365));
-  cmd->add_option("--auth", flags->auth,
-                  "on: every API request needs credentials (a password, a token or a browser "
-                  "session); off: every request acts as a local admin. Off is refused on an "
-                  "address other machines reach, unless --insecure-no-auth")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"on", "off"}));
-  cmd->add_flag("--insecure-no-auth", flags->insecure_no_auth,
-                "Listen beyond loopback with --auth off: anyone who reaches the port may read "
-                "and delete every run");
-  cmd->add_option("--default-permission", flags->default_permission,
-                  "What a user may do on an experiment where nothing is granted: READ, EDIT, "
-                  "MANAGE or NO_PERMISSIONS")
-      ->capture_default_str();
-  cmd->add_flag("--audit-reads", flags->audit_reads,
-                "Write reads to the audit log too (changes are always written)");
-  cmd->add_option("--init-admin", flags->init_admin,
-                  "Create this admin account at start unless it exists; its password is read "
-                  "from the terminal or --password-file (needs --auth on)");
-  cmd->add_option("--password-file", flags->password_file,
-                  "File whose first line is the --init-admin password (mode 0600)");
+  AddIdentityOptions(cmd, flags.get());
   cmd->add_option("--ui-dir", flags->ui_dir,
                   "Serve the web UI from this directory (a web/dist being developed) instead of "
                   "the one built into the binary (default $CAIRN_UI_DIR when set)");
