@@ -6,9 +6,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "store/memory/memory_store.h"
+#include "fakes/store_backends.h"
 #include "store/metadata_store.h"
-#include "store/sqlite/sqlite_store.h"
 #include "util/hash.h"
 
 namespace cairn::store {
@@ -18,21 +17,8 @@ using core::Experiment;
 using core::Metric;
 using core::Run;
 
-struct MemoryBackend {
-  static std::unique_ptr<MetadataStore> Open(const std::string&) {
-    return NewMemoryMetadataStore(StoreOptions{});
-  }
-  static constexpr bool kPersistent = false;
-};
-
-struct SqliteBackend {
-  static std::unique_ptr<MetadataStore> Open(const std::string& dir) {
-    auto store = OpenSqliteMetadataStore(dir + "/cairn.db", StoreOptions{});
-    EXPECT_TRUE(store.ok()) << store.status().ToString();
-    return std::move(store).value();
-  }
-  static constexpr bool kPersistent = true;
-};
+using fakes::MemoryBackend;
+using fakes::SqliteBackend;
 
 template <typename Backend>
 class MetadataStoreTest : public ::testing::Test {

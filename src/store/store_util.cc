@@ -32,6 +32,43 @@ Status ArtifactNotFound(std::string_view path) {
   return NotFound("No artifact at path '" + std::string(path) + "'");
 }
 
+Status UserNotFound(std::string_view username) {
+  return NotFound("User with username=" + std::string(username) + " not found");
+}
+
+Status UserTaken(std::string_view username) {
+  return AlreadyExists("User '" + std::string(username) + "' already exists");
+}
+
+Status TeamNotFound(std::string_view name) {
+  return NotFound("Team " + std::string(name) + " not found");
+}
+
+Status TeamTaken(std::string_view name) {
+  return AlreadyExists("Team '" + std::string(name) + "' already exists");
+}
+
+Status NotATeamMember(std::string_view team, std::string_view username) {
+  return NotFound("User " + std::string(username) + " is not a member of team " +
+                  std::string(team));
+}
+
+Status TokenNotFound(std::string_view id) {
+  return NotFound("Token " + std::string(id) + " not found");
+}
+
+Status TokenNameTaken(std::string_view owner, std::string_view name) {
+  return AlreadyExists("Token '" + std::string(name) + "' already exists for user " +
+                       std::string(owner));
+}
+
+Status GrantNotFound(core::ResourceKind kind, std::string_view resource_id,
+                     core::PrincipalKind principal_kind, std::string_view principal) {
+  return NotFound(std::string(core::ResourceKindName(kind)) + " permission with " +
+                  std::string(core::PrincipalKindName(principal_kind)) + " " +
+                  std::string(principal) + " and id " + std::string(resource_id) + " not found");
+}
+
 Status ArtifactPathTaken(std::string_view path, std::string_view file) {
   if (path == file) {
     return FailedPrecondition("Cannot write artifact '" + std::string(path) +

@@ -23,6 +23,16 @@ Status ArtifactPathTaken(std::string_view path, std::string_view file);
 std::vector<std::string_view> ParentDirs(std::string_view path);
 Status ParamChanged(std::string_view run_id, std::string_view key, std::string_view old_value,
                     std::string_view new_value);
+// Identity (IdentityStore).
+Status UserNotFound(std::string_view username);
+Status UserTaken(std::string_view username);
+Status TeamNotFound(std::string_view name);
+Status TeamTaken(std::string_view name);
+Status NotATeamMember(std::string_view team, std::string_view username);
+Status TokenNotFound(std::string_view id);
+Status TokenNameTaken(std::string_view owner, std::string_view name);
+Status GrantNotFound(core::ResourceKind kind, std::string_view resource_id,
+                     core::PrincipalKind principal_kind, std::string_view principal);
 
 // Experiment ids are decimal integers; false for anything else.
 bool ParseExperimentId(std::string_view id, int64_t* out);

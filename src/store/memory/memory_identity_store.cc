@@ -6,6 +6,8 @@
 #include <set>
 #include <tuple>
 
+#include "store/store_util.h"
+
 namespace cairn::store {
 namespace {
 
@@ -13,18 +15,12 @@ using core::Grant;
 using core::PrincipalKind;
 using core::ResourceKind;
 
-Status NoUser(std::string_view username) {
-  return NotFound("User with username=" + std::string(username) + " not found");
-}
-
-Status NoTeam(std::string_view name) { return NotFound("Team " + std::string(name) + " not found"); }
-
 class MemoryIdentityStore : public IdentityStore {
  public:
   Result<int64_t> CreateUser(const core::User& user) override {
     std::lock_guard lock(mu_);
     if (users_.count(user.username) != 0) {
-      return AlreadyExists("User '" + user.username + "' already exists");
+      return UserTaken(user.username);
     }
     core::User u = user;
     u.id = ++last_user_id_;
@@ -35,7 +31,7 @@ class MemoryIdentityStore : public IdentityStore {
   Result<core::User> GetUser(std::string_view username) override {
     std::lock_guard lock(mu_);
     auto it = users_.find(username);
-    if (it == users_.end()) return NoUser(username);
+    if (it == users_.end()) return UserNotFound(username);
     return it->second;
   }
 
@@ -49,7 +45,7 @@ class MemoryIdentityStore : public IdentityStore {
   Status SetPassword(std::string_view username, std::string_view password_hash) override {
     std::lock_guard lock(mu_);
     auto it = users_.find(username);
-    if (it == users_.end()) return NoUser(username);
+    if (it == users_.end()) return UserNotFound(username);
     it->second.password_hash = std::string(password_hash);
     return Status::Ok();
   }
@@ -57,7 +53,7 @@ class MemoryIdentityStore : public IdentityStore {
   Status SetAdmin(std::string_view username, bool is_admin) override {
     std::lock_guard lock(mu_);
     auto it = users_.find(username);
-    if (it == users_.end()) return NoUser(username);
+    if (it == users_.end()) return UserNotFound(username);
     it->second.is_admin = is_admin;
     return Status::Ok();
   }
@@ -65,7 +61,7 @@ class MemoryIdentityStore : public IdentityStore {
   Status DeleteUser(std::string_view username) override {
     std::lock_guard lock(mu_);
     auto it = users_.find(username);
-    if (it == users_.end()) return NoUser(username);
+    if (it == users_.end()) return UserNotFound(username);
     users_.erase(it);
     for (auto& [name, members] : teams_) members.members.erase(std::string(username));
     std::erase_if(tokens_, [&](const auto& t) { return t.second.owner == username; });
@@ -78,7 +74,7 @@ class MemoryIdentityStore : public IdentityStore {
   Status CreateTeam(const core::Team& team) override {
     std::lock_guard lock(mu_);
     if (teams_.count(team.name) != 0) {
-      return AlreadyExists("Team '" + team.name + "' already exists");
+      return TeamTaken(team.name);
     }
     teams_[team.name] = TeamRecord{team.created_time, {}};
     return Status::Ok();
@@ -87,7 +83,7 @@ class MemoryIdentityStore : public IdentityStore {
   Result<core::Team> GetTeam(std::string_view name) override {
     std::lock_guard lock(mu_);
     auto it = teams_.find(name);
-    if (it == teams_.end()) return NoTeam(name);
+    if (it == teams_.end()) return TeamNotFound(name);
     return ToTeam(it->first, it->second);
   }
 
@@ -101,7 +97,7 @@ class MemoryIdentityStore : public IdentityStore {
   Status DeleteTeam(std::string_view name) override {
     std::lock_guard lock(mu_);
     auto it = teams_.find(name);
-    if (it == teams_.end()) return NoTeam(name);
+    if (it == teams_.end()) return TeamNotFound(name);
     teams_.erase(it);
     std::erase_if(grants_, [&](const Grant& g) {
       return g.principal_kind == PrincipalKind::kTeam && g.principal == name;
@@ -112,8 +108,8 @@ class MemoryIdentityStore : public IdentityStore {
   Status AddTeamMember(std::string_view team, std::string_view username) override {
     std::lock_guard lock(mu_);
     auto it = teams_.find(team);
-    if (it == teams_.end()) return NoTeam(team);
-    if (users_.find(username) == users_.end()) return NoUser(username);
+    if (it == teams_.end()) return TeamNotFound(team);
+    if (users_.find(username) == users_.end()) return UserNotFound(username);
     it->second.members.insert(std::string(username));
     return Status::Ok();
   }
@@ -121,10 +117,9 @@ class MemoryIdentityStore : public IdentityStore {
   Status RemoveTeamMember(std::string_view team, std::string_view username) override {
     std::lock_guard lock(mu_);
     auto it = teams_.find(team);
-    if (it == teams_.end()) return NoTeam(team);
+    if (it == teams_.end()) return TeamNotFound(team);
     if (it->second.members.erase(std::string(username)) == 0) {
-      return NotFound("User " + std::string(username) + " is not a member of team " +
-                      std::string(team));
+      return NotATeamMember(team, username);
     }
     return Status::Ok();
   }
@@ -140,14 +135,13 @@ class MemoryIdentityStore : public IdentityStore {
 
   Status CreateToken(const core::Token& token) override {
     std::lock_guard lock(mu_);
-    if (users_.find(token.owner) == users_.end()) return NoUser(token.owner);
+    if (users_.find(token.owner) == users_.end()) return UserNotFound(token.owner);
     for (const auto& [id, t] : tokens_) {
       if (id == token.id || t.secret_hash == token.secret_hash) {
         return AlreadyExists("Token id already exists");
       }
       if (t.owner == token.owner && t.name == token.name) {
-        return AlreadyExists("Token '" + token.name + "' already exists for user " +
-                             token.owner);
+        return TokenNameTaken(token.owner, token.name);
       }
     }
     tokens_[token.id] = token;
@@ -158,7 +152,7 @@ class MemoryIdentityStore : public IdentityStore {
   Result<core::Token> GetToken(std::string_view id) override {
     std::lock_guard lock(mu_);
     auto it = tokens_.find(id);
-    if (it == tokens_.end()) return NoToken(id);
+    if (it == tokens_.end()) return TokenNotFound(id);
     return it->second;
   }
 
@@ -186,7 +180,7 @@ class MemoryIdentityStore : public IdentityStore {
   Status RevokeToken(std::string_view id, int64_t now) override {
     std::lock_guard lock(mu_);
     auto it = tokens_.find(id);
-    if (it == tokens_.end()) return NoToken(id);
+    if (it == tokens_.end()) return TokenNotFound(id);
     if (it->second.revoked_time == 0) it->second.revoked_time = now;
     return Status::Ok();
   }
@@ -194,7 +188,7 @@ class MemoryIdentityStore : public IdentityStore {
   Status TouchToken(std::string_view id, int64_t now) override {
     std::lock_guard lock(mu_);
     auto it = tokens_.find(id);
-    if (it == tokens_.end()) return NoToken(id);
+    if (it == tokens_.end()) return TokenNotFound(id);
     it->second.last_used_time = now;
     return Status::Ok();
   }
@@ -203,11 +197,11 @@ class MemoryIdentityStore : public IdentityStore {
     std::lock_guard lock(mu_);
     if (grant.principal_kind == PrincipalKind::kUser &&
         users_.find(grant.principal) == users_.end()) {
-      return NoUser(grant.principal);
+      return UserNotFound(grant.principal);
     }
     if (grant.principal_kind == PrincipalKind::kTeam &&
         teams_.find(grant.principal) == teams_.end()) {
-      return NoTeam(grant.principal);
+      return TeamNotFound(grant.principal);
     }
     for (Grant& g : grants_) {
       if (SameHolding(g, grant.resource_kind, grant.resource_id, grant.principal_kind,
@@ -226,7 +220,7 @@ class MemoryIdentityStore : public IdentityStore {
     const size_t erased = std::erase_if(grants_, [&](const Grant& g) {
       return SameHolding(g, kind, resource_id, principal_kind, principal);
     });
-    if (erased == 0) return NoGrant(kind, resource_id, principal_kind, principal);
+    if (erased == 0) return GrantNotFound(kind, resource_id, principal_kind, principal);
     return Status::Ok();
   }
 
@@ -294,16 +288,6 @@ class MemoryIdentityStore : public IdentityStore {
   static core::Team ToTeam(const std::string& name, const TeamRecord& t) {
     return core::Team{name, std::vector<std::string>(t.members.begin(), t.members.end()),
                       t.created_time};
-  }
-  static Status NoToken(std::string_view id) {
-    return NotFound("Token " + std::string(id) + " not found");
-  }
-  static Status NoGrant(ResourceKind kind, std::string_view resource_id,
-                        PrincipalKind principal_kind, std::string_view principal) {
-    return NotFound(std::string(core::ResourceKindName(kind)) + " permission with " +
-                    std::string(core::PrincipalKindName(principal_kind)) + " " +
-                    std::string(principal) + " and id " + std::string(resource_id) +
-                    " not found");
   }
   static bool SameHolding(const Grant& g, ResourceKind kind, std::string_view resource_id,
                           PrincipalKind principal_kind, std::string_view principal) {

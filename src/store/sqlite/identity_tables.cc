@@ -2,20 +2,14 @@
 
 #include <utility>
 
+#include "store/store_util.h"
+
 namespace cairn::store::sqlite {
 namespace {
 
 using core::Grant;
 using core::PrincipalKind;
 using core::ResourceKind;
-
-Status NoUser(std::string_view username) {
-  return NotFound("User with username=" + std::string(username) + " not found");
-}
-
-Status NoTeam(std::string_view name) { return NotFound("Team " + std::string(name) + " not found"); }
-
-Status NoToken(std::string_view id) { return NotFound("Token " + std::string(id) + " not found"); }
 
 // Whether a statement that selects one row found it; kNotFound-worthy when not.
 Result<bool> Exists(Connection& c, const char* sql, std::string_view key) {
@@ -83,7 +77,7 @@ class SqliteIdentityStore : public IdentityStore {
     CAIRN_RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
       CAIRN_ASSIGN_OR_RETURN(bool taken,
                              Exists(c, "SELECT 1 FROM users WHERE username = ?", user.username));
-      if (taken) return AlreadyExists("User '" + user.username + "' already exists");
+      if (taken) return UserTaken(user.username);
       CAIRN_RETURN_IF_ERROR(ExecStmt(c,
                                      "INSERT INTO users (username, password_hash, is_admin, "
                                      "is_service, created_time) VALUES (?, ?, ?, ?, ?)",
@@ -102,7 +96,7 @@ class SqliteIdentityStore : public IdentityStore {
       s->Bind(1, username);
       if (!s->Step()) {
         CAIRN_RETURN_IF_ERROR(s->status());
-        return NoUser(username);
+        return UserNotFound(username);
       }
       return UserRow(*s);
     });
@@ -125,7 +119,7 @@ class SqliteIdentityStore : public IdentityStore {
       return MustChange(c,
                         ExecStmt(c, "UPDATE users SET password_hash = ? WHERE username = ?",
                                  password_hash, username),
-                        NoUser(username));
+                        UserNotFound(username));
     });
   }
 
@@ -134,14 +128,14 @@ class SqliteIdentityStore : public IdentityStore {
       return MustChange(c,
                         ExecStmt(c, "UPDATE users SET is_admin = ? WHERE username = ?",
                                  is_admin ? 1 : 0, username),
-                        NoUser(username));
+                        UserNotFound(username));
     });
   }
 
   Status DeleteUser(std::string_view username) override {
     return db_->Write([&](Connection& c) -> Status {
       CAIRN_RETURN_IF_ERROR(MustChange(
-          c, ExecStmt(c, "DELETE FROM users WHERE username = ?", username), NoUser(username)));
+          c, ExecStmt(c, "DELETE FROM users WHERE username = ?", username), UserNotFound(username)));
       CAIRN_RETURN_IF_ERROR(ExecStmt(c, "DELETE FROM team_members WHERE username = ?", username));
       CAIRN_RETURN_IF_ERROR(ExecStmt(c, "DELETE FROM tokens WHERE owner = ?", username));
       return ExecStmt(c, "DELETE FROM grants WHERE principal_kind = 'user' AND principal = ?",
@@ -153,7 +147,7 @@ class SqliteIdentityStore : public IdentityStore {
     return db_->Write([&](Connection& c) -> Status {
       CAIRN_ASSIGN_OR_RETURN(bool taken,
                              Exists(c, "SELECT 1 FROM teams WHERE name = ?", team.name));
-      if (taken) return AlreadyExists("Team '" + team.name + "' already exists");
+      if (taken) return TeamTaken(team.name);
       return ExecStmt(c, "INSERT INTO teams (name, created_time) VALUES (?, ?)", team.name,
                       team.created_time);
     });
@@ -165,7 +159,7 @@ class SqliteIdentityStore : public IdentityStore {
       s->Bind(1, name);
       if (!s->Step()) {
         CAIRN_RETURN_IF_ERROR(s->status());
-        return NoTeam(name);
+        return TeamNotFound(name);
       }
       core::Team t{std::string(name), {}, s->Int(0)};
       CAIRN_ASSIGN_OR_RETURN(t.members, MembersOf(c, name));
@@ -193,7 +187,7 @@ class SqliteIdentityStore : public IdentityStore {
   Status DeleteTeam(std::string_view name) override {
     return db_->Write([&](Connection& c) -> Status {
       CAIRN_RETURN_IF_ERROR(
-          MustChange(c, ExecStmt(c, "DELETE FROM teams WHERE name = ?", name), NoTeam(name)));
+          MustChange(c, ExecStmt(c, "DELETE FROM teams WHERE name = ?", name), TeamNotFound(name)));
       CAIRN_RETURN_IF_ERROR(ExecStmt(c, "DELETE FROM team_members WHERE team = ?", name));
       return ExecStmt(c, "DELETE FROM grants WHERE principal_kind = 'team' AND principal = ?",
                       name);
@@ -204,10 +198,10 @@ class SqliteIdentityStore : public IdentityStore {
     return db_->Write([&](Connection& c) -> Status {
       CAIRN_ASSIGN_OR_RETURN(bool team_exists,
                              Exists(c, "SELECT 1 FROM teams WHERE name = ?", team));
-      if (!team_exists) return NoTeam(team);
+      if (!team_exists) return TeamNotFound(team);
       CAIRN_ASSIGN_OR_RETURN(bool user_exists,
                              Exists(c, "SELECT 1 FROM users WHERE username = ?", username));
-      if (!user_exists) return NoUser(username);
+      if (!user_exists) return UserNotFound(username);
       return ExecStmt(c, "INSERT OR IGNORE INTO team_members (team, username) VALUES (?, ?)",
                       team, username);
     });
@@ -217,12 +211,11 @@ class SqliteIdentityStore : public IdentityStore {
     return db_->Write([&](Connection& c) -> Status {
       CAIRN_ASSIGN_OR_RETURN(bool team_exists,
                              Exists(c, "SELECT 1 FROM teams WHERE name = ?", team));
-      if (!team_exists) return NoTeam(team);
+      if (!team_exists) return TeamNotFound(team);
       return MustChange(
           c, ExecStmt(c, "DELETE FROM team_members WHERE team = ? AND username = ?", team,
                       username),
-          NotFound("User " + std::string(username) + " is not a member of team " +
-                   std::string(team)));
+          NotATeamMember(team, username));
     });
   }
 
@@ -243,12 +236,12 @@ class SqliteIdentityStore : public IdentityStore {
     return db_->Write([&](Connection& c) -> Status {
       CAIRN_ASSIGN_OR_RETURN(bool owner_exists,
                              Exists(c, "SELECT 1 FROM users WHERE username = ?", t.owner));
-      if (!owner_exists) return NoUser(t.owner);
+      if (!owner_exists) return UserNotFound(t.owner);
       CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT 1 FROM tokens WHERE owner = ? AND "
                                                  "name = ?"));
       s->Bind(1, t.owner).Bind(2, t.name);
       if (s->Step()) {
-        return AlreadyExists("Token '" + t.name + "' already exists for user " + t.owner);
+        return TokenNameTaken(t.owner, t.name);
       }
       CAIRN_RETURN_IF_ERROR(s->status());
       CAIRN_ASSIGN_OR_RETURN(Stmt * dup, c.Prepare("SELECT 1 FROM tokens WHERE id = ? OR "
@@ -268,7 +261,7 @@ class SqliteIdentityStore : public IdentityStore {
   Result<core::Token> GetToken(std::string_view id) override {
     return OneToken("SELECT id, name, owner, secret_hash, scopes, created_time, expiry_time, "
                     "last_used_time, revoked_time FROM tokens WHERE id = ?",
-                    id, NoToken(id));
+                    id, TokenNotFound(id));
   }
 
   Result<core::Token> GetTokenBySecretHash(std::string_view secret_hash) override {
@@ -295,7 +288,7 @@ class SqliteIdentityStore : public IdentityStore {
   Status RevokeToken(std::string_view id, int64_t now) override {
     return db_->Write([&](Connection& c) -> Status {
       CAIRN_ASSIGN_OR_RETURN(bool exists, Exists(c, "SELECT 1 FROM tokens WHERE id = ?", id));
-      if (!exists) return NoToken(id);
+      if (!exists) return TokenNotFound(id);
       return ExecStmt(c, "UPDATE tokens SET revoked_time = ? WHERE id = ? AND revoked_time = 0",
                       now, id);
     });
@@ -305,7 +298,7 @@ class SqliteIdentityStore : public IdentityStore {
     return db_->Write([&](Connection& c) {
       return MustChange(
           c, ExecStmt(c, "UPDATE tokens SET last_used_time = ? WHERE id = ?", now, id),
-          NoToken(id));
+          TokenNotFound(id));
     });
   }
 
@@ -314,11 +307,11 @@ class SqliteIdentityStore : public IdentityStore {
       if (g.principal_kind == PrincipalKind::kUser) {
         CAIRN_ASSIGN_OR_RETURN(bool exists,
                                Exists(c, "SELECT 1 FROM users WHERE username = ?", g.principal));
-        if (!exists) return NoUser(g.principal);
+        if (!exists) return UserNotFound(g.principal);
       } else {
         CAIRN_ASSIGN_OR_RETURN(bool exists,
                                Exists(c, "SELECT 1 FROM teams WHERE name = ?", g.principal));
-        if (!exists) return NoTeam(g.principal);
+        if (!exists) return TeamNotFound(g.principal);
       }
       return ExecStmt(c,
                       "INSERT INTO grants (resource_kind, resource_id, principal_kind, "
@@ -341,10 +334,7 @@ class SqliteIdentityStore : public IdentityStore {
                    "principal_kind = ? AND principal = ?",
                    core::ResourceKindName(kind), resource_id,
                    core::PrincipalKindName(principal_kind), principal),
-          NotFound(std::string(core::ResourceKindName(kind)) + " permission with " +
-                   std::string(core::PrincipalKindName(principal_kind)) + " " +
-                   std::string(principal) + " and id " + std::string(resource_id) +
-                   " not found"));
+          GrantNotFound(kind, resource_id, principal_kind, principal));
     });
   }
 
