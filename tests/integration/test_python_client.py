@@ -47,9 +47,12 @@ API = "/api/2.0/mlflow/"
 ENV_NAMES = ("CAIRN_RUN_ID", "MLFLOW_RUN_ID", "CAIRN_TRACKING_URI", "MLFLOW_TRACKING_URI",
              "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "CAIRN_FLUSH_INTERVAL",
              "CAIRN_HTTP_MAX_RETRIES", "CAIRN_HTTP_BACKOFF", "CAIRN_HTTP_TIMEOUT",
-             "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
+             "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD",
+             "CAIRN_TOKEN")
 for _name in ENV_NAMES:
     os.environ.pop(_name, None)
+# Nor the caller's credentials file (~/.config/cairn/credentials): a directory that cannot exist.
+os.environ["XDG_CONFIG_HOME"] = os.path.join(os.devnull, "no-config")
 
 
 # ---------------------------------------------------------------------------------------------
