@@ -135,8 +135,8 @@ async function authPhase(bin, tmp, check) {
   console.log(`cairn (auth on) at ${url}`);
   const admin = basicAuth('admin', ADMIN_PASSWORD);
   const anonymous = new MLflow({ endpoint: url });
-  const ctx = {};
   const t0 = Date.now();
+  const ctx = { lateMetric: { key: 'loss', value: 9, timestamp: t0, step: 9 } }; // must never arrive
   const history = async (authorization) => {
     const r = await api(url, 'GET', `/api/2.0/mlflow/metrics/get-history?run_id=${ctx.runId}&metric_key=loss`,
       undefined, authorization);
@@ -203,7 +203,7 @@ async function authPhase(bin, tmp, check) {
 
   await check('auth: the same client without the header gets 401 and changes nothing', async () => {
     await rejectsWith401(anonymous.Runs.get({ run_id: ctx.runId }));
-    await rejectsWith401(anonymous.Runs.logMetric({ run_id: ctx.runId, key: 'loss', value: 9, timestamp: t0, step: 9 }));
+    await rejectsWith401(anonymous.Runs.logMetric({ ...ctx.lateMetric, run_id: ctx.runId }));
     await rejectsWith401(anonymous.Experiments.create({ name: `${ctx.expName}-anonymous` }));
     await rejectsWith401(anonymous.Runs.search({ experiment_ids: [ctx.expId] }));
     assert.deepEqual(await history(admin), [[0, 1], [1, 1 / 2], [2, 1 / 3]]);
@@ -218,7 +218,7 @@ async function authPhase(bin, tmp, check) {
     assert.equal(r.status, 200, r.text);
     assert.equal(typeof r.json.token.revoked_time, 'number');
     await rejectsWith401(ctx.client.Runs.get({ run_id: ctx.runId }));
-    await rejectsWith401(ctx.client.Runs.logMetric({ run_id: ctx.runId, key: 'loss', value: 9, timestamp: t0, step: 9 }));
+    await rejectsWith401(ctx.client.Runs.logMetric({ ...ctx.lateMetric, run_id: ctx.runId }));
     assert.deepEqual(await history(admin), [[0, 1], [1, 1 / 2], [2, 1 / 3]]);
   });
 
