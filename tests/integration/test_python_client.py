@@ -6,11 +6,15 @@ log-batch limits, and injects 5xx answers, dropped connections and a lost experi
 deferred server errors; the flush at interpreter exit; attaching to a `cairn run` run, also
 before the server has it (unreachable, or the run not created yet); artifact upload streamed
 from disk; and the package installed offline into a fresh venv from the
-in-tree build backend (wheel, sdist, editable).
+in-tree build backend (wheel, sdist, editable). On a second server with authentication on:
+credentials from CAIRN_TOKEN, MLflow's variables and the credentials file (which `cairn login`
+writes), a credentials file others may read refused, a refused token failing at once, a token
+revoked during a run, and a user who may only read refused a write.
 
 Usage: test_python_client.py --cairn build/release/cairn
 """
 import base64
+import configparser
 import csv
 import hashlib
 import http.client
@@ -30,6 +34,7 @@ import tracemalloc
 import unittest
 import urllib.parse
 import zipfile
+from unittest import mock
 
 sys.dont_write_bytecode = True  # keep __pycache__ out of python/
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,9 +52,12 @@ API = "/api/2.0/mlflow/"
 ENV_NAMES = ("CAIRN_RUN_ID", "MLFLOW_RUN_ID", "CAIRN_TRACKING_URI", "MLFLOW_TRACKING_URI",
              "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "CAIRN_FLUSH_INTERVAL",
              "CAIRN_HTTP_MAX_RETRIES", "CAIRN_HTTP_BACKOFF", "CAIRN_HTTP_TIMEOUT",
-             "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
+             "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD",
+             "CAIRN_TOKEN")
 for _name in ENV_NAMES:
     os.environ.pop(_name, None)
+# Nor the caller's credentials file (~/.config/cairn/credentials): a directory that cannot exist.
+os.environ["XDG_CONFIG_HOME"] = os.path.join(os.devnull, "no-config")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,8 +145,9 @@ class CountingProxy:
         conn = http.client.HTTPConnection(*self.upstream, timeout=60)
         try:
             fwd = {}
-            if headers.get("Content-Type"):
-                fwd["Content-Type"] = headers["Content-Type"]
+            for name in ("Content-Type", "Authorization"):
+                if headers.get(name):
+                    fwd[name] = headers[name]
             conn.request(method, target, body=body if method not in ("GET",) else None,
                          headers=fwd)
             resp = conn.getresponse()
@@ -263,6 +272,46 @@ assert cairn.__file__.startswith(sys.prefix), cairn.__file__
 with cairn.start_run(experiment="py-venv", params={"installed": cairn.__version__}) as run:
     cairn.log_metric("m", 1.0)
 print(run.run_id, flush=True)
+"""
+
+# Logs a small run into $EXPERIMENT with whatever credentials the environment gives it, and
+# prints one JSON line: the run, or the error a user would see and how long it took to come.
+AUTH_CHILD = r"""
+import json, os, sys, time, cairn
+start = time.monotonic()
+try:
+    with cairn.start_run(experiment=os.environ["EXPERIMENT"], params={"lr": 0.01},
+                         tags={"via": os.environ["VIA"]}) as run:
+        for step in range(3):
+            cairn.log_metric("loss", 1.0 / (step + 1), step=step)
+except cairn.CairnError as e:
+    print(json.dumps({"error_code": e.error_code, "status": e.status, "retryable": e.retryable,
+                      "message": e.message, "seconds": time.monotonic() - start}), flush=True)
+    sys.exit(3)
+print(json.dumps({"run_id": run.run_id, "status": run.status}), flush=True)
+"""
+
+# Logs with $CAIRN_TOKEN, waits for a line on stdin (the test revokes the token meanwhile),
+# then logs again and flushes, and ends the run.
+REVOKED_CHILD = r"""
+import json, os, sys, time, cairn
+run = cairn.start_run(experiment=os.environ["EXPERIMENT"])
+cairn.log_metric("loss", 1.0, step=0)
+run.flush()
+print(run.run_id, flush=True)
+sys.stdin.readline()
+cairn.log_metric("loss", 0.5, step=1)
+start = time.monotonic()
+try:
+    run.flush()
+    print(json.dumps({"flush": "ok"}), flush=True)
+except cairn.CairnError as e:
+    print(json.dumps({"flush": e.error_code, "seconds": time.monotonic() - start}), flush=True)
+try:
+    run.end_run()
+    print(json.dumps({"end": "ok"}), flush=True)
+except cairn.CairnError as e:
+    print(json.dumps({"end": e.error_code}), flush=True)
 """
 
 
@@ -922,6 +971,277 @@ class PythonClientTest(unittest.TestCase):
             dirs[:] = [d for d in dirs if d != "__pycache__"]
             for name in files:
                 yield os.path.relpath(os.path.join(root, name), top)
+
+
+def basic_auth(user, password):
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+class AuthTest(unittest.TestCase):
+    """A server with `--auth on`: where the client finds credentials, and what a user sees when
+    they are missing, wrong, revoked or not enough. Credentials go to child processes (a fresh
+    program each, as a user's script would be) through their environment and their own
+    XDG_CONFIG_HOME; this process's environment is only changed inside `mock.patch.dict`."""
+
+    ADMIN_PASSWORD = "admin-secret-1"
+    WRITER_PASSWORD = "writer-secret-1"
+    READER_PASSWORD = "reader-secret-1"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.root, data_dir = tl.make_temp_root("cairn-pyauth-")
+        password_file = cls.secret_file("admin-password", cls.ADMIN_PASSWORD + "\n")
+        cls.server = tl.CairnServer(tl.CONFIG.cairn, data_dir, name="cairn (auth on)",
+                                    extra_args=["--auth", "on", "--init-admin", "admin",
+                                                "--password-file", password_file])
+        tl.add_diagnostic(cls.server.log_tail)
+        cls.server.start()
+        cls.addClassCleanup(cls.server.stop)
+        cls.url = cls.server.url
+        cls.c = cls.server.client()
+        cls.admin = basic_auth("admin", cls.ADMIN_PASSWORD)
+        for user, password in (("writer", cls.WRITER_PASSWORD), ("reader", cls.READER_PASSWORD)):
+            r = cls.c.post(API + "users/create", {"username": user, "password": password},
+                           headers={"Authorization": cls.admin})
+            if r.status != 200:
+                raise AssertionError("users/create %s: %r" % (user, r))
+        cls.writer = basic_auth("writer", cls.WRITER_PASSWORD)
+        cls.writer_token, _ = cls.make_token(cls.writer, "py-tests")
+        cls.proxy = CountingProxy(cls.url)
+        cls.addClassCleanup(cls.proxy.close)
+
+    @classmethod
+    def tearDownClass(cls):
+        if not tl.keep_data():
+            shutil.rmtree(cls.root, True)
+
+    def tearDown(self):
+        # A run started here by mistake must not stay active for the tests that follow.
+        while cairn.active_run() is not None:
+            try:
+                cairn.end_run("KILLED")
+            except cairn.CairnError:
+                pass
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    @classmethod
+    def secret_file(cls, name, text, mode=0o600):
+        path = os.path.join(cls.root, name)
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    @classmethod
+    def make_token(cls, authorization, name):
+        r = cls.c.post("/api/cairn/v1/tokens", {"name": name, "scopes": ["write"]},
+                       headers={"Authorization": authorization})
+        if r.status != 200 or not r.body["value"].startswith("cairn_"):
+            raise AssertionError("tokens: %r" % (r,))
+        return r.body["value"], r.body["token"]["id"]
+
+    def as_admin(self, method, path, body=None, params=None):
+        return self.c.request(method, path, body=body, params=params,
+                              headers={"Authorization": self.admin})
+
+    def config_home(self, credentials, mode=0o600):
+        """A fresh XDG_CONFIG_HOME whose cairn/credentials holds `credentials`."""
+        home = tempfile.mkdtemp(dir=self.root)
+        os.mkdir(os.path.join(home, "cairn"))
+        path = os.path.join(home, "cairn", "credentials")
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(credentials)
+        os.chmod(path, mode)
+        return home
+
+    def log_run(self, via, experiment=None, url=None, **env):
+        """Runs AUTH_CHILD with `env` on top of a clean environment (no credentials file unless
+        XDG_CONFIG_HOME is passed); returns its JSON line."""
+        p = subprocess.run([sys.executable, "-c", AUTH_CHILD], cwd=self.root,
+                           env=child_env(CAIRN_TRACKING_URI=url or self.url, VIA=via,
+                                         EXPERIMENT=experiment or "py-auth-" + via, **env),
+                           capture_output=True, text=True, timeout=60)
+        lines = p.stdout.strip().splitlines()
+        self.assertTrue(lines, "no output (status %d): %s" % (p.returncode, p.stderr))
+        result = json.loads(lines[-1])
+        self.assertEqual(p.returncode, 3 if "error_code" in result else 0, p.stderr)
+        return result
+
+    def assert_logged(self, result, via):
+        self.assertIn("run_id", result, "the run was not logged: %r" % (result,))
+        r = self.as_admin("GET", API + "runs/get", params={"run_id": result["run_id"]})
+        self.assertEqual(r.status, 200, repr(r))
+        run = r.body["run"]
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        self.assertEqual(PythonClientTest.params(run), {"lr": "0.01"})
+        self.assertEqual(PythonClientTest.tags(run)["via"], via)
+        h = self.as_admin("GET", API + "metrics/get-history",
+                          params={"run_id": result["run_id"], "metric_key": "loss"})
+        self.assertEqual(h.status, 200, repr(h))
+        self.assertEqual(sorted((m["step"], m["value"]) for m in h.body["metrics"]),
+                         [(0, 1.0), (1, 0.5), (2, 1.0 / 3)])
+
+    def assert_refused(self, result, error_code, status):
+        self.assertEqual((result.get("error_code"), result.get("status")), (error_code, status),
+                         result)
+        self.assertFalse(result["retryable"], result)
+        if status == 401:
+            # The message says what to do about it.
+            self.assertIn("CAIRN_TOKEN", result["message"])
+            self.assertIn("cairn login", result["message"])
+
+    # -- environment --------------------------------------------------------------------------
+
+    def test_cairn_token_logs_a_run(self):
+        self.assert_refused(self.log_run("nothing"), "UNAUTHENTICATED", 401)
+        self.assert_logged(self.log_run("cairn-token", CAIRN_TOKEN=self.writer_token),
+                           "cairn-token")
+        # CAIRN_TOKEN comes first: wrong MLflow credentials and a wrong file do not matter.
+        home = self.config_home("[default]\ntoken = cairn_0000\n")
+        self.assert_logged(self.log_run("token-first", CAIRN_TOKEN=self.writer_token,
+                                        MLFLOW_TRACKING_USERNAME="writer",
+                                        MLFLOW_TRACKING_PASSWORD="wrong-password",
+                                        XDG_CONFIG_HOME=home), "token-first")
+
+    def test_mlflow_username_and_password(self):
+        self.assert_logged(self.log_run("basic", MLFLOW_TRACKING_USERNAME="writer",
+                                        MLFLOW_TRACKING_PASSWORD=self.WRITER_PASSWORD), "basic")
+        self.assert_refused(self.log_run("basic-wrong", MLFLOW_TRACKING_USERNAME="writer",
+                                         MLFLOW_TRACKING_PASSWORD="wrong-password"),
+                            "UNAUTHENTICATED", 401)
+        self.assert_logged(self.log_run("mlflow-token", MLFLOW_TRACKING_TOKEN=self.writer_token),
+                           "mlflow-token")
+
+    def test_refused_token_fails_at_once(self):
+        before = len(self.proxy.requests)
+        result = self.log_run("wrong-token", url=self.proxy.url, CAIRN_TOKEN="cairn_" + "0" * 40)
+        self.assert_refused(result, "UNAUTHENTICATED", 401)
+        # Retrying would take about a minute (7 retries from 0.5 s, doubling); a 401 is final.
+        self.assertLess(result["seconds"], 2.0, result)
+        with self.proxy.lock:
+            sent = self.proxy.requests[before:]
+        self.assertEqual([status for _, _, status in sent], [401], sent)
+
+    # -- the credentials file -----------------------------------------------------------------
+
+    def test_credentials_file_section_for_the_tracking_uri(self):
+        # A trailing '/' on either side does not matter; the server's section beats [default].
+        home = self.config_home("[default]\ntoken = cairn_0000\n\n[%s/]\ntoken = %s\n"
+                                % (self.url, self.writer_token))
+        self.assert_logged(self.log_run("file-section", XDG_CONFIG_HOME=home), "file-section")
+        home = self.config_home("[%s]\ntoken = %s\n" % (self.url, self.writer_token))
+        self.assert_logged(self.log_run("file-slash", url=self.url + "/", XDG_CONFIG_HOME=home),
+                           "file-slash")
+        # The section for this server is the one used, even when [default] would have worked.
+        home = self.config_home("[%s]\ntoken = cairn_0000\n\n[default]\ntoken = %s\n"
+                                % (self.url, self.writer_token))
+        self.assert_refused(self.log_run("file-wrong", XDG_CONFIG_HOME=home),
+                            "UNAUTHENTICATED", 401)
+
+    def test_credentials_file_default_section(self):
+        other = "http://127.0.0.1:9"
+        home = self.config_home("[%s]\ntoken = cairn_0000\n\n[default]\nusername = writer\n"
+                                "password = %s\n" % (other, self.WRITER_PASSWORD))
+        self.assert_logged(self.log_run("file-default", XDG_CONFIG_HOME=home), "file-default")
+        # Another server's section is not used for this one.
+        home = self.config_home("[%s]\ntoken = %s\n" % (other, self.writer_token))
+        self.assert_refused(self.log_run("file-other", XDG_CONFIG_HOME=home),
+                            "UNAUTHENTICATED", 401)
+
+    def test_credentials_file_others_may_read_is_refused(self):
+        for mode in (0o644, 0o640):
+            home = self.config_home("[default]\ntoken = %s\n" % self.writer_token, mode)
+            path = os.path.join(home, "cairn", "credentials")
+            with mock.patch.dict(os.environ, {"XDG_CONFIG_HOME": home}):
+                with self.assertRaises(cairn.CairnError) as caught:
+                    cairn.start_run(experiment="py-auth-readable", tracking_uri=self.url)
+            self.assertEqual(caught.exception.error_code, "PERMISSION_DENIED")
+            self.assertIn(path, caught.exception.message)
+            self.assertIn("chmod 600", caught.exception.message)
+            self.assertIsNone(cairn.active_run())
+            got = self.as_admin("GET", API + "experiments/get-by-name",
+                                params={"experiment_name": "py-auth-readable"})
+            self.assertEqual(got.status, 404, "nothing should reach the server: %r" % (got,))
+        os.chmod(path, 0o600)  # the same file, private now, is used
+        self.assert_logged(self.log_run("file-private", XDG_CONFIG_HOME=home), "file-private")
+
+    def test_cairn_login_writes_the_credentials_file(self):
+        home = tempfile.mkdtemp(dir=self.root)
+        path = os.path.join(home, "cairn", "credentials")
+        env = child_env(XDG_CONFIG_HOME=home, HOME=home)
+
+        def login(password):
+            password_file = self.secret_file("login-password", password + "\n")
+            return subprocess.run([tl.CONFIG.cairn, "login", "-u", "writer", "--password-file",
+                                   password_file, "--tracking-uri", self.url],
+                                  env=env, cwd=self.root, capture_output=True, text=True,
+                                  timeout=60)
+
+        p = login(self.WRITER_PASSWORD)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn(path, p.stdout + p.stderr)
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        with open(path) as f:
+            text = f.read()
+        self.assertNotIn(self.WRITER_PASSWORD, text)
+        saved = configparser.ConfigParser(interpolation=None)
+        saved.read_string(text)
+        self.assertEqual(saved.sections(), [self.url])
+        self.assertTrue(saved[self.url]["token"].startswith("cairn_"), text)
+        # The client finds it with no credentials in the environment.
+        self.assert_logged(self.log_run("login", XDG_CONFIG_HOME=home), "login")
+        # A wrong password says so and leaves the file alone.
+        p = login("wrong-password")
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("refused", p.stderr)
+        with open(path) as f:
+            self.assertEqual(f.read(), text)
+
+    # -- permissions and revocation -----------------------------------------------------------
+
+    def test_read_only_user_is_refused_a_write(self):
+        made = self.as_admin("POST", API + "experiments/create", {"name": "py-auth-shared"})
+        self.assertEqual(made.status, 200, repr(made))
+        exp_id = made.body["experiment_id"]
+        reader = {"MLFLOW_TRACKING_USERNAME": "reader",
+                  "MLFLOW_TRACKING_PASSWORD": self.READER_PASSWORD}
+        # Reading is the default; writing into someone else's experiment is not.
+        seen = self.c.get(API + "experiments/get", {"experiment_id": exp_id},
+                          headers={"Authorization": basic_auth("reader", self.READER_PASSWORD)})
+        self.assertEqual((seen.status, seen.body["experiment"]["name"]), (200, "py-auth-shared"))
+        self.assert_refused(self.log_run("reader", experiment="py-auth-shared", **reader),
+                            "PERMISSION_DENIED", 403)
+        runs = self.as_admin("POST", API + "runs/search", {"experiment_ids": [exp_id]})
+        self.assertEqual(runs.body.get("runs", []), [])
+        granted = self.as_admin("POST", API + "experiments/permissions/create", {
+            "experiment_id": exp_id, "username": "reader", "permission": "EDIT"})
+        self.assertEqual(granted.status, 200, repr(granted))
+        self.assert_logged(self.log_run("reader", experiment="py-auth-shared", **reader),
+                           "reader")
+
+    def test_token_revoked_during_a_run(self):
+        token, token_id = self.make_token(self.writer, "py-revoked")
+        p = subprocess.Popen([sys.executable, "-c", REVOKED_CHILD], cwd=self.root,
+                             env=child_env(CAIRN_TRACKING_URI=self.url, CAIRN_TOKEN=token,
+                                           EXPERIMENT="py-auth-revoked"),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        run_id = p.stdout.readline().strip()
+        self.assertTrue(run_id, p.stderr.read() if p.poll() is not None else "")
+        revoked = self.c.post("/api/cairn/v1/tokens/revoke", {"token": token_id},
+                              headers={"Authorization": self.writer})
+        self.assertEqual(revoked.status, 200, repr(revoked))
+        out, err = p.communicate("go\n", timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        flush, end = (json.loads(line) for line in out.splitlines())
+        self.assertEqual(flush["flush"], "UNAUTHENTICATED", out)
+        self.assertLess(flush["seconds"], 2.0, out)
+        self.assertEqual(end, {"end": "UNAUTHENTICATED"}, out)
+        h = self.as_admin("GET", API + "metrics/get-history",
+                          params={"run_id": run_id, "metric_key": "loss"})
+        self.assertEqual([(m["step"], m["value"]) for m in h.body["metrics"]], [(0, 1.0)])
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // Drives a cairn server with the third-party `mlflow` npm client (2.0.7) through a full
-// tracking flow. Usage:
+// tracking flow, then a second server with authentication on through the same client carrying a
+// bearer token in its `headers`. Usage:
 //   node mlflow_client_test.js /path/to/cairn        (or --cairn PATH, or CAIRN_BIN=PATH)
 // Starts `cairn server --host 127.0.0.1 --port 0 --data-dir <tmp>`, reads the URL it prints,
-// runs the checks in order, stops the server with SIGTERM and prints
+// runs the checks in order, stops the server with SIGTERM; then does the same with
+// `--auth on --init-admin admin --password-file F`, and prints
 //   node mlflow client: N passed, N failed
 // exiting non-zero on any failure. (The client console.logs every POST body; that is expected.)
 // Experiments.setExperimentTag is not used: it builds a URL without the '/' before the verb.
@@ -28,9 +30,10 @@ function cairnBinary() {
   return positional || process.env.CAIRN_BIN;
 }
 
-function startServer(bin, dataDir) {
+function startServer(bin, dataDir, extraArgs = []) {
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, ['server', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir], {
+    const args = ['server', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, ...extraArgs];
+    const child = spawn(bin, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output = [];
@@ -89,6 +92,143 @@ let liveServer = null; // killed by the watchdog if the run hangs
 
 const kv = (pairs) => Object.fromEntries((pairs || []).map((p) => [p.key, p.value]));
 const byKey = (metrics) => Object.fromEntries((metrics || []).map((m) => [m.key, m]));
+
+const ADMIN_PASSWORD = 'admin-secret-1';
+const basicAuth = (user, password) => 'Basic ' + Buffer.from(`${user}:${password}`).toString('base64');
+const rejectsWith401 = (promise) => assert.rejects(promise, (e) => {
+  assert.match(e.message, /"status":401/);
+  return true;
+});
+
+// One request with fetch, outside the mlflow client (tokens are cairn's own API). Returns the
+// status, the headers and the parsed JSON body (null when the body is not JSON).
+async function api(url, method, target, body, authorization) {
+  const headers = { Accept: 'application/json' };
+  if (authorization) headers.Authorization = authorization;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const r = await fetch(url + target, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await r.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch (_) {
+    // a 401 answers in plain text
+  }
+  return { status: r.status, headers: r.headers, text, json };
+}
+
+// The second server, with authentication on: an admin makes a token with its password, the
+// mlflow client logs with that token as a bearer header, and loses access once it is revoked.
+async function authPhase(bin, tmp, check) {
+  const state = { server: null };
+  const dataDir = path.join(tmp, 'auth-data');
+  fs.mkdirSync(dataDir);
+  const passwordFile = path.join(tmp, 'admin-password');
+  fs.writeFileSync(passwordFile, ADMIN_PASSWORD + '\n', { mode: 0o600 });
+  await check('auth: server starts with --auth on --init-admin admin', async () => {
+    state.server = await startServer(bin, dataDir,
+      ['--auth', 'on', '--init-admin', 'admin', '--password-file', passwordFile]);
+    liveServer = state.server.child;
+  });
+  if (!state.server) return state;
+  const url = state.server.url;
+  console.log(`cairn (auth on) at ${url}`);
+  const admin = basicAuth('admin', ADMIN_PASSWORD);
+  const anonymous = new MLflow({ endpoint: url });
+  const t0 = Date.now();
+  const ctx = { lateMetric: { key: 'loss', value: 9, timestamp: t0, step: 9 } }; // must never arrive
+  const history = async (authorization) => {
+    const r = await api(url, 'GET', `/api/2.0/mlflow/metrics/get-history?run_id=${ctx.runId}&metric_key=loss`,
+      undefined, authorization);
+    assert.equal(r.status, 200, r.text);
+    return (r.json.metrics || []).map((m) => [m.step, m.value]).sort((a, b) => a[0] - b[0]);
+  };
+
+  await check('auth: a wrong password is refused with 401 and a Basic challenge', async () => {
+    const r = await api(url, 'POST', '/api/cairn/v1/tokens', { name: 'nope', scopes: ['write'] },
+      basicAuth('admin', 'not-the-password'));
+    assert.equal(r.status, 401, r.text);
+    assert.equal(r.headers.get('www-authenticate'), 'Basic realm="mlflow"');
+    assert.equal(r.json, null);
+  });
+
+  await check('auth: admin creates a token with its password', async () => {
+    const r = await api(url, 'POST', '/api/cairn/v1/tokens', { name: 'node-client', scopes: ['write'] }, admin);
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.json.value, /^cairn_\w{16,}$/);
+    assert.equal(typeof r.json.token.id, 'string');
+    assert.equal(r.json.token.name, 'node-client');
+    assert.ok(r.json.token.scopes.includes('write'), JSON.stringify(r.json.token));
+    assert.ok(!JSON.stringify(r.json.token).includes(r.json.value), 'the token record repeats its secret');
+    ctx.token = r.json.value;
+    ctx.tokenId = r.json.token.id;
+    ctx.client = new MLflow({ endpoint: url, headers: { Authorization: 'Bearer ' + ctx.token } });
+  });
+
+  await check('auth: bearer client creates an experiment and a run', async () => {
+    const { Experiments, Runs } = ctx.client;
+    ctx.expName = `node-auth-${process.pid}-${t0}`;
+    ctx.expId = (await Experiments.create({ name: ctx.expName })).experiment_id;
+    assert.equal(typeof ctx.expId, 'string');
+    assert.equal((await Experiments.get({ experiment_id: ctx.expId })).experiment.name, ctx.expName);
+    const r = await Runs.create({
+      experiment_id: ctx.expId, user_id: 'node', start_time: t0, tags: [{ key: 'via', value: 'bearer' }],
+    });
+    ctx.runId = r.run.info.run_id;
+    assert.equal(r.run.info.experiment_id, ctx.expId);
+    assert.equal(r.run.info.status, 'RUNNING');
+  });
+
+  await check('auth: bearer client logs a param and metrics and reads them back', async () => {
+    const { Runs, Metrics } = ctx.client;
+    await Runs.logParameter({ run_id: ctx.runId, key: 'lr', value: '0.01' });
+    for (let step = 0; step < 3; step++) {
+      await Runs.logMetric({ run_id: ctx.runId, key: 'loss', value: 1 / (step + 1), timestamp: t0 + step, step });
+    }
+    const { run } = await Runs.get({ run_id: ctx.runId });
+    assert.deepEqual(kv(run.data.params), { lr: '0.01' });
+    assert.equal(kv(run.data.tags).via, 'bearer');
+    assert.equal(byKey(run.data.metrics).loss.step, 2);
+    assert.equal(byKey(run.data.metrics).loss.value, 1 / 3);
+    const h = await Metrics.getHistory({ run_id: ctx.runId, metric_key: 'loss' });
+    assert.deepEqual([...h.metrics].sort((a, b) => a.step - b.step).map((m) => m.value), [1, 1 / 2, 1 / 3]);
+  });
+
+  await check('auth: bearer client searches runs', async () => {
+    const r = await ctx.client.Runs.search({ experiment_ids: [ctx.expId], filter: "params.lr = '0.01'" });
+    assert.deepEqual(r.runs.map((x) => x.info.run_id), [ctx.runId]);
+    const none = await ctx.client.Runs.search({ experiment_ids: [ctx.expId], filter: "params.lr = '0.02'" });
+    assert.deepEqual(none.runs || [], []);
+  });
+
+  await check('auth: the same client without the header gets 401 and changes nothing', async () => {
+    await rejectsWith401(anonymous.Runs.get({ run_id: ctx.runId }));
+    await rejectsWith401(anonymous.Runs.logMetric({ ...ctx.lateMetric, run_id: ctx.runId }));
+    await rejectsWith401(anonymous.Experiments.create({ name: `${ctx.expName}-anonymous` }));
+    await rejectsWith401(anonymous.Runs.search({ experiment_ids: [ctx.expId] }));
+    assert.deepEqual(await history(admin), [[0, 1], [1, 1 / 2], [2, 1 / 3]]);
+    const r = await api(url, 'GET',
+      `/api/2.0/mlflow/experiments/get-by-name?experiment_name=${encodeURIComponent(ctx.expName + '-anonymous')}`,
+      undefined, admin);
+    assert.equal(r.status, 404, r.text);
+  });
+
+  await check('auth: after the token is revoked the client\'s next call gets 401', async () => {
+    const r = await api(url, 'POST', '/api/cairn/v1/tokens/revoke', { token: ctx.tokenId }, admin);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(typeof r.json.token.revoked_time, 'number');
+    await rejectsWith401(ctx.client.Runs.get({ run_id: ctx.runId }));
+    await rejectsWith401(ctx.client.Runs.logMetric({ ...ctx.lateMetric, run_id: ctx.runId }));
+    assert.deepEqual(await history(admin), [[0, 1], [1, 1 / 2], [2, 1 / 3]]);
+  });
+
+  await check('auth: server exits 0 on SIGTERM', async () => {
+    const { code, signal } = await stopServer(state.server.child);
+    assert.equal(signal, null, `killed by ${signal}`);
+    assert.equal(code, 0);
+  });
+  return state;
+}
 
 async function main() {
   const bin = cairnBinary();
@@ -305,13 +445,17 @@ async function main() {
     assert.equal(code, 0);
   });
 
+  const auth = await authPhase(path.resolve(bin), tmp, check);
+
   const passed = results.filter((r) => r[1]).length;
   const failed = results.length - passed;
   if (failed) {
     console.log(`--- cairn output ---\n${server.output.join('')}--- end ---`);
+    if (auth.server) console.log(`--- cairn (auth on) output ---\n${auth.server.output.join('')}--- end ---`);
     console.log(`failed: ${results.filter((r) => !r[1]).map((r) => r[0]).join('; ')}`);
   }
   await stopServer(server.child);
+  if (auth.server) await stopServer(auth.server.child);
   fs.rmSync(tmp, { recursive: true, force: true });
   console.log(`${SUITE}: ${passed} passed, ${failed} failed`);
   return failed || passed === 0 ? 1 : 0;
