@@ -6,11 +6,13 @@ the calling thread and returns once the server has acknowledged it; `close()` st
 and flushes. Requests respect MLflow's log-batch limits (at most 1000 metrics, 100 params,
 100 tags, 1000 items and about 1 MB of JSON each).
 
-Errors: items the server rejects (4xx) are dropped and the error raised once, by the next
+Errors: items the server rejects (4xx but 401) are dropped and the error raised once, by the next
 call that adds to the queue or by the next flush. A batch refused as invalid is split and sent
 again in halves, so the good items in it still arrive. A batch that could not be delivered
 (connection failures and 5xx, after the transport's retries) goes back to the front of the
 queue and is tried again on the next tick; flush raises that error if data is still queued.
+So does a batch refused for its credentials (401): it waits for credentials the server takes
+(the transport looks for them again after each 401).
 Only one request is in flight at a time, so a run's data arrives in the order it was logged.
 
 A batcher made with `run_may_be_missing=True` (a run that `cairn run` created, or will create
@@ -201,6 +203,10 @@ class Batcher:
         except CairnError as e:
             if e.retryable:
                 raise
+            if e.error_code == "UNAUTHENTICATED":
+                # Refused credentials (a token revoked or expired): nothing is wrong with the
+                # data, which stays queued until credentials the server takes are found.
+                raise CairnError(e.message, e.error_code, e.status, True)
             if self._run_may_be_missing and e.error_code == "RESOURCE_DOES_NOT_EXIST":
                 raise CairnError("run %s is not on the tracking server yet: its wrapper creates "
                                  "it once the server is reachable; what was logged stays queued "

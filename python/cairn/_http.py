@@ -74,7 +74,7 @@ def _env_number(name, default, kind=float):
     return value
 
 
-def _error_from_response(status, payload, what):
+def _error_from_response(status, payload, what, auth_source=None):
     """CairnError for a non-2xx answer; MLflow's JSON error body when there is one."""
     code, message = None, None
     try:
@@ -88,8 +88,12 @@ def _error_from_response(status, payload, what):
         message = "HTTP %d%s" % (status, (": " + text[:500]) if text else "")
     if status == 401:
         code = "UNAUTHENTICATED"
-        message = ("the server needs credentials, or refused these: set CAIRN_TOKEN, or run "
-                   "`cairn login`")
+        if auth_source is None:
+            message = "the server needs credentials: set CAIRN_TOKEN, or run `cairn login`"
+        else:
+            message = ("the server refused the credentials from %s (a wrong password, or a "
+                       "token that expired or was revoked): set CAIRN_TOKEN, or run "
+                       "`cairn login`" % auth_source)
     if code is None:
         code = "ENDPOINT_NOT_FOUND" if status == 404 else "HTTP_%d" % status
     return CairnError("%s (%s)" % (message, what), code, status, status in RETRY_STATUSES)
@@ -108,18 +112,24 @@ def _basic(user, password):
 
 def resolve_authorization(tracking_uri):
     """The Authorization header for `tracking_uri`, or None (see the module's docstring)."""
+    return find_credentials(tracking_uri)[0]
+
+
+def find_credentials(tracking_uri):
+    """(Authorization header or None, where it came from: "CAIRN_TOKEN", ..., or None)."""
     env = os.environ
     if env.get("CAIRN_TOKEN"):
-        return "Bearer " + env["CAIRN_TOKEN"]
+        return "Bearer " + env["CAIRN_TOKEN"], "CAIRN_TOKEN"
     if env.get("MLFLOW_TRACKING_USERNAME") and env.get("MLFLOW_TRACKING_PASSWORD"):
-        return _basic(env["MLFLOW_TRACKING_USERNAME"], env["MLFLOW_TRACKING_PASSWORD"])
+        return (_basic(env["MLFLOW_TRACKING_USERNAME"], env["MLFLOW_TRACKING_PASSWORD"]),
+                "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD")
     if env.get("MLFLOW_TRACKING_TOKEN"):
-        return "Bearer " + env["MLFLOW_TRACKING_TOKEN"]
+        return "Bearer " + env["MLFLOW_TRACKING_TOKEN"], "MLFLOW_TRACKING_TOKEN"
     path = credentials_file_path()
     try:
         mode = os.stat(path).st_mode
     except OSError:
-        return None
+        return None, None
     if mode & 0o077:
         raise CairnError("refusing the credentials in %s: its group or others may read it; "
                          "chmod 600 %s" % (path, path), "PERMISSION_DENIED")
@@ -134,12 +144,13 @@ def resolve_authorization(tracking_uri):
         section = sections.get(name)
         if section is None:
             continue
+        source = "[%s] of %s" % (name, path)
         if section.get("token"):
-            return "Bearer " + section["token"]
+            return "Bearer " + section["token"], source
         if section.get("username"):
-            return _basic(section["username"], section.get("password", ""))
-        return None
-    return None
+            return _basic(section["username"], section.get("password", "")), source
+        return None, None
+    return None, None
 
 
 class Transport:
@@ -159,9 +170,8 @@ class Transport:
         self.backoff = _env_number("CAIRN_HTTP_BACKOFF", 0.5)
         self.timeout = _env_number("CAIRN_HTTP_TIMEOUT", 120.0)
         self._headers = {"User-Agent": "cairn-python/" + __version__}
-        authorization = resolve_authorization(self.uri)
-        if authorization:
-            self._headers["Authorization"] = authorization
+        self._auth_lock = threading.Lock()
+        self._use_credentials(*find_credentials(self.uri))
         self._local = threading.local()
 
     # -- public -------------------------------------------------------------------------------
@@ -227,11 +237,31 @@ class Transport:
             conn.close()
         self._local.conn = None
 
+    def _use_credentials(self, authorization, source):
+        with self._auth_lock:
+            self._auth_source = source
+            if authorization:
+                self._headers["Authorization"] = authorization
+            else:
+                self._headers.pop("Authorization", None)
+
+    def _refresh_credentials(self, sent):
+        """After a 401: look for credentials again (CAIRN_TOKEN set since, `cairn login` run in
+        another terminal); True when they differ from the ones `sent`."""
+        found, source = find_credentials(self.uri)
+        if found == sent:
+            return False
+        self._use_credentials(found, source)
+        return True
+
     def _send(self, method, target, headers, make_body, max_retries=None):
         if max_retries is None:
             max_retries = self.max_retries
-        all_headers = dict(self._headers)
+        with self._auth_lock:
+            all_headers = dict(self._headers)
+            auth_source = self._auth_source
         all_headers.update(headers)
+        credentials_refreshed = False
         what = "%s %s" % (method, target.split("?", 1)[0])
         retries = 0
         stale_retry_done = False
@@ -261,7 +291,15 @@ class Transport:
                 # A server that refuses a request may not have read its body, and could read
                 # the rest as the next request: never reuse the connection after an error.
                 self._discard_connection()
-                error = _error_from_response(resp.status, payload, what)
+                if resp.status == 401 and not credentials_refreshed:
+                    credentials_refreshed = True
+                    if self._refresh_credentials(all_headers.get("Authorization")):
+                        with self._auth_lock:
+                            all_headers.pop("Authorization", None)
+                            all_headers.update(self._headers)
+                            auth_source = self._auth_source
+                        continue
+                error = _error_from_response(resp.status, payload, what, auth_source)
                 if not error.retryable:
                     raise error
                 delay_hint = _retry_after(resp.getheader("Retry-After"))

@@ -180,6 +180,27 @@ struct LoginFlags {
   int64_t expires_in_days = 90;
 };
 
+// The token a new `cairn login` replaced in the credentials file is revoked, so that no
+// forgotten token stays valid; one of another account, or one no longer valid, is left alone.
+void RevokeReplacedToken(client::TrackingClient& signed_in, const std::string& old_value) {
+  client::ClientOptions options;
+  options.tracking_uri = signed_in.tracking_uri();
+  options.authorization = "Bearer " + old_value;
+  auto old = client::TrackingClient::Create(options);
+  if (!old.ok()) return;
+  Result<std::string> who = (*old)->CallJson("GET", "/api/cairn/v1/auth/session", "");
+  if (!who.ok()) return;
+  const json session = json::parse(*who, nullptr, false);
+  if (session.is_discarded() || !session.contains("token")) return;
+  const std::string id = Text(session["token"], "id");
+  Result<std::string> revoked =
+      signed_in.CallJson("POST", "/api/cairn/v1/tokens/revoke", json({{"token", id}}).dump());
+  if (revoked.ok()) {
+    std::printf("revoked the token it replaces (%s)\n",
+                Text(session["token"], "name").c_str());
+  }
+}
+
 int Login(const LoginFlags& flags) {
   std::string username = flags.username;
   if (username.empty()) {
@@ -221,6 +242,7 @@ int Login(const LoginFlags& flags) {
             {"expires_in_days", flags.expires_in_days},
             {"scopes", admin ? json::array({"admin"}) : json::array({"write"})}});
   if (!out) return 1;
+  const std::optional<std::string> replaced = client::SavedToken((*client)->tracking_uri());
   Status s = client::SaveToken((*client)->tracking_uri(), Text(*out, "value"));
   if (!s.ok()) {
     std::fprintf(stderr, "error: saving the token: %s\n", s.message().c_str());
@@ -229,6 +251,7 @@ int Login(const LoginFlags& flags) {
   std::printf("signed in to %s as %s: token %s saved in %s\n",
               (*client)->tracking_uri().c_str(), username.c_str(), name.c_str(),
               client::CredentialsFilePath().c_str());
+  if (replaced) RevokeReplacedToken(**client, *replaced);
   return 0;
 }
 

@@ -134,6 +134,21 @@ Result<std::optional<std::string>> ResolveAuthorization(const std::string& track
   return std::optional<std::string>();
 }
 
+std::optional<std::string> SavedToken(const std::string& tracking_uri) {
+  const std::string path = CredentialsFilePath();
+  if (path.empty()) return std::nullopt;
+  Result<std::string> text = ReadPrivateFile(path);
+  if (!text.ok()) return std::nullopt;
+  Result<Sections> sections = ParseIni(*text, path);
+  if (!sections.ok()) return std::nullopt;
+  for (const auto& [name, values] : *sections) {
+    if (name != SectionName(tracking_uri)) continue;
+    auto token = values.find("token");
+    if (token != values.end() && !token->second.empty()) return token->second;
+  }
+  return std::nullopt;
+}
+
 Status SaveToken(const std::string& tracking_uri, const std::string& token) {
   const std::string path = CredentialsFilePath();
   if (path.empty()) return FailedPrecondition("neither XDG_CONFIG_HOME nor HOME is set");
@@ -159,8 +174,11 @@ Status SaveToken(const std::string& tracking_uri, const std::string& token) {
     for (const auto& [key, value] : values) out += key + " = " + value + "\n";
   }
   std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  if (ec) return Unavailable("cannot create " + fs::path(path).parent_path().string());
+  const fs::path dir = fs::path(path).parent_path();
+  if (fs::create_directories(dir, ec)) {
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  }
+  if (ec) return Unavailable("cannot create " + dir.string());
   // Written with mode 0600 from the start, then renamed over the old file: never readable by
   // others, never torn.
   const fs::path temp = TempPathFor(path);

@@ -29,8 +29,11 @@ std::string CredentialsFilePath();
 // may read, kInvalidArgument for one that cannot be read as INI.
 Result<std::optional<std::string>> ResolveAuthorization(const std::string& tracking_uri);
 
+// The token the credentials file holds in `tracking_uri`'s own section, if any.
+std::optional<std::string> SavedToken(const std::string& tracking_uri);
+
 // Writes (creating or replacing) the token of `tracking_uri`'s section in the credentials file,
-// keeping the other sections, with mode 0600.
+// keeping the other sections, with mode 0600 (its directory 0700).
 Status SaveToken(const std::string& tracking_uri, const std::string& token);
 
 }  // namespace cairn::client

@@ -99,6 +99,7 @@ struct Principal {
   std::vector<std::string> teams;   // the teams it belongs to
   TokenScopes scopes = kAllScopes;  // the token's, or all for a password or session
   std::string token_name;           // set when a token authenticated the request
+  std::string token_id;
   // Acts as an admin: an admin account, through a password, a session or an admin token.
   bool ActsAsAdmin() const { return is_admin && scopes.admin; }
 };

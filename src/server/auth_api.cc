@@ -209,7 +209,16 @@ Result<CairnResponse> SessionInfo(ApiContext& ctx, const CairnCall&) {
   if (!ctx.access->enabled()) {
     WriteSession(w, ctx, "", true, "");
   } else if (ctx.session_id.empty()) {
-    WriteSession(w, ctx, "", false, "");
+    // A password or token (`cairn login` asks which token it holds), or nothing.
+    const core::Principal& who = *ctx.caller;
+    w.BeginObject();
+    w.Key("auth").Bool(true).Key("signed_in").Bool(!who.username.empty());
+    w.Key("username").String(who.username).Key("is_admin").Bool(who.is_admin);
+    if (!who.token_id.empty()) {
+      w.Key("token").BeginObject().Key("id").String(who.token_id);
+      w.Key("name").String(who.token_name).EndObject();
+    }
+    w.EndObject();
   } else {
     std::optional<service::Session> s = ctx.access->FindSession(ctx.session_id);
     Result<service::UserDetails> d =

@@ -284,7 +284,8 @@ void Gate::Record(PendingAudit audit, const Status& outcome) {
     return;
   }
   audit.entry.outcome = outcome.ok() ? "ok" : outcome.ToString();
-  access_->Audit(std::move(audit.entry));
+  // Logging calls may be answered on an I/O thread, which must not wait on the store.
+  access_->Audit(std::move(audit.entry), /*wait=*/!audit.logging);
 }
 
 void Gate::Audit(const Caller& caller, const HttpRequest& req, const CallSubject& call,

@@ -163,6 +163,8 @@ Result<std::string> CreateRun(ApiContext& ctx, const Fields& f) {
   req.experiment_id = exp.value_or("0");
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> user, f.Str("user_id"));
   req.user_id = user.value_or("");
+  // Signed in, the run is the account's, whatever name the client's machine gave.
+  if (ctx.access->enabled() && !ctx.caller->username.empty()) req.user_id = ctx.caller->username;
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> name, f.Str("run_name"));
   req.run_name = name.value_or("");
   CAIRN_ASSIGN_OR_RETURN(req.start_time, f.Int("start_time"));

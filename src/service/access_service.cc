@@ -47,7 +47,7 @@ std::string TokenSecretHash(std::string_view value) { return Sha256Hex(value); }
 AccessService::AccessService(store::MetadataStore* store, Clock* clock, AccessOptions options)
     : store_(store), clock_(clock), options_(options) {}
 
-Principal AccessService::Anonymous() { return Principal{"", true, {}, core::kAllScopes, ""}; }
+Principal AccessService::Anonymous() { return Principal{"", true, {}, core::kAllScopes, "", ""}; }
 
 bool AccessService::Fresh(int64_t checked, uint64_t generation, int64_t now) const {
   return generation == generation_ && now - checked < options_.recheck_ms;
@@ -61,9 +61,9 @@ std::string AccessService::PasswordKey(std::string_view username, std::string_vi
 }
 
 Principal AccessService::PrincipalOf(const UserEntry& entry, core::TokenScopes scopes,
-                                     std::string token_name) const {
+                                     const core::Token* token) const {
   return Principal{entry.user.username, entry.user.is_admin, entry.teams, scopes,
-                   std::move(token_name)};
+                   token != nullptr ? token->name : "", token != nullptr ? token->id : ""};
 }
 
 const AccessService::UserEntry* AccessService::CachedUser(const std::string& username,
@@ -120,7 +120,7 @@ std::optional<Principal> AccessService::AuthenticateCached(const Credentials& c)
     std::shared_lock lock(mu_);
     const UserEntry* user = CachedUser(session->username, now);
     if (!user) return std::nullopt;
-    return PrincipalOf(*user, core::kAllScopes, "");
+    return PrincipalOf(*user, core::kAllScopes, nullptr);
   }
   std::shared_lock lock(mu_);
   if (c.kind == Credentials::Kind::kBasic) {
@@ -128,7 +128,7 @@ std::optional<Principal> AccessService::AuthenticateCached(const Credentials& c)
     if (pw == passwords_.end()) return std::nullopt;
     const UserEntry* user = CachedUser(pw->second.first, now);
     if (!user || user->user.password_hash != pw->second.second) return std::nullopt;
-    return PrincipalOf(*user, core::kAllScopes, "");
+    return PrincipalOf(*user, core::kAllScopes, nullptr);
   }
   if (c.kind == Credentials::Kind::kBearer) {
     auto t = tokens_.find(TokenSecretHash(c.secret));
@@ -138,7 +138,7 @@ std::optional<Principal> AccessService::AuthenticateCached(const Credentials& c)
     }
     const UserEntry* user = CachedUser(t->second.token.owner, now);
     if (!user) return std::nullopt;
-    return PrincipalOf(*user, t->second.token.scopes, t->second.token.name);
+    return PrincipalOf(*user, t->second.token.scopes, &t->second.token);
   }
   return std::nullopt;
 }
@@ -161,7 +161,7 @@ Result<Principal> AccessService::Authenticate(const Credentials& c, std::string_
         if (user.status().code() == StatusCode::kUnauthenticated) Logout(c.secret);
         return user.status();
       }
-      return PrincipalOf(*user, core::kAllScopes, "");
+      return PrincipalOf(*user, core::kAllScopes, nullptr);
     }
   }
   return Unauthenticated("no credentials");
@@ -181,7 +181,7 @@ Result<Principal> AccessService::CheckPassword(const std::string& username,
     std::shared_lock lock(mu_);
     auto it = passwords_.find(key);
     if (it != passwords_.end() && it->second.second == user->user.password_hash) {
-      return PrincipalOf(*user, core::kAllScopes, "");
+      return PrincipalOf(*user, core::kAllScopes, nullptr);
     }
   }
   if (!VerifyPassword(user->user.password_hash, password)) {
@@ -190,7 +190,7 @@ Result<Principal> AccessService::CheckPassword(const std::string& username,
   std::unique_lock lock(mu_);
   Bound(passwords_);
   passwords_[key] = {username, user->user.password_hash};
-  return PrincipalOf(*user, core::kAllScopes, "");
+  return PrincipalOf(*user, core::kAllScopes, nullptr);
 }
 
 Result<Principal> AccessService::CheckToken(const std::string& value, std::string_view source) {
@@ -222,7 +222,7 @@ Result<Principal> AccessService::CheckToken(const std::string& value, std::strin
   std::unique_lock lock(mu_);
   Bound(tokens_);
   tokens_[hash] = TokenEntry{*token, now};
-  return PrincipalOf(*user, token->scopes, token->name);
+  return PrincipalOf(*user, token->scopes, &*token);
 }
 
 // Failures are counted per address and account (guessing one account's password) and per
@@ -371,11 +371,16 @@ void AccessService::EndSessionsOf(std::string_view username) {
   std::erase_if(sessions_, [&](const auto& s) { return s.second.username == username; });
 }
 
-void AccessService::Audit(core::AuditEntry entry) {
+void AccessService::Audit(core::AuditEntry entry, bool wait) {
   if (entry.time == 0) entry.time = clock_->NowMillis();
-  store_->identity().AppendAuditAsync(std::move(entry), [](Status s) {
+  auto report = [](const Status& s) {
     if (!s.ok()) LogError("appending to the audit log failed: " + s.ToString());
-  });
+  };
+  if (wait) {
+    report(store_->identity().AppendAudit(entry));
+  } else {
+    store_->identity().AppendAuditAsync(std::move(entry), report);
+  }
 }
 
 bool AccessService::LoggingDueForAudit(std::string_view actor, std::string_view object) {

@@ -132,8 +132,10 @@ class AccessService {
   void EndSessionsOf(std::string_view username);
 
   // --- Audit ---------------------------------------------------------------------------------
-  // Appends without waiting; a failure to append is logged.
-  void Audit(core::AuditEntry entry);
+  // Appends an audit line: committed before it returns with `wait` (a delete is answered only
+  // once the log says who did it), else without waiting (logging calls, on I/O threads). A
+  // failure to append is logged.
+  void Audit(core::AuditEntry entry, bool wait = true);
   // Whether a logging call (log-batch and its kin) into `object` by `actor` is due an entry:
   // the first one, then one every ten minutes, so that the log says who wrote into a run
   // without an entry per metric.
@@ -168,8 +170,9 @@ class AccessService {
   Result<UserEntry> LoadUser(const std::string& username);
   // Under mu_ (shared): the entry while it is fresh, else null.
   const UserEntry* CachedUser(const std::string& username, int64_t now) const;
+  // `token`: the token that authenticated the request, if one did.
   core::Principal PrincipalOf(const UserEntry& entry, core::TokenScopes scopes,
-                              std::string token_name) const;
+                              const core::Token* token) const;
   Result<core::Principal> CheckPassword(const std::string& username, const std::string& password,
                                         std::string_view source);
   Result<core::Principal> CheckToken(const std::string& value, std::string_view source);

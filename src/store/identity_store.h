@@ -84,6 +84,8 @@ class IdentityStore {
   virtual Status AppendAudit(const core::AuditEntry& entry) = 0;
   // AppendAudit without waiting: `done` gets the outcome once committed, on any thread, and
   // must neither block nor call into the store. The default appends and calls `done` at once.
+  // It may be called from the `done` of the store's own asynchronous writes (LogBatchAsync), so
+  // it must not wait for the writer itself.
   virtual void AppendAuditAsync(core::AuditEntry entry, std::function<void(Status)> done) {
     done(AppendAudit(entry));
   }

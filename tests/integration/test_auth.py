@@ -451,6 +451,44 @@ class AuthOnTest(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("cairn login", p.stderr)
 
+    def test_cairn_login_saves_a_token_and_replaces_the_last_one(self):
+        home = os.path.join(self.root, "home-login")
+        os.makedirs(home, exist_ok=True)
+        password_file = os.path.join(home, "pw")
+        with open(password_file, "w") as f:
+            f.write("plain-pass\n")
+        os.chmod(password_file, 0o600)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("CAIRN_", "MLFLOW_TRACKING_"))}
+        env.update(HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"),
+                   CAIRN_TRACKING_URI=self.server.url)
+        login = [tl.CONFIG.cairn, "login", "-u", "plain", "--password-file", password_file]
+        p = subprocess.run(login, capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        path = os.path.join(home, ".config", "cairn", "credentials")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        self.assertEqual(os.stat(os.path.dirname(path)).st_mode & 0o777, 0o700)
+        with open(path) as f:
+            first = f.read().split("token = ")[1].strip()
+        # The saved token is what the other commands use: a run is the editor's.
+        p = subprocess.run([tl.CONFIG.cairn, "experiments", "ls"], capture_output=True,
+                           text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("levels", p.stdout)
+        plain = As(self.c, bearer(first))
+        own = plain.post(API + "experiments/create", {"name": "plain-own"}).body["experiment_id"]
+        r = plain.post(API + "runs/create", {"experiment_id": own, "user_id": "someone-else"})
+        self.assertEqual(r.body["run"]["info"]["user_id"], "plain")
+        # Signing in again replaces the token and revokes the old one.
+        p = subprocess.run(login, capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("revoked the token it replaces", p.stdout)
+        with open(path) as f:
+            second = f.read().split("token = ")[1].strip()
+        self.assertNotEqual(first, second)
+        self.assertEqual(self.c.get(API + "experiments/search", headers=bearer(first)).status, 401)
+        self.assertEqual(self.c.get(API + "experiments/search", headers=bearer(second)).status, 200)
+
     # --- sign-in throttling and browser sessions --------------------------------------------------
 
     def test_repeated_failures_from_one_address_are_throttled(self):
@@ -463,8 +501,14 @@ class AuthOnTest(unittest.TestCase):
         self.assertEqual(r.status, 429, r)
         self.assertEqual(r.body["error_code"], "REQUEST_LIMIT_EXCEEDED")
         self.assertGreater(int(r.header("Retry-After")), 0)
-        failures = self.admin.get(CAIRN + "audit", {"actor": "target"}).body["entries"]
-        self.assertGreaterEqual(len(failures), 10)
+        # Audit lines are written without holding up the answer: give them a moment.
+        deadline = time.monotonic() + 5
+        while True:
+            failures = self.admin.get(CAIRN + "audit", {"actor": "target"}).body["entries"]
+            if len(failures) >= 10 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        self.assertEqual(len(failures), 10)
         self.assertTrue(all(e["outcome"] == "refused: wrong password" for e in failures[:10]))
 
     def test_browser_sessions_need_their_csrf_token_to_write(self):

@@ -292,7 +292,8 @@ print(json.dumps({"run_id": run.run_id, "status": run.status}), flush=True)
 """
 
 # Logs with $CAIRN_TOKEN, waits for a line on stdin (the test revokes the token meanwhile),
-# then logs again and flushes, and ends the run.
+# then logs again and flushes; then, given a new token on stdin, sets it as a notebook would
+# and flushes again, and ends the run.
 REVOKED_CHILD = r"""
 import json, os, sys, time, cairn
 run = cairn.start_run(experiment=os.environ["EXPERIMENT"])
@@ -307,6 +308,12 @@ try:
     print(json.dumps({"flush": "ok"}), flush=True)
 except cairn.CairnError as e:
     print(json.dumps({"flush": e.error_code, "seconds": time.monotonic() - start}), flush=True)
+os.environ["CAIRN_TOKEN"] = sys.stdin.readline().strip()
+try:
+    run.flush()
+    print(json.dumps({"flush": "ok"}), flush=True)
+except cairn.CairnError as e:
+    print(json.dumps({"flush": e.error_code}), flush=True)
 try:
     run.end_run()
     print(json.dumps({"end": "ok"}), flush=True)
@@ -1233,15 +1240,19 @@ class AuthTest(unittest.TestCase):
         revoked = self.c.post("/api/cairn/v1/tokens/revoke", {"token": token_id},
                               headers={"Authorization": self.writer})
         self.assertEqual(revoked.status, 200, repr(revoked))
-        out, err = p.communicate("go\n", timeout=60)
+        fresh, _ = self.make_token(self.writer, "py-fresh")
+        out, err = p.communicate("go\n%s\n" % fresh, timeout=60)
         self.assertEqual(p.returncode, 0, err)
-        flush, end = (json.loads(line) for line in out.splitlines())
-        self.assertEqual(flush["flush"], "UNAUTHENTICATED", out)
-        self.assertLess(flush["seconds"], 2.0, out)
-        self.assertEqual(end, {"end": "UNAUTHENTICATED"}, out)
+        refused, again, end = (json.loads(line) for line in out.splitlines())
+        self.assertEqual(refused["flush"], "UNAUTHENTICATED", out)
+        self.assertLess(refused["seconds"], 2.0, out)
+        # What was logged meanwhile was kept, and goes with the new token.
+        self.assertEqual(again, {"flush": "ok"}, out)
+        self.assertEqual(end, {"end": "ok"}, out)
         h = self.as_admin("GET", API + "metrics/get-history",
                           params={"run_id": run_id, "metric_key": "loss"})
-        self.assertEqual([(m["step"], m["value"]) for m in h.body["metrics"]], [(0, 1.0)])
+        self.assertEqual([(m["step"], m["value"]) for m in h.body["metrics"]],
+                         [(0, 1.0), (1, 0.5)])
 
 
 if __name__ == "__main__":
