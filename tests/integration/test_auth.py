@@ -578,6 +578,26 @@ class AuthOffTest(unittest.TestCase):
         r = self.c.post(API + "users/create", {"username": "later", "password": "later-pass"})
         self.assertEqual(r.status, 200, r)
 
+    def test_reads_are_audited_only_when_asked(self):
+        r = self.c.post(API + "experiments/create", {"name": "read-audit"})
+        exp = r.body["experiment_id"]
+        self.c.get(API + "experiments/get", {"experiment_id": exp})
+        objects = [(e["action"], e["object"]) for e in self.c.get(CAIRN + "audit").body["entries"]]
+        self.assertNotIn(("GET experiments/get", "experiment " + exp), objects)
+        root, data_dir = tl.make_temp_root("cairn-audit-reads-")
+        server = tl.CairnServer(tl.CONFIG.cairn, data_dir, extra_args=["--audit-reads"],
+                                name="cairn (audit reads)")
+        server.start()
+        try:
+            c = server.client()
+            c.get(API + "experiments/get", {"experiment_id": "0"})
+            entries = c.get(CAIRN + "audit").body["entries"]
+            self.assertIn(("GET experiments/get", "experiment 0", "ok"),
+                          [(e["action"], e["object"], e["outcome"]) for e in entries])
+        finally:
+            server.stop()
+            shutil.rmtree(root, True)
+
     def test_public_bind_without_auth_is_refused_at_start(self):
         root, data_dir = tl.make_temp_root("cairn-public-")
         try:
