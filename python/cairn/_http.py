@@ -133,7 +133,8 @@ def find_credentials(tracking_uri):
     if mode & 0o077:
         raise CairnError("refusing the credentials in %s: its group or others may read it; "
                          "chmod 600 %s" % (path, path), "PERMISSION_DENIED")
-    parser = configparser.ConfigParser(interpolation=None)
+    # No section is special: "[DEFAULT]" must not lend its keys to the others.
+    parser = configparser.ConfigParser(interpolation=None, default_section="\0")
     try:
         parser.read(path, encoding="utf-8")
     except configparser.Error as e:

@@ -192,6 +192,12 @@ void RevokeReplacedToken(client::TrackingClient& signed_in, const std::string& o
   if (!who.ok()) return;
   const json session = json::parse(*who, nullptr, false);
   if (session.is_discarded() || !session.contains("token")) return;
+  // Only a token of the account that signed in: an admin signing in must not revoke another
+  // person's token that happened to be in this file.
+  Result<std::string> me = signed_in.CallJson("GET", "/api/cairn/v1/auth/session", "");
+  if (!me.ok()) return;
+  const json mine = json::parse(*me, nullptr, false);
+  if (mine.is_discarded() || Text(mine, "username") != Text(session, "username")) return;
   const std::string id = Text(session["token"], "id");
   Result<std::string> revoked =
       signed_in.CallJson("POST", "/api/cairn/v1/tokens/revoke", json({{"token", id}}).dump());
@@ -385,7 +391,8 @@ void RegisterAudit(CLI::App& app, Action* action) {
       "where, and refused sign-ins and requests; newest first.");
   cmd->add_option("--actor", flags->actor, "Only this user (or user/token)");
   cmd->add_option("--object", flags->object,
-                  "Only objects starting with this: 'experiment 3', 'run 1f2e', 'user '");
+                  "Only this object ('experiment 3'), or those starting with it when it ends "
+                  "in a space or / ('run ', 'artifact 3/')");
   cmd->add_option("--since", flags->since, "90m, 12h, 7d, 2026-12-01 or 2026-12-01T08:30 (UTC)");
   cmd->add_option("--limit,-n", flags->limit, "At most this many entries")
       ->capture_default_str()

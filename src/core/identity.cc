@@ -136,6 +136,20 @@ bool MayAccess(const Principal& who, const std::vector<Grant>& grants,
   return Allows(EffectivePermission(who, grants, default_permission), access);
 }
 
+bool AuditObjectMatches(std::string_view object, std::string_view wanted) {
+  if (wanted.empty() || object == wanted) return true;
+  return (wanted.back() == ' ' || wanted.back() == '/') && object.starts_with(wanted);
+}
+
+std::string CanonicalExperimentId(std::string_view id) {
+  if (id.empty() || id.size() > 18 ||
+      !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::string(id);
+  }
+  size_t first = id.find_first_not_of('0');
+  return first == std::string_view::npos ? "0" : std::string(id.substr(first));
+}
+
 bool ValidAccountName(std::string_view name) {
   if (name.empty() || name.size() > 64) return false;
   auto alnum = [](char c) {

@@ -100,6 +100,7 @@ struct Principal {
   TokenScopes scopes = kAllScopes;  // the token's, or all for a password or session
   std::string token_name;           // set when a token authenticated the request
   std::string token_id;
+  int64_t token_expiry = 0;         // ms; 0: the token never expires (or no token)
   // Acts as an admin: an admin account, through a password, a session or an admin token.
   bool ActsAsAdmin() const { return is_admin && scopes.admin; }
 };
@@ -125,11 +126,20 @@ struct AuditEntry {
 
 struct AuditQuery {
   std::string actor;   // exact, "" for any
-  std::string object;  // a prefix ("experiment 3", "run "), "" for any
+  // Exact ("experiment 3"), or a prefix when it ends in ' ' or '/' ("run ", "artifact 3/");
+  // "" for any.
+  std::string object;
   int64_t since = 0;   // ms, inclusive
   int64_t before_id = 0;  // only entries older than this id (paging); 0 for the newest
   int64_t max_results = 1000;
 };
+
+// Whether an audit entry's object matches AuditQuery::object.
+bool AuditObjectMatches(std::string_view object, std::string_view wanted);
+
+// An experiment id as grants name it: "03" and "3" are the same experiment to the stores, so
+// a decimal id loses its leading zeros; anything else is returned as it is.
+std::string CanonicalExperimentId(std::string_view id);
 
 // Whether a username or team name is acceptable: 1 to 64 characters of letters, digits and
 // "._-@", starting with a letter or digit.

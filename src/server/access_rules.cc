@@ -27,7 +27,7 @@ constexpr AccessRule kRules[] = {
      "experiment_id"},
     {Api::kMlflow, "POST", "experiments/delete-experiment-tag", Target::kExperiment, kUpdate,
      "experiment_id"},
-    {Api::kMlflow, "POST", "runs/create", Target::kExperiment, kUpdate, "experiment_id"},
+    {Api::kMlflow, "POST", "runs/create", Target::kExperimentOr0, kUpdate, "experiment_id"},
     {Api::kMlflow, "POST", "runs/update", Target::kRun, kUpdate, "run_id"},
     {Api::kMlflow, "POST", "runs/delete", Target::kRun, kDelete, "run_id"},
     {Api::kMlflow, "POST", "runs/restore", Target::kRun, kDelete, "run_id"},

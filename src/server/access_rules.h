@@ -24,6 +24,7 @@ enum class Target {
   kAdmin,           // administrators only
   kSelfOrAdmin,     // the account the `field` names is the caller's, or the caller is an admin
   kExperiment,      // the experiment whose id is in `field`
+  kExperimentOr0,   // the same, or the Default experiment (0) when the request names none
   kExperimentName,  // the experiment whose name is in `field`
   kNewRun,          // the experiment a new run goes to: experiment_id, else experiment_name
   kRun,             // the run whose id is in `field` (MLflow's run_uuid as a fallback)

@@ -47,6 +47,7 @@ TEST(AccessRulesTest, EveryRouteHasARuleAndEveryRuleARoute) {
 TEST(AccessRulesTest, RulesThatNameAnObjectSayWhere) {
   for (const AccessRule& rule : AccessRules()) {
     const bool needs_field = rule.target == Target::kExperiment ||
+                             rule.target == Target::kExperimentOr0 ||
                              rule.target == Target::kExperimentName ||
                              rule.target == Target::kRun || rule.target == Target::kRuns ||
                              rule.target == Target::kSelfOrAdmin;

@@ -136,6 +136,12 @@ Result<CairnResponse> CreateRun(ApiContext& ctx, const CairnCall& call) {
     }
     CAIRN_RETURN_IF_ERROR(e.status());
     req.experiment_id = e->experiment_id;
+    // The gate let an experiment to be created through; one that appeared meanwhile must
+    // still be the caller's to write to.
+    CAIRN_ASSIGN_OR_RETURN(core::Permission p,
+                           ctx.access->PermissionOn(*ctx.caller, core::ResourceKind::kExperiment,
+                                                    req.experiment_id));
+    if (!core::Allows(p, core::Access::kUpdate)) return PermissionDenied("Permission denied");
   } else {
     req.experiment_id = "0";
   }

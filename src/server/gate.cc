@@ -1,5 +1,7 @@
 #include "server/gate.h"
 
+#include <openssl/crypto.h>
+
 #include "server/credentials.h"
 #include "server/http_errors.h"
 
@@ -85,7 +87,8 @@ std::optional<Identified> Gate::Identify(const HttpRequest& req, bool may_block)
     if (IsWrite(req.method)) {
       std::optional<service::Session> session = access_->FindSession(credentials.secret);
       const std::string_view sent = req.headers.Get(kCsrfHeader);
-      if (!session || sent.empty() || sent != session->csrf_token) {
+      if (!session || sent.size() != session->csrf_token.size() ||
+          CRYPTO_memcmp(sent.data(), session->csrf_token.data(), sent.size()) != 0) {
         return Identified(JsonError(403, "PERMISSION_DENIED",
                                     "The request lacks this session's CSRF token: reload the "
                                     "page and try again."));
@@ -161,10 +164,15 @@ std::optional<Status> Gate::Authorize(const Caller& caller, const CallSubject& c
     case Target::kAdmin:
       return Denied();
     case Target::kSelfOrAdmin:
+      // A token changes no password: a leaked token must not become the account.
+      if (rule.access != Access::kRead && !who.token_id.empty()) return Denied();
       return field == who.username ? Status::Ok() : Denied();
     case Target::kExperiment:
       if (field.empty()) return Status::Ok();  // the handler says what is missing
       return Require(caller, ResourceKind::kExperiment, field, rule.access, may_block);
+    case Target::kExperimentOr0:
+      return Require(caller, ResourceKind::kExperiment, field.empty() ? "0" : field, rule.access,
+                     may_block);
     case Target::kExperimentName: {
       if (field.empty()) return Status::Ok();
       if (!may_block) return std::nullopt;
@@ -225,6 +233,8 @@ std::string Gate::ObjectOf(const CallSubject& call) {
     case Target::kExperiment:
     case Target::kExperimentName:
       return "experiment " + field;
+    case Target::kExperimentOr0:
+      return "experiment " + (field.empty() ? std::string("0") : field);
     case Target::kRun:
       return "run " + (field.empty() ? FieldValue(call.fields, "run_uuid") : field);
     case Target::kRunInPath:
@@ -277,10 +287,17 @@ PendingAudit Gate::Describe(const Caller& caller, const HttpRequest& req,
 }
 
 void Gate::Record(PendingAudit audit, const Status& outcome) {
-  // Reads, refused or not, only with --audit-reads: the web UI asks what it may do by trying.
+  // Reads, refused or not, only with --audit-reads.
   if (!audit.changes && !access_->options().audit_reads) return;
-  if (audit.changes && outcome.ok() && audit.logging &&
-      !access_->LoggingDueForAudit(audit.entry.actor, audit.entry.object)) {
+  const std::string key = audit.entry.actor + '\0' + audit.entry.action + '\0' +
+                          audit.entry.object;
+  if (outcome.ok() && audit.logging &&
+      !access_->AuditDue(key, service::AccessService::kLoggingAuditPeriodMs)) {
+    return;
+  }
+  // A caller retrying what it may not do leaves one line a minute, not one per request.
+  if (outcome.code() == StatusCode::kPermissionDenied &&
+      !access_->AuditDue(key, service::AccessService::kRefusalAuditPeriodMs)) {
     return;
   }
   audit.entry.outcome = outcome.ok() ? "ok" : outcome.ToString();

@@ -65,9 +65,10 @@ class Gate {
   // The answer to a refusal of Identify or Authorize.
   HttpResponse Refusal(const Status& status, const HttpRequest& req) const;
 
-  // Appends the call's audit line when it changed something or tried to, refused or not (and for
-  // reads too with --audit-reads). `outcome` is OK or what went wrong. Logging calls into a run are written once per
-  // actor and run every few minutes (AccessService::LoggingDueForAudit).
+  // Appends the call's audit line when it changed something or tried to (and for reads too
+  // with --audit-reads). `outcome` is OK or what went wrong. Logging calls into a run are
+  // written once per actor and run every ten minutes, and repeated refusals once a minute
+  // (AccessService::AuditDue).
   void Audit(const Caller& caller, const HttpRequest& req, const CallSubject& call,
              const Status& outcome);
   PendingAudit Describe(const Caller& caller, const HttpRequest& req,

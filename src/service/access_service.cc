@@ -24,12 +24,15 @@ void Bound(Map& map) {
   if (map.size() >= kMaxCacheEntries) map.clear();
 }
 
-// The grants among `grants` on one object.
+// The grants among `grants` on one object. Experiment ids are compared canonically: the
+// stores take "03" for experiment 3, and so must the grants.
 std::vector<core::Grant> GrantsOnObject(const std::vector<core::Grant>& grants,
                                         ResourceKind kind, std::string_view id) {
+  const std::string key =
+      kind == ResourceKind::kExperiment ? core::CanonicalExperimentId(id) : std::string(id);
   std::vector<core::Grant> out;
   for (const core::Grant& g : grants) {
-    if (g.resource_kind == kind && g.resource_id == id) out.push_back(g);
+    if (g.resource_kind == kind && g.resource_id == key) out.push_back(g);
   }
   return out;
 }
@@ -45,16 +48,19 @@ std::string NewTokenValue() { return "cairn_" + RandomHex(20); }
 std::string TokenSecretHash(std::string_view value) { return Sha256Hex(value); }
 
 AccessService::AccessService(store::MetadataStore* store, Clock* clock, AccessOptions options)
-    : store_(store), clock_(clock), options_(options) {}
+    : store_(store), clock_(clock), options_(options), password_key_secret_(RandomHex(32)) {}
 
-Principal AccessService::Anonymous() { return Principal{"", true, {}, core::kAllScopes, "", ""}; }
+Principal AccessService::Anonymous() { return Principal{"", true, {}, core::kAllScopes, "", "", 0}; }
 
 bool AccessService::Fresh(int64_t checked, uint64_t generation, int64_t now) const {
   return generation == generation_ && now - checked < options_.recheck_ms;
 }
 
-std::string AccessService::PasswordKey(std::string_view username, std::string_view password) {
-  std::string key(username);
+std::string AccessService::PasswordKey(std::string_view username,
+                                       std::string_view password) const {
+  std::string key = password_key_secret_;
+  key.push_back('\0');
+  key.append(username);
   key.push_back('\0');
   key.append(password);
   return Sha256Hex(key);
@@ -63,7 +69,8 @@ std::string AccessService::PasswordKey(std::string_view username, std::string_vi
 Principal AccessService::PrincipalOf(const UserEntry& entry, core::TokenScopes scopes,
                                      const core::Token* token) const {
   return Principal{entry.user.username, entry.user.is_admin, entry.teams, scopes,
-                   token != nullptr ? token->name : "", token != nullptr ? token->id : ""};
+                   token != nullptr ? token->name : "", token != nullptr ? token->id : "",
+                   token != nullptr ? token->expiry_time : 0};
 }
 
 const AccessService::UserEntry* AccessService::CachedUser(const std::string& username,
@@ -119,7 +126,7 @@ std::optional<Principal> AccessService::AuthenticateCached(const Credentials& c)
     if (!session) return std::nullopt;
     std::shared_lock lock(mu_);
     const UserEntry* user = CachedUser(session->username, now);
-    if (!user) return std::nullopt;
+    if (!user || user->user.password_hash != session->password_hash) return std::nullopt;
     return PrincipalOf(*user, core::kAllScopes, nullptr);
   }
   std::shared_lock lock(mu_);
@@ -157,6 +164,9 @@ Result<Principal> AccessService::Authenticate(const Credentials& c, std::string_
       std::optional<Session> session = FindSession(c.secret);
       if (!session) return Unauthenticated("the session has ended");
       Result<UserEntry> user = LoadUser(session->username);
+      if (user.ok() && user->user.password_hash != session->password_hash) {
+        user = Unauthenticated("the password changed since the session began");
+      }
       if (!user.ok()) {
         if (user.status().code() == StatusCode::kUnauthenticated) Logout(c.secret);
         return user.status();
@@ -170,21 +180,27 @@ Result<Principal> AccessService::Authenticate(const Credentials& c, std::string_
 Result<Principal> AccessService::CheckPassword(const std::string& username,
                                                const std::string& password,
                                                std::string_view source) {
-  if (int64_t wait = ThrottledFor(source, username); wait > 0) return Throttled(source, wait);
   Result<UserEntry> user = LoadUser(username);
-  if (!user.ok()) {
-    if (user.status().code() != StatusCode::kUnauthenticated) return user.status();
-    return Refuse(source, username, username, "no such user");
-  }
+  if (!user.ok() && user.status().code() != StatusCode::kUnauthenticated) return user.status();
+  // A password proven right before is not held back by others' failures from its address.
   const std::string key = PasswordKey(username, password);
-  {
+  if (user.ok()) {
     std::shared_lock lock(mu_);
     auto it = passwords_.find(key);
     if (it != passwords_.end() && it->second.second == user->user.password_hash) {
       return PrincipalOf(*user, core::kAllScopes, nullptr);
     }
   }
-  if (!VerifyPassword(user->user.password_hash, password)) {
+  if (int64_t wait = ThrottledFor(source, username); wait > 0) return Throttled(source, wait);
+  // An unknown account (or a service account, which has no password) costs a hash too, so
+  // that the time of an answer does not tell which accounts exist.
+  const std::string& hash = user.ok() && !user->user.password_hash.empty()
+                                ? user->user.password_hash
+                                : DecoyPasswordHash();
+  Result<bool> right = VerifyPassword(hash, password);
+  if (!right.ok()) return right.status();
+  if (!user.ok()) return Refuse(source, username, username, "no such user");
+  if (!*right || user->user.password_hash.empty()) {
     return Refuse(source, username, username, "wrong password");
   }
   std::unique_lock lock(mu_);
@@ -193,36 +209,43 @@ Result<Principal> AccessService::CheckPassword(const std::string& username,
   return PrincipalOf(*user, core::kAllScopes, nullptr);
 }
 
+// Tokens are 160 random bits: guessing them is hopeless, so a token is looked up before any
+// throttle, and a valid one is never held back by others' failures from its address.
 Result<Principal> AccessService::CheckToken(const std::string& value, std::string_view source) {
-  if (int64_t wait = ThrottledFor(source, ""); wait > 0) return Throttled(source, wait);
   const int64_t now = clock_->NowMillis();
   const std::string hash = TokenSecretHash(value);
   Result<core::Token> token = store_->identity().GetTokenBySecretHash(hash);
-  if (!token.ok()) {
-    if (token.status().code() != StatusCode::kNotFound) return token.status();
+  if (!token.ok() && token.status().code() != StatusCode::kNotFound) return token.status();
+  if (token.ok() && token->Usable(now)) {
+    Result<UserEntry> user = LoadUser(token->owner);
+    if (user.ok()) {
+      if (now - token->last_used_time >= kTouchPeriodMs) {
+        Status touched = store_->identity().TouchToken(token->id, now);
+        if (!touched.ok()) LogWarning("recording a token's use failed: " + touched.ToString());
+        token->last_used_time = now;
+      }
+      std::unique_lock lock(mu_);
+      Bound(tokens_);
+      tokens_[hash] = TokenEntry{*token, now};
+      return PrincipalOf(*user, token->scopes, &*token);
+    }
+    if (user.status().code() != StatusCode::kUnauthenticated) return user.status();
+  }
+  {
     std::unique_lock lock(mu_);
     tokens_.erase(hash);
-    return Refuse(source, "", "", "unknown token");
   }
-  if (!token->Usable(now)) {
-    const std::string who = token->owner + "/" + token->name;
-    return Refuse(source, token->owner, who,
-                  token->revoked_time != 0 ? "revoked token" : "expired token");
+  // A flood of bad tokens from one address is refused without an audit line for each; a
+  // revoked or expired token counts against its owner's account, an unknown one against none.
+  const std::string account = token.ok() ? token->owner : "";
+  if (int64_t wait = ThrottledFor(source, account); wait > 0) return Throttled(source, wait);
+  if (!token.ok()) return Refuse(source, "", "", "unknown token");
+  const std::string who = token->owner + "/" + token->name;
+  if (token->Usable(now)) {
+    return Refuse(source, token->owner, who, "the token's owner no longer exists");
   }
-  Result<UserEntry> user = LoadUser(token->owner);
-  if (!user.ok()) {
-    if (user.status().code() != StatusCode::kUnauthenticated) return user.status();
-    return Refuse(source, token->owner, token->owner, "the token's owner no longer exists");
-  }
-  if (now - token->last_used_time >= kTouchPeriodMs) {
-    Status touched = store_->identity().TouchToken(token->id, now);
-    if (!touched.ok()) LogWarning("recording a token's use failed: " + touched.ToString());
-    token->last_used_time = now;
-  }
-  std::unique_lock lock(mu_);
-  Bound(tokens_);
-  tokens_[hash] = TokenEntry{*token, now};
-  return PrincipalOf(*user, token->scopes, &*token);
+  return Refuse(source, token->owner, who,
+                token->revoked_time != 0 ? "revoked token" : "expired token");
 }
 
 // Failures are counted per address and account (guessing one account's password) and per
@@ -242,7 +265,14 @@ Status AccessService::Refuse(std::string_view source, std::string_view account,
   const int64_t now = clock_->NowMillis();
   {
     std::lock_guard lock(throttle_mu_);
-    Bound(failures_);
+    // Full: forget the windows that are over; clearing all would let a flood from many
+    // addresses reset everyone's count.
+    if (failures_.size() >= kMaxCacheEntries) {
+      std::erase_if(failures_, [&](const auto& e) {
+        return now - e.second.start >= options_.failed_login_window_ms;
+      });
+    }
+    if (failures_.size() >= kMaxCacheEntries) failures_.clear();
     for (const std::string& key : {std::string(source), FailureKey(source, account)}) {
       FailureWindow& w = failures_[key];
       if (now - w.start >= options_.failed_login_window_ms) w = FailureWindow{now, 0};
@@ -339,11 +369,21 @@ void AccessService::Invalidate() {
 Result<Session> AccessService::Login(const std::string& username, const std::string& password,
                                      std::string_view source) {
   CAIRN_ASSIGN_OR_RETURN(Principal who, CheckPassword(username, password, source));
+  CAIRN_ASSIGN_OR_RETURN(UserEntry user, LoadUser(username));
   const int64_t now = clock_->NowMillis();
-  Session s{RandomHex(32), RandomHex(32), who.username, now, now};
-  std::lock_guard lock(sessions_mu_);
-  Bound(sessions_);
-  sessions_[s.id] = s;
+  Session s{RandomHex(32), RandomHex(32), who.username, now, now, user.user.password_hash};
+  {
+    std::lock_guard lock(sessions_mu_);
+    if (sessions_.size() >= kMaxCacheEntries) {
+      std::erase_if(sessions_, [&](const auto& e) { return Expired(e.second, now); });
+    }
+    if (sessions_.size() >= kMaxCacheEntries) {
+      return ResourceExhausted("Too many browser sessions are open; try again later.");
+    }
+    sessions_[s.id] = s;
+  }
+  Audit(core::AuditEntry{0, now, username, std::string(source), "sign-in",
+                         "user " + username, "ok: browser session"});
   return s;
 }
 
@@ -353,12 +393,16 @@ std::optional<Session> AccessService::FindSession(std::string_view id) {
   auto it = sessions_.find(std::string(id));
   if (it == sessions_.end()) return std::nullopt;
   Session& s = it->second;
-  if (now - s.last_seen >= options_.session_idle_ms || now - s.created >= options_.session_max_ms) {
+  if (Expired(s, now)) {
     sessions_.erase(it);
     return std::nullopt;
   }
   s.last_seen = now;
   return s;
+}
+
+bool AccessService::Expired(const Session& s, int64_t now) const {
+  return now - s.last_seen >= options_.session_idle_ms || now - s.created >= options_.session_max_ms;
 }
 
 void AccessService::Logout(std::string_view id) {
@@ -383,16 +427,13 @@ void AccessService::Audit(core::AuditEntry entry, bool wait) {
   }
 }
 
-bool AccessService::LoggingDueForAudit(std::string_view actor, std::string_view object) {
+bool AccessService::AuditDue(std::string_view key, int64_t period_ms) {
   const int64_t now = clock_->NowMillis();
-  std::string key(actor);
-  key.push_back('\0');
-  key.append(object);
   std::lock_guard lock(throttle_mu_);
-  auto it = logging_audited_.find(key);
-  if (it != logging_audited_.end() && now - it->second < kLoggingAuditPeriodMs) return false;
-  Bound(logging_audited_);
-  logging_audited_[key] = now;
+  auto it = audited_.find(std::string(key));
+  if (it != audited_.end() && now - it->second < period_ms) return false;
+  Bound(audited_);
+  audited_[std::string(key)] = now;
   return true;
 }
 

@@ -4,7 +4,7 @@
 // Credentials are a password (HTTP Basic), a token (Bearer) or a browser session. A password is
 // checked against its Argon2id hash once; afterwards the request's credentials are recognised
 // from memory. Every cached answer is checked against the store again once it is `recheck` old
-// (a second by default), so a revoked token, a changed password or a removed grant stops
+// (half a second by default), so a revoked token, a changed password or a removed grant stops
 // working within that time even when it was changed by another process; changes made through
 // this process take effect at once (Invalidate). The *Cached variants answer from memory alone
 // and return nullopt where only the store can say: the edge calls them on its I/O threads and
@@ -60,6 +60,9 @@ struct Session {
   std::string username;
   int64_t created = 0;
   int64_t last_seen = 0;
+  // The account's password hash at sign-in: a password changed since, by any process, ends
+  // the session.
+  std::string password_hash;
 };
 
 // Which experiments (or models) a principal may read, for filtering searches and listings.
@@ -136,11 +139,13 @@ class AccessService {
   // once the log says who did it), else without waiting (logging calls, on I/O threads). A
   // failure to append is logged.
   void Audit(core::AuditEntry entry, bool wait = true);
-  // Whether a logging call (log-batch and its kin) into `object` by `actor` is due an entry:
-  // the first one, then one every ten minutes, so that the log says who wrote into a run
-  // without an entry per metric.
-  bool LoggingDueForAudit(std::string_view actor, std::string_view object);
+  // Whether a line for `key` is due: the first time, then once every `period_ms`. Logging
+  // calls into a run (every ten minutes per actor and run) and refused calls (every minute per
+  // actor, call and object) are audited this way, so that the log says who wrote or tried
+  // without a line per request.
+  bool AuditDue(std::string_view key, int64_t period_ms);
   static constexpr int64_t kLoggingAuditPeriodMs = 10 * 60 * 1000;
+  static constexpr int64_t kRefusalAuditPeriodMs = 60 * 1000;
 
   // Milliseconds until `source` may try to sign in to `account` again ("" for a token); 0 when
   // it may now. An address is held back after max_failed_logins failures on one account, or ten
@@ -179,12 +184,16 @@ class AccessService {
   Status Refuse(std::string_view source, std::string_view account, std::string_view who,
                 std::string_view why);
   static Status Throttled(std::string_view source, int64_t wait_ms);
-  static std::string PasswordKey(std::string_view username, std::string_view password);
+  std::string PasswordKey(std::string_view username, std::string_view password) const;
+  bool Expired(const Session& s, int64_t now) const;
 
   store::MetadataStore* store_;
   Clock* clock_;
   AccessOptions options_;
 
+  // Keys of proven passwords are hashed with this process's secret, so that the cache in
+  // memory is no shortcut to cracking them.
+  const std::string password_key_secret_;
   std::shared_mutex mu_;
   uint64_t generation_ = 1;
   std::unordered_map<std::string, UserEntry> users_;
@@ -198,7 +207,7 @@ class AccessService {
 
   std::mutex throttle_mu_;
   std::unordered_map<std::string, FailureWindow> failures_;
-  std::unordered_map<std::string, int64_t> logging_audited_;
+  std::unordered_map<std::string, int64_t> audited_;  // AuditDue: key -> last line
 };
 
 }  // namespace cairn::service

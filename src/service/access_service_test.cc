@@ -172,6 +172,37 @@ TEST_F(AccessServiceTest, TokenScopesAndOwnersAreChecked) {
             StatusCode::kUnauthenticated);
 }
 
+TEST_F(AccessServiceTest, ATokenMadeByATokenLastsNoLongerThanItsMaker) {
+  ASSERT_TRUE(identity_.CreateUser("bob", "correct horse", false, false).ok());
+  const core::Principal bob = SignIn("bob", "correct horse");
+  Result<CreatedToken> parent = identity_.CreateToken(bob, {"", "week", {}, 7});
+  ASSERT_TRUE(parent.ok());
+  Result<core::Principal> via_token = access_.Authenticate(Bearer(parent->value), "10.0.0.4");
+  ASSERT_TRUE(via_token.ok());
+  EXPECT_EQ(via_token->token_expiry, parent->token.expiry_time);
+  Result<CreatedToken> forever = identity_.CreateToken(*via_token, {"", "forever", {}, 0});
+  ASSERT_TRUE(forever.ok());
+  EXPECT_EQ(forever->token.expiry_time, parent->token.expiry_time);
+  Result<CreatedToken> shorter = identity_.CreateToken(*via_token, {"", "day", {}, 1});
+  ASSERT_TRUE(shorter.ok());
+  EXPECT_EQ(shorter->token.expiry_time, kNow + 24LL * 3600 * 1000);
+}
+
+TEST_F(AccessServiceTest, ProvenPasswordsAndValidTokensAreNotHeldBackByOthersFailures) {
+  ASSERT_TRUE(identity_.CreateUser("alice", "correct horse", false, false).ok());
+  const core::Principal alice = SignIn("alice", "correct horse");
+  Result<CreatedToken> t = identity_.CreateToken(alice, {"", "laptop", {}, {}});
+  ASSERT_TRUE(t.ok());
+  for (int i = 0; i < 120; ++i) {
+    (void)access_.Authenticate(Bearer("cairn_guess" + std::to_string(i)), "10.9.9.9");
+  }
+  EXPECT_EQ(access_.Authenticate(Bearer("cairn_guess"), "10.9.9.9").status().code(),
+            StatusCode::kResourceExhausted);
+  clock_.Advance(access_.options().recheck_ms);  // past the cache: the store is asked again
+  EXPECT_TRUE(access_.Authenticate(Bearer(t->value), "10.9.9.9").ok());
+  EXPECT_TRUE(access_.Authenticate(Basic("alice", "correct horse"), "10.9.9.9").ok());
+}
+
 TEST_F(AccessServiceTest, RepeatedFailuresFromOneAddressAreThrottled) {
   ASSERT_TRUE(identity_.CreateUser("alice", "correct horse", false, false).ok());
   for (int i = 0; i < 10; ++i) {

@@ -49,6 +49,18 @@ Status NoPermission(ResourceKind kind, const std::string& id, PrincipalKind prin
                   HolderName(principal_kind) + "=" + principal + " not found");
 }
 
+// Grants on experiments name them canonically ("03" is experiment 3).
+Grant Canonical(Grant g) {
+  if (g.resource_kind == ResourceKind::kExperiment) {
+    g.resource_id = core::CanonicalExperimentId(g.resource_id);
+  }
+  return g;
+}
+
+std::string CanonicalId(ResourceKind kind, const std::string& id) {
+  return kind == ResourceKind::kExperiment ? core::CanonicalExperimentId(id) : id;
+}
+
 }  // namespace
 
 Status IdentityService::Changed(Status s) {
@@ -159,7 +171,8 @@ Result<std::optional<Grant>> IdentityService::FindGrant(ResourceKind kind,
                                                         PrincipalKind principal_kind,
                                                         const std::string& principal) {
   CAIRN_RETURN_IF_ERROR(PrincipalExists(principal_kind, principal));
-  CAIRN_ASSIGN_OR_RETURN(std::vector<Grant> on, store_->identity().GrantsOn(kind, resource_id));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Grant> on,
+                         store_->identity().GrantsOn(kind, CanonicalId(kind, resource_id)));
   for (const Grant& g : on) {
     if (g.principal_kind == principal_kind && g.principal == principal) return {g};
   }
@@ -180,30 +193,31 @@ Status IdentityService::CreatePermission(const Grant& grant) {
                          FindGrant(grant.resource_kind, grant.resource_id, grant.principal_kind,
                                    grant.principal));
   if (existing) return PermissionExists(grant);
-  return Changed(store_->identity().PutGrant(grant));
+  return Changed(store_->identity().PutGrant(Canonical(grant)));
 }
 
 Status IdentityService::UpdatePermission(const Grant& grant) {
   CAIRN_RETURN_IF_ERROR(
       GetPermission(grant.resource_kind, grant.resource_id, grant.principal_kind, grant.principal)
           .status());
-  return Changed(store_->identity().PutGrant(grant));
+  return Changed(store_->identity().PutGrant(Canonical(grant)));
 }
 
 Status IdentityService::DeletePermission(ResourceKind kind, const std::string& resource_id,
                                          PrincipalKind principal_kind,
                                          const std::string& principal) {
   CAIRN_RETURN_IF_ERROR(GetPermission(kind, resource_id, principal_kind, principal).status());
-  return Changed(store_->identity().DeleteGrant(kind, resource_id, principal_kind, principal));
+  return Changed(store_->identity().DeleteGrant(kind, CanonicalId(kind, resource_id),
+                                                principal_kind, principal));
 }
 
 Status IdentityService::PutPermission(const Grant& grant) {
-  return Changed(store_->identity().PutGrant(grant));
+  return Changed(store_->identity().PutGrant(Canonical(grant)));
 }
 
 Result<std::vector<Grant>> IdentityService::PermissionsOn(ResourceKind kind,
                                                           const std::string& resource_id) {
-  return store_->identity().GrantsOn(kind, resource_id);
+  return store_->identity().GrantsOn(kind, CanonicalId(kind, resource_id));
 }
 
 Status IdentityService::GrantCreator(const core::Principal& creator, ResourceKind kind,
@@ -249,6 +263,10 @@ Result<CreatedToken> IdentityService::CreateToken(const core::Principal& caller,
   t.secret_hash = TokenSecretHash(out.value);
   t.created_time = clock_->NowMillis();
   t.expiry_time = days == 0 ? 0 : t.created_time + days * 24 * 3600 * 1000;
+  // A token made by a token lasts no longer than its maker.
+  if (caller.token_expiry != 0 && (t.expiry_time == 0 || t.expiry_time > caller.token_expiry)) {
+    t.expiry_time = caller.token_expiry;
+  }
   CAIRN_RETURN_IF_ERROR(store_->identity().CreateToken(t));
   return out;
 }

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/downsample.h"
+#include "core/identity.h"
 #include "core/search.h"
 #include "store/store_util.h"
 #include "util/hash.h"
@@ -218,8 +219,13 @@ Result<Run> TrackingService::CreateRun(const CreateRunRequest& request) {
       return InvalidArgument("Invalid value '" + request.run_id +
                              "' for 'run_id': expected 32 lowercase hexadecimal digits");
     }
-    // Created already (a repeated upload of a journal): the run as it is.
+    // Created already (a repeated upload of a journal): the run as it is, if it is in the
+    // experiment asked for; another experiment's run is not shown to whoever guessed its id.
     Result<Run> existing = store_->GetRun(request.run_id);
+    if (existing.ok() && existing->info.experiment_id !=
+                             core::CanonicalExperimentId(request.experiment_id)) {
+      return AlreadyExists("Run with id=" + request.run_id + " already exists");
+    }
     if (existing.ok() || existing.status().code() != StatusCode::kNotFound) return existing;
   }
   CAIRN_ASSIGN_OR_RETURN(Experiment e, store_->GetExperiment(request.experiment_id));

@@ -263,6 +263,12 @@ TYPED_TEST(IdentityStoreTest, AuditLogReadsNewestFirstWithFilters) {
   EXPECT_EQ((*entries)[0].object, "experiment 5");
   EXPECT_EQ((*entries)[1].object, "experiment 3");
 
+  core::AuditQuery exact;
+  exact.object = "experiment 3";
+  ASSERT_EQ(this->ids().ReadAudit(exact)->size(), 1u);
+  exact.object = "experiment";  // neither exact nor ending in a space: no prefix
+  EXPECT_TRUE(this->ids().ReadAudit(exact)->empty());
+
   core::AuditQuery by_object;
   by_object.object = "experiment ";
   by_object.max_results = 2;

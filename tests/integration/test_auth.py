@@ -260,6 +260,76 @@ class AuthOnTest(unittest.TestCase):
         self.assertEqual(self.user("editor").delete(path).status, 403)
         self.assertEqual(self.user("manager").delete(path).status, 200)
 
+    def test_a_run_without_an_experiment_goes_to_default_only_if_allowed(self):
+        # With the default READ, nobody but admins may add runs to the Default experiment,
+        # named or not.
+        reader = self.user("reader")
+        self.assertEqual(reader.post(API + "runs/create", {}).status, 403)
+        self.assertEqual(reader.post(API + "runs/create", {"experiment_id": "0"}).status, 403)
+        r = self.admin.post(API + "runs/create", {})
+        self.assertEqual((r.status, r.body["run"]["info"]["experiment_id"]), (200, "0"))
+
+    def test_padded_experiment_ids_are_the_same_experiment(self):
+        outsider = self.user("outsider")
+        for padded in ("0" + self.exp, "00" + self.exp):
+            r = outsider.get(API + "experiments/get", {"experiment_id": padded})
+            self.assertEqual(r.status, 403, (padded, r))
+        # A grant made with a padded id holds for the experiment itself.
+        r = self.admin.post(API + "experiments/create", {"name": "padded"})
+        padded_exp = r.body["experiment_id"]
+        r = self.admin.post(API + "experiments/permissions/create",
+                            {"experiment_id": "0" + padded_exp, "username": "outsider",
+                             "permission": "NO_PERMISSIONS"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(outsider.get(API + "experiments/get",
+                                      {"experiment_id": padded_exp}).status, 403)
+
+    def test_a_token_cannot_change_its_owners_password(self):
+        _, value = self.new_token(self.user("member"), "member-write")
+        r = As(self.c, bearer(value)).patch(API + "users/update-password",
+                                            {"username": "member", "password": "taken-over"})
+        self.assertEqual(r.status, 403, r)
+        self.assertEqual(self.user("member").get(API + "experiments/search").status, 200)
+
+    def test_bad_tokens_from_an_address_do_not_lock_out_good_ones(self):
+        _, value = self.new_token(self.user("reader"), "steady")
+        good = As(self.c, bearer(value))
+        self.assertEqual(good.get(API + "experiments/search").status, 200)
+        statuses = [self.c.get(API + "experiments/search",
+                               headers=bearer("cairn_%040x" % i)).status for i in range(15)]
+        self.assertEqual(statuses[0], 401)
+        self.assertEqual(statuses[-1], 429)  # the address's bad tokens are held back
+        time.sleep(0.6)  # past the recheck of cached credentials
+        self.assertEqual(good.get(API + "experiments/search").status, 200)
+
+    def test_an_existing_run_id_in_another_experiment_is_not_shown(self):
+        run_id = self.new_run()["run_id"]
+        r = self.user("editor").post(CAIRN + "runs", {"run_id": run_id,
+                                                      "experiment_name": "editor-elsewhere"})
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(r.body["error_code"], "RESOURCE_ALREADY_EXISTS")
+        self.assertEqual(set(r.body), {"error_code", "message"})
+        self.assertNotIn("artifact", r.body["message"])
+
+    def test_a_password_set_by_another_process_ends_browser_sessions(self):
+        r = self.admin.post(API + "users/create", {"username": "browser", "password": "browser-1"})
+        self.assertEqual(r.status, 200, r)
+        r = self.c.post(CAIRN + "auth/login", {"username": "browser", "password": "browser-1"})
+        session = {"Cookie": r.header("Set-Cookie").split(";")[0]}
+        self.assertEqual(self.c.get(API + "experiments/search", headers=session).status, 200)
+        password_file = os.path.join(self.root, "browser-pw")
+        with open(password_file, "w") as f:
+            f.write("browser-2\n")
+        os.chmod(password_file, 0o600)
+        p = subprocess.run([tl.CONFIG.cairn, "admin", "set-password", "browser", "--password-file",
+                            password_file, "--data-dir", self.data_dir],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        time.sleep(0.6)
+        self.assertEqual(self.c.get(API + "experiments/search", headers=session).status, 401)
+        self.assertEqual(self.c.get(API + "experiments/search",
+                                    headers=basic("browser", "browser-2")).status, 200)
+
     def test_a_missing_run_is_404_not_403(self):
         r = self.user("reader").get(API + "runs/get", {"run_id": "0" * 32})
         self.assertEqual(r.status, 404, r)

@@ -272,7 +272,7 @@ class MemoryIdentityStore : public IdentityStore {
       if (static_cast<int64_t>(out.size()) >= q.max_results) break;
       if (q.before_id > 0 && it->id >= q.before_id) continue;
       if (!q.actor.empty() && it->actor != q.actor) continue;
-      if (!q.object.empty() && !it->object.starts_with(q.object)) continue;
+      if (!q.object.empty() && !core::AuditObjectMatches(it->object, q.object)) continue;
       if (it->time < q.since) continue;
       out.push_back(*it);
     }

@@ -384,8 +384,8 @@ class SqliteIdentityStore : public IdentityStore {
           Stmt * s,
           c.Prepare("SELECT id, time, actor, source, action, object, outcome FROM audit_log "
                     "WHERE (?1 = 0 OR id < ?1) AND (?2 = '' OR actor = ?2) AND (?3 = '' OR "
-                    "substr(object, 1, length(?3)) = ?3) AND time >= ?4 ORDER BY id DESC "
-                    "LIMIT ?5"));
+                    "object = ?3 OR (substr(?3, -1) IN (' ', '/') AND substr(object, 1, "
+                    "length(?3)) = ?3)) AND time >= ?4 ORDER BY id DESC LIMIT ?5"));
       s->Bind(1, q.before_id).Bind(2, q.actor).Bind(3, q.object).Bind(4, q.since);
       s->Bind(5, q.max_results);
       List out;

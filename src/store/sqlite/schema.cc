@@ -145,7 +145,7 @@ CREATE TABLE run_logs (
     // which no statement may change or shorten.
     R"sql(
 CREATE TABLE users (
-  id INTEGER PRIMARY KEY,
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
   username TEXT NOT NULL UNIQUE,
   password_hash TEXT NOT NULL,
   is_admin INTEGER NOT NULL,
