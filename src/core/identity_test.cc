@@ -5,6 +5,16 @@
 namespace cairn::core {
 namespace {
 
+Principal Who(std::string name, bool admin, std::vector<std::string> teams,
+              TokenScopes scopes = kAllScopes) {
+  Principal p;
+  p.username = std::move(name);
+  p.is_admin = admin;
+  p.teams = std::move(teams);
+  p.scopes = scopes;
+  return p;
+}
+
 Grant UserGrant(const std::string& user, Permission p) {
   return {ResourceKind::kExperiment, "1", PrincipalKind::kUser, user, p};
 }
@@ -39,7 +49,7 @@ TEST(IdentityTest, ScopesWidenAndRejectUnknownWords) {
 }
 
 TEST(IdentityTest, OwnGrantBeatsTeamsWhichBeatTheDefault) {
-  Principal bob{"bob", false, {"vision", "nlp"}};
+  Principal bob = Who("bob", false, {"vision", "nlp"});
   EXPECT_EQ(EffectivePermission(bob, {}, Permission::kRead), Permission::kRead);
   EXPECT_EQ(EffectivePermission(bob, {TeamGrant("vision", Permission::kEdit),
                                       TeamGrant("nlp", Permission::kManage),
@@ -61,7 +71,7 @@ TEST(IdentityTest, OwnGrantBeatsTeamsWhichBeatTheDefault) {
 }
 
 TEST(IdentityTest, AdminsManageEverythingOnlyWithTheAdminScope) {
-  Principal root{"root", true, {}};
+  Principal root = Who("root", true, {});
   EXPECT_EQ(EffectivePermission(root, {UserGrant("root", Permission::kNoPermissions)},
                                 Permission::kNoPermissions),
             Permission::kManage);
@@ -70,7 +80,7 @@ TEST(IdentityTest, AdminsManageEverythingOnlyWithTheAdminScope) {
 }
 
 TEST(IdentityTest, ReadScopedTokensOnlyRead) {
-  Principal bob{"bob", false, {}, {true, false, false}};
+  Principal bob = Who("bob", false, {}, {true, false, false});
   EXPECT_EQ(EffectivePermission(bob, {UserGrant("bob", Permission::kManage)}, Permission::kRead),
             Permission::kRead);
   EXPECT_FALSE(MayAccess(bob, {UserGrant("bob", Permission::kManage)}, Permission::kRead,

@@ -51,7 +51,9 @@ TEST(AccessRulesTest, RulesThatNameAnObjectSayWhere) {
                              rule.target == Target::kExperimentName ||
                              rule.target == Target::kRun || rule.target == Target::kRuns ||
                              rule.target == Target::kSelfOrAdmin;
-    if (needs_field) EXPECT_NE(rule.field, nullptr) << rule.method << " " << rule.path;
+    if (needs_field) {
+      EXPECT_NE(rule.field, nullptr) << rule.method << " " << rule.path;
+    }
   }
 }
 

@@ -134,8 +134,8 @@ Result<std::string> UpdateExperimentPermission(ApiContext& ctx, const Fields& f)
 
 Result<std::string> DeleteExperimentPermission(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeUserGrant(f, false));
-  CAIRN_RETURN_IF_ERROR(
-      ctx.identity->DeletePermission(g.resource_kind, g.resource_id, g.principal_kind, g.principal));
+  CAIRN_RETURN_IF_ERROR(ctx.identity->DeletePermission(g.resource_kind, g.resource_id,
+                                                       g.principal_kind, g.principal));
   return std::string(kEmpty);
 }
 
@@ -420,8 +420,8 @@ Result<CairnResponse> PutExperimentPermission(ApiContext& ctx, const CairnCall& 
 
 Result<CairnResponse> DeleteCairnExperimentPermission(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeGrant(call.fields, false));
-  CAIRN_RETURN_IF_ERROR(
-      ctx.identity->DeletePermission(g.resource_kind, g.resource_id, g.principal_kind, g.principal));
+  CAIRN_RETURN_IF_ERROR(ctx.identity->DeletePermission(g.resource_kind, g.resource_id,
+                                                       g.principal_kind, g.principal));
   return Json(std::string(kEmpty));
 }
 

@@ -142,7 +142,9 @@ Result<int64_t> Fields::RequiredInt(std::string_view name) const {
 Result<std::optional<bool>> Fields::Bool(std::string_view name) const {
   auto parse = [](std::string_view text) -> std::optional<bool> {
     std::string lower;
-    for (char c : text) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    for (char c : text) {
+      lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    }
     if (lower == "true") return true;
     if (lower == "false") return false;
     return std::nullopt;

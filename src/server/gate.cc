@@ -2,6 +2,8 @@
 
 #include <openssl/crypto.h>
 
+#include <algorithm>
+
 #include "server/credentials.h"
 #include "server/http_errors.h"
 
@@ -101,9 +103,8 @@ std::optional<Identified> Gate::Identify(const HttpRequest& req, bool may_block)
 HttpResponse Gate::Refusal(const Status& status, const HttpRequest& req) const {
   if (status.code() == StatusCode::kResourceExhausted) {
     HttpResponse r = JsonError(429, "REQUEST_LIMIT_EXCEEDED", status.message());
-    r.SetHeader("Retry-After",
-                std::to_string((access_->ThrottledFor(req.remote_address, CredentialsOf(req).username) + 999) /
-                               1000));
+    const int64_t wait = access_->ThrottledFor(req.remote_address, CredentialsOf(req).username);
+    r.SetHeader("Retry-After", std::to_string(std::max<int64_t>(1, (wait + 999) / 1000)));
     return r;
   }
   HttpResponse r = ErrorResponse(status);

@@ -50,7 +50,9 @@ std::string TokenSecretHash(std::string_view value) { return Sha256Hex(value); }
 AccessService::AccessService(store::MetadataStore* store, Clock* clock, AccessOptions options)
     : store_(store), clock_(clock), options_(options), password_key_secret_(RandomHex(32)) {}
 
-Principal AccessService::Anonymous() { return Principal{"", true, {}, core::kAllScopes, "", "", 0}; }
+Principal AccessService::Anonymous() {
+  return Principal{"", true, {}, core::kAllScopes, "", "", 0};
+}
 
 bool AccessService::Fresh(int64_t checked, uint64_t generation, int64_t now) const {
   return generation == generation_ && now - checked < options_.recheck_ms;
@@ -402,7 +404,8 @@ std::optional<Session> AccessService::FindSession(std::string_view id) {
 }
 
 bool AccessService::Expired(const Session& s, int64_t now) const {
-  return now - s.last_seen >= options_.session_idle_ms || now - s.created >= options_.session_max_ms;
+  return now - s.last_seen >= options_.session_idle_ms ||
+         now - s.created >= options_.session_max_ms;
 }
 
 void AccessService::Logout(std::string_view id) {

@@ -77,7 +77,11 @@ class Visibility {
   }
 
  private:
-  core::Principal who_ = {"", true, {}};
+  core::Principal who_ = [] {
+    core::Principal admin;
+    admin.is_admin = true;
+    return admin;
+  }();
   std::vector<core::Grant> grants_;  // the principal's and its teams'
   core::Permission fallback_ = core::Permission::kManage;
 };

@@ -376,7 +376,9 @@ TEST_P(AccessPropertyTest, ServiceAgreesWithTheReferenceModel) {
         model.teams[t].insert(u);
         break;
       case 4:
-        if (model.teams[t].erase(u) != 0) ASSERT_TRUE(identity.RemoveTeamMember(t, u).ok());
+        if (model.teams[t].erase(u) != 0) {
+          ASSERT_TRUE(identity.RemoveTeamMember(t, u).ok());
+        }
         break;
       case 5: {
         const bool admin = pick(4) == 0;
