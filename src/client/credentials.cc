@@ -13,6 +13,7 @@
 
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/strings.h"
 
 namespace cairn::client {
 namespace {
@@ -22,13 +23,6 @@ namespace fs = std::filesystem;
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? std::string() : std::string(v);
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
-  size_t start = 0;
-  while (start < s.size() && (s[start] == ' ' || s[start] == '\t')) ++start;
-  return s.substr(start);
 }
 
 // "http://host:5000/" and "http://host:5000" name the same server.
@@ -46,13 +40,13 @@ Result<Sections> ParseIni(const std::string& text, const std::string& path) {
   int number = 0;
   while (std::getline(in, line)) {
     ++number;
-    line = Trim(line);
+    line = std::string(Trim(line));
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     if (line.front() == '[') {
       if (line.back() != ']') {
         return InvalidArgument(path + ":" + std::to_string(number) + ": a section name ends in ]");
       }
-      sections.emplace_back(SectionName(Trim(line.substr(1, line.size() - 2))),
+      sections.emplace_back(SectionName(std::string(Trim(line.substr(1, line.size() - 2)))),
                             std::map<std::string, std::string>());
       continue;
     }
@@ -61,7 +55,8 @@ Result<Sections> ParseIni(const std::string& text, const std::string& path) {
       return InvalidArgument(path + ":" + std::to_string(number) +
                              ": expected [section] or key = value");
     }
-    sections.back().second[Trim(line.substr(0, eq))] = Trim(line.substr(eq + 1));
+    sections.back().second[std::string(Trim(line.substr(0, eq)))] =
+        std::string(Trim(line.substr(eq + 1)));
   }
   return sections;
 }

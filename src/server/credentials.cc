@@ -10,12 +10,6 @@ namespace {
 
 using service::Credentials;
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // The value of one cookie in a Cookie header ("a=1; cairn_session=abc").
 std::string_view CookieValue(std::string_view header, std::string_view name) {
   while (!header.empty()) {

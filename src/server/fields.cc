@@ -1,12 +1,12 @@
 #include "server/fields.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
 
 #include "util/json_writer.h"
+#include "util/strings.h"
 
 namespace cairn::server {
 namespace {
@@ -141,10 +141,7 @@ Result<int64_t> Fields::RequiredInt(std::string_view name) const {
 
 Result<std::optional<bool>> Fields::Bool(std::string_view name) const {
   auto parse = [](std::string_view text) -> std::optional<bool> {
-    std::string lower;
-    for (char c : text) {
-      lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    }
+    const std::string lower = AsciiLower(text);
     if (lower == "true") return true;
     if (lower == "false") return false;
     return std::nullopt;

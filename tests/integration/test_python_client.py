@@ -322,6 +322,14 @@ except cairn.CairnError as e:
 """
 
 
+def end_active_runs():
+    while cairn.active_run() is not None:
+        try:
+            cairn.end_run("KILLED")
+        except cairn.CairnError:
+            pass
+
+
 def child_env(**extra):
     env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
     env["PYTHONPATH"] = PYTHON_DIR
@@ -358,11 +366,7 @@ class PythonClientTest(unittest.TestCase):
     def tearDown(self):
         # Never leave a run open: this process's own atexit hook would try to end it against a
         # stopped server.
-        while cairn.active_run() is not None:
-            try:
-                cairn.end_run("KILLED")
-            except cairn.CairnError:
-                pass
+        end_active_runs()
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -1024,11 +1028,7 @@ class AuthTest(unittest.TestCase):
 
     def tearDown(self):
         # A run started here by mistake must not stay active for the tests that follow.
-        while cairn.active_run() is not None:
-            try:
-                cairn.end_run("KILLED")
-            except cairn.CairnError:
-                pass
+        end_active_runs()
 
     # -- helpers ------------------------------------------------------------------------------
 
