@@ -15,7 +15,8 @@ HOST ?= 127.0.0.1
 PORT ?= 5000
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps npm-deps ui build run test sanitized-test debug-test bench fuzz clean
+.PHONY: all deps npm-deps ui build run test sanitized-test sanitized-build sanitized-run debug-test bench fuzz \
+        clean
 
 all: build
 
@@ -52,21 +53,37 @@ run: build npm-deps
 # ctest shows a suite's output only when it fails; the closing line of every suite is printed
 # from ctest's log afterwards, whatever the outcome. `make test` runs every suite on the release
 # build, then the unit and integration suites again on the debug build under AddressSanitizer and
-# UndefinedBehaviorSanitizer, but for the slow ones and those labelled release-only.
+# UndefinedBehaviorSanitizer, but for the slow ones and those labelled release-only. The debug
+# tree compiles while the release suites run, at the lowest CPU priority so that it takes only
+# what they leave idle (most of their time goes to waiting on servers, browsers and pip).
 # Leaks inside libraries that cairn cannot fix (each explained in the file).
 LSAN_OPTIONS := suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0
 SUITE_LINES := '^\[  (PASSED|FAILED)  \]|^[a-z0-9_ ]+: [0-9]+ passed, [0-9]+ failed'
+DEBUG_BUILD_LOG := build/debug-build.log
 
 test: build npm-deps
-	@status=0; ctest --preset $(PRESET) --output-on-failure || status=$$?; \
+	@mkdir -p build; echo "Building the debug preset in the background (log: $(DEBUG_BUILD_LOG))"; \
+	( nice -n 19 $(MAKE) --no-print-directory sanitized-build >$(DEBUG_BUILD_LOG) 2>&1 ) & \
+	debug_build=$$!; \
+	status=0; ctest --preset $(PRESET) --output-on-failure || status=$$?; \
 	echo "Suite results ($(PRESET)):"; \
 	grep -hE $(SUITE_LINES) $(BUILD_DIR)/Testing/Temporary/LastTest.log | sed 's/^/  /'; \
-	$(MAKE) --no-print-directory sanitized-test || status=1; \
+	echo "Waiting for the debug build"; \
+	if wait $$debug_build; then \
+	  $(MAKE) --no-print-directory sanitized-run || status=1; \
+	else \
+	  tail -n 60 $(DEBUG_BUILD_LOG); echo "The debug build failed (log: $(DEBUG_BUILD_LOG))"; status=1; \
+	fi; \
 	exit $$status
 
-sanitized-test: deps npm-deps ui
+sanitized-test: sanitized-build
+	@$(MAKE) --no-print-directory sanitized-run
+
+sanitized-build: deps npm-deps ui
 	cmake --preset debug
 	cmake --build --preset debug -j $(JOBS)
+
+sanitized-run:
 	@status=0; LSAN_OPTIONS=$(LSAN_OPTIONS) ctest --preset debug -LE "slow|package|release-only" --output-on-failure \
 	  || status=$$?; \
 	echo "Suite results (debug, ASan + UBSan):"; \
