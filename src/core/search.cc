@@ -99,6 +99,42 @@ constexpr AttributeName kExperimentOrderAttributes[] = {
     {"last_update_time", "last_update_time", true},
 };
 
+// MLflow reads registry filters with prefixes "attribute"/"tag"/"tags" only; the other
+// attribute spellings are accepted as for experiments.
+constexpr EntityName kRegistryEntities[] = {
+    {"attribute", EntityType::kAttribute},
+    {"attributes", EntityType::kAttribute},
+    {"attr", EntityType::kAttribute},
+    {"tag", EntityType::kTag},
+    {"tags", EntityType::kTag},
+};
+
+constexpr AttributeName kRegisteredModelFilterAttributes[] = {
+    {"name", "name", false},
+};
+
+constexpr AttributeName kRegisteredModelOrderAttributes[] = {
+    {"name", "name", false},
+    {"creation_timestamp", "creation_timestamp", true},
+    {"last_updated_timestamp", "last_updated_timestamp", true},
+    {"timestamp", "last_updated_timestamp", true},
+};
+
+constexpr AttributeName kModelVersionFilterAttributes[] = {
+    {"name", "name", false},
+    {"version_number", "version_number", true},
+    {"run_id", "run_id", false},
+    {"source_path", "source_path", false},
+};
+
+constexpr AttributeName kModelVersionOrderAttributes[] = {
+    {"name", "name", false},
+    {"version_number", "version_number", true},
+    {"creation_timestamp", "creation_timestamp", true},
+    {"last_updated_timestamp", "last_updated_timestamp", true},
+    {"timestamp", "last_updated_timestamp", true},
+};
+
 template <typename T>
 const T* FindName(std::span<const T> table, std::string_view name) {
   for (const T& entry : table) {
@@ -345,6 +381,72 @@ Result<std::vector<OrderKey>> ParseExperimentOrderBy(const std::vector<std::stri
     keys.push_back({target.type, std::move(target.key), raw.ascending});
   }
   return keys;
+}
+
+namespace {
+
+Result<std::vector<Clause>> ParseRegistryFilter(std::string_view filter,
+                                                std::span<const AttributeName> attributes,
+                                                bool lists_allowed) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<RawComparison> comparisons, ParseComparisons(filter));
+  std::vector<Clause> clauses;
+  clauses.reserve(comparisons.size());
+  for (RawComparison& raw : comparisons) {
+    CAIRN_ASSIGN_OR_RETURN(Target target,
+                           ResolveTarget(raw.identifier, kRegistryEntities, attributes));
+    // As for runs, only run_id compares with a list.
+    const bool lists = lists_allowed && target.type == EntityType::kAttribute &&
+                       target.key == "run_id";
+    if (IsListComparator(raw.op) && !lists) {
+      return InvalidArgument(
+          "Only the 'run_id' attribute supports comparison with a list of quoted string values.");
+    }
+    CAIRN_ASSIGN_OR_RETURN(Clause clause, BuildClause(target, std::move(raw), lists));
+    clauses.push_back(std::move(clause));
+  }
+  return clauses;
+}
+
+Result<std::vector<OrderKey>> ParseRegistryOrderBy(const std::vector<std::string>& order_by,
+                                                   std::span<const AttributeName> attributes) {
+  std::vector<OrderKey> keys;
+  for (size_t i = 0; i < order_by.size(); ++i) {
+    CAIRN_ASSIGN_OR_RETURN(RawOrder raw, ParseOrderEntry(order_by[i]));
+    CAIRN_ASSIGN_OR_RETURN(Target target,
+                           ResolveTarget(raw.identifier, kRegistryEntities, attributes));
+    if (target.type != EntityType::kAttribute) {
+      return InvalidArgument("Invalid order_by clause " + Quoted(order_by[i]) +
+                             ": only attributes can be ordered by (" + ListNames(attributes) +
+                             ")");
+    }
+    for (size_t j = 0; j < keys.size(); ++j) {
+      if (keys[j].key == target.key) {
+        return InvalidArgument("order_by contains duplicate fields: " + Quoted(order_by[j]) +
+                               " and " + Quoted(order_by[i]) + " name the same key");
+      }
+    }
+    keys.push_back({target.type, std::move(target.key), raw.ascending});
+  }
+  return keys;
+}
+
+}  // namespace
+
+Result<std::vector<Clause>> ParseRegisteredModelFilter(std::string_view filter) {
+  return ParseRegistryFilter(filter, kRegisteredModelFilterAttributes, /*lists_allowed=*/false);
+}
+
+Result<std::vector<OrderKey>> ParseRegisteredModelOrderBy(
+    const std::vector<std::string>& order_by) {
+  return ParseRegistryOrderBy(order_by, kRegisteredModelOrderAttributes);
+}
+
+Result<std::vector<Clause>> ParseModelVersionFilter(std::string_view filter) {
+  return ParseRegistryFilter(filter, kModelVersionFilterAttributes, /*lists_allowed=*/true);
+}
+
+Result<std::vector<OrderKey>> ParseModelVersionOrderBy(const std::vector<std::string>& order_by) {
+  return ParseRegistryOrderBy(order_by, kModelVersionOrderAttributes);
 }
 
 }  // namespace cairn::core

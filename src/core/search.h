@@ -1,4 +1,4 @@
-// MLflow's search language for runs and experiments: a filter is comparisons joined by AND;
+// MLflow's search language for runs, experiments and the model registry: a filter is comparisons joined by AND;
 // order_by is a list of "<identifier> [ASC|DESC]". Parsing turns the text into clauses once;
 // matching and ordering then run over in-memory runs, so every store answers a search the same
 // way. Grammar, aliases and the placement of NaN and missing values follow MLflow's
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/registry.h"
 #include "util/status.h"
 
 namespace cairn::core {
@@ -24,8 +25,10 @@ enum class Comparator { kEq, kNe, kLt, kLe, kGt, kGe, kLike, kILike, kIn, kNotIn
 //  - kParam / kTag: key is the param or tag key; text holds the literal.
 //  - kAttribute: key is the canonical attribute name: "run_id", "run_name", "user_id",
 //    "status", "artifact_uri", "start_time", "end_time" for runs; "name", "creation_time",
-//    "last_update_time" for experiments. Numeric attributes use number, string attributes
-//    text, IN / NOT IN use list.
+//    "last_update_time" for experiments; "name", "creation_timestamp",
+//    "last_updated_timestamp" for registered models; those and "version_number", "run_id",
+//    "source_path" for model versions. Numeric attributes use number, string attributes text,
+//    IN / NOT IN use list.
 //  - kDataset: key is "name", "digest" or "context"; text or list.
 struct Clause {
   EntityType type = EntityType::kAttribute;
@@ -52,6 +55,17 @@ Result<std::vector<OrderKey>> ParseRunOrderBy(const std::vector<std::string>& or
 Result<std::vector<Clause>> ParseExperimentFilter(std::string_view filter);
 Result<std::vector<OrderKey>> ParseExperimentOrderBy(const std::vector<std::string>& order_by);
 
+// Registered models filter on the attribute "name" and on tags, and are ordered by "name",
+// "creation_timestamp" or "last_updated_timestamp" (also spelled "timestamp").
+Result<std::vector<Clause>> ParseRegisteredModelFilter(std::string_view filter);
+Result<std::vector<OrderKey>> ParseRegisteredModelOrderBy(
+    const std::vector<std::string>& order_by);
+// Model versions filter on "name", "version_number", "run_id" (also with IN and NOT IN),
+// "source_path" and on tags, and are ordered by "name", "version_number",
+// "creation_timestamp" or "last_updated_timestamp".
+Result<std::vector<Clause>> ParseModelVersionFilter(std::string_view filter);
+Result<std::vector<OrderKey>> ParseModelVersionOrderBy(const std::vector<std::string>& order_by);
+
 // True when the run satisfies every clause. A run lacking the key of a clause never matches.
 bool RunMatches(const Run& run, const std::vector<Clause>& clauses);
 bool ExperimentMatches(const Experiment& experiment, const std::vector<Clause>& clauses);
@@ -65,6 +79,17 @@ void SortRuns(std::vector<Run>* runs, const std::vector<OrderKey>& order,
 // Default order creation_time DESC, experiment_id ASC; explicit keys tie-break on
 // experiment_id ASC.
 void SortExperiments(std::vector<Experiment>* experiments, const std::vector<OrderKey>& order);
+
+bool RegisteredModelMatches(const RegisteredModel& model, const std::vector<Clause>& clauses);
+bool ModelVersionMatches(const ModelVersion& version, const std::vector<Clause>& clauses);
+// Registered models: by the keys, then name ASC. Versions: by the keys (last_updated_timestamp
+// DESC when none), then name ASC and version_number DESC unless already ordered by them.
+void SortRegisteredModels(std::vector<RegisteredModel>* models, const std::vector<OrderKey>& order);
+void SortModelVersions(std::vector<ModelVersion>* versions, const std::vector<OrderKey>& order);
+// The order keys SortModelVersions applies, tie-breaks included; a store that orders in its
+// own query language follows them.
+std::vector<OrderKey> ModelVersionOrder(const std::vector<OrderKey>& order);
+std::vector<OrderKey> RegisteredModelOrder(const std::vector<OrderKey>& order);
 
 // SQL LIKE over bytes: '%' any run, '_' one character; case-insensitive when `fold_case`.
 bool LikeMatch(std::string_view text, std::string_view pattern, bool fold_case);

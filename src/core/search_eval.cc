@@ -1,4 +1,4 @@
-// Matching and ordering of runs and experiments by parsed clauses and order keys (search.h).
+// Matching and ordering of runs, experiments and registry entries by parsed clauses and order keys (search.h).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -80,6 +80,37 @@ FieldValue ExperimentField(const Experiment& experiment, EntityType type, std::s
     return FieldValue::Number(static_cast<double>(experiment.creation_time));
   if (key == "last_update_time") {
     return FieldValue::Number(static_cast<double>(experiment.last_update_time));
+  }
+  return FieldValue::Missing();
+}
+
+FieldValue RegisteredModelField(const RegisteredModel& model, EntityType type,
+                                std::string_view key) {
+  if (type == EntityType::kTag) return TagValue(model.tags, key);
+  if (type != EntityType::kAttribute) return FieldValue::Missing();
+  if (key == "name") return FieldValue::Text(model.name);
+  if (key == "creation_timestamp") {
+    return FieldValue::Number(static_cast<double>(model.creation_timestamp));
+  }
+  if (key == "last_updated_timestamp") {
+    return FieldValue::Number(static_cast<double>(model.last_updated_timestamp));
+  }
+  return FieldValue::Missing();
+}
+
+FieldValue ModelVersionField(const ModelVersion& version, EntityType type,
+                             std::string_view key) {
+  if (type == EntityType::kTag) return TagValue(version.tags, key);
+  if (type != EntityType::kAttribute) return FieldValue::Missing();
+  if (key == "name") return FieldValue::Text(version.name);
+  if (key == "version_number") return FieldValue::Number(static_cast<double>(version.version));
+  if (key == "run_id") return FieldValue::Text(version.run_id);
+  if (key == "source_path") return FieldValue::Text(version.source);
+  if (key == "creation_timestamp") {
+    return FieldValue::Number(static_cast<double>(version.creation_timestamp));
+  }
+  if (key == "last_updated_timestamp") {
+    return FieldValue::Number(static_cast<double>(version.last_updated_timestamp));
   }
   return FieldValue::Missing();
 }
@@ -290,6 +321,63 @@ void SortExperiments(std::vector<Experiment>* experiments, const std::vector<Ord
                      }
                      return false;
                    });
+}
+
+bool RegisteredModelMatches(const RegisteredModel& model, const std::vector<Clause>& clauses) {
+  return std::all_of(clauses.begin(), clauses.end(), [&model](const Clause& clause) {
+    return FieldMatches(RegisteredModelField(model, clause.type, clause.key), clause);
+  });
+}
+
+bool ModelVersionMatches(const ModelVersion& version, const std::vector<Clause>& clauses) {
+  return std::all_of(clauses.begin(), clauses.end(), [&version](const Clause& clause) {
+    return FieldMatches(ModelVersionField(version, clause.type, clause.key), clause);
+  });
+}
+
+namespace {
+
+bool HasKey(const std::vector<OrderKey>& keys, std::string_view key) {
+  return std::any_of(keys.begin(), keys.end(), [key](const OrderKey& k) { return k.key == key; });
+}
+
+template <typename T, typename Field>
+void SortByKeys(std::vector<T>* items, const std::vector<OrderKey>& keys, Field field) {
+  std::stable_sort(items->begin(), items->end(), [&](const T& a, const T& b) {
+    for (const OrderKey& key : keys) {
+      const int c =
+          CompareForOrder(field(a, key.type, key.key), field(b, key.type, key.key), key.ascending);
+      if (c != 0) return c < 0;
+    }
+    return false;
+  });
+}
+
+}  // namespace
+
+std::vector<OrderKey> RegisteredModelOrder(const std::vector<OrderKey>& order) {
+  std::vector<OrderKey> keys = order;
+  if (!HasKey(keys, "name")) keys.push_back({EntityType::kAttribute, "name", true});
+  return keys;
+}
+
+std::vector<OrderKey> ModelVersionOrder(const std::vector<OrderKey>& order) {
+  std::vector<OrderKey> keys = order;
+  if (keys.empty()) keys.push_back({EntityType::kAttribute, "last_updated_timestamp", false});
+  if (!HasKey(keys, "name")) keys.push_back({EntityType::kAttribute, "name", true});
+  if (!HasKey(keys, "version_number")) {
+    keys.push_back({EntityType::kAttribute, "version_number", false});
+  }
+  return keys;
+}
+
+void SortRegisteredModels(std::vector<RegisteredModel>* models,
+                          const std::vector<OrderKey>& order) {
+  SortByKeys(models, RegisteredModelOrder(order), RegisteredModelField);
+}
+
+void SortModelVersions(std::vector<ModelVersion>* versions, const std::vector<OrderKey>& order) {
+  SortByKeys(versions, ModelVersionOrder(order), ModelVersionField);
 }
 
 bool LikeMatch(std::string_view text, std::string_view pattern, bool fold_case) {

@@ -861,3 +861,83 @@ TEST(RunOrderTest, LimitKeepsThePrefixOfTheFullOrder) {
 
 }  // namespace
 }  // namespace cairn::core
+
+namespace cairn::core {
+namespace {
+
+TEST(RegistryFilterTest, ModelsFilterOnNameAndTagsOnly) {
+  auto clauses = ParseRegisteredModelFilter("name ILIKE 'fraud%' AND tags.team = 'ml'");
+  ASSERT_TRUE(clauses.ok()) << clauses.status().ToString();
+  ASSERT_EQ(clauses->size(), 2u);
+  EXPECT_EQ((*clauses)[0].op, Comparator::kILike);
+  EXPECT_EQ((*clauses)[1].type, EntityType::kTag);
+  EXPECT_EQ((*clauses)[1].key, "team");
+  Status bad = ParseRegisteredModelFilter("run_id = 'x'").status();
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("Invalid attribute key 'run_id'"), std::string::npos);
+  EXPECT_FALSE(ParseRegisteredModelFilter("name IN ('a')").ok());
+  EXPECT_FALSE(ParseRegisteredModelFilter("metrics.x > 1").ok());
+}
+
+TEST(RegistryFilterTest, VersionsTakeNumbersForVersionAndListsForRunIdOnly) {
+  auto clauses = ParseModelVersionFilter("version_number >= 3 AND run_id IN ('a', 'b')");
+  ASSERT_TRUE(clauses.ok()) << clauses.status().ToString();
+  EXPECT_EQ((*clauses)[0].number, 3);
+  EXPECT_EQ((*clauses)[1].list, (std::vector<std::string>{"a", "b"}));
+  EXPECT_FALSE(ParseModelVersionFilter("version_number = '3'").ok());
+  Status list = ParseModelVersionFilter("name IN ('a')").status();
+  EXPECT_EQ(list.message(),
+            "Only the 'run_id' attribute supports comparison with a list of quoted string values.");
+  EXPECT_TRUE(ParseModelVersionFilter("source_path LIKE 'runs:/%'").ok());
+}
+
+TEST(RegistryOrderTest, TimestampIsLastUpdatedAndTieBreaksFollowMlflow) {
+  auto keys = ParseRegisteredModelOrderBy({"timestamp DESC"});
+  ASSERT_TRUE(keys.ok());
+  EXPECT_EQ((*keys)[0].key, "last_updated_timestamp");
+  EXPECT_FALSE(ParseRegisteredModelOrderBy({"name", "name DESC"}).ok());
+  EXPECT_FALSE(ParseRegisteredModelOrderBy({"tags.x"}).ok());
+  std::vector<OrderKey> order = ModelVersionOrder({});
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order[0].key, "last_updated_timestamp");
+  EXPECT_FALSE(order[0].ascending);
+  EXPECT_EQ(order[1].key, "name");
+  EXPECT_EQ(order[2].key, "version_number");
+  EXPECT_FALSE(order[2].ascending);
+  auto by_version = ParseModelVersionOrderBy({"version_number ASC"});
+  ASSERT_TRUE(by_version.ok());
+  EXPECT_EQ(ModelVersionOrder(*by_version).size(), 2u);  // name added, version kept ascending
+}
+
+TEST(AliasRollbackTest, RollbacksWalkBackRatherThanSwing) {
+  auto move = [](AliasMoveKind kind, std::optional<int64_t> v) {
+    AliasMove m;
+    m.kind = kind;
+    m.version = v;
+    return m;
+  };
+  std::vector<AliasMove> moves = {move(AliasMoveKind::kSet, 1)};
+  EXPECT_FALSE(AliasRollbackTarget(moves).has_value());
+  moves.push_back(move(AliasMoveKind::kSet, 2));
+  moves.push_back(move(AliasMoveKind::kSet, 3));
+  EXPECT_EQ(AliasRollbackTarget(moves), std::optional<std::optional<int64_t>>(2));
+  moves.push_back(move(AliasMoveKind::kRollback, 2));
+  EXPECT_EQ(AliasRollbackTarget(moves), std::optional<std::optional<int64_t>>(1));
+  moves.push_back(move(AliasMoveKind::kRollback, 1));
+  EXPECT_FALSE(AliasRollbackTarget(moves).has_value());
+  // A delete stacks "no version"; rolling it back restores what was there.
+  moves.push_back(move(AliasMoveKind::kDelete, std::nullopt));
+  EXPECT_EQ(AliasRollbackTarget(moves), std::optional<std::optional<int64_t>>(1));
+}
+
+TEST(ModelStageTest, ParsesAnyCaseAndNamesCanonically) {
+  ModelStage stage = ModelStage::kNone;
+  ASSERT_TRUE(ParseModelStage("production", &stage));
+  EXPECT_EQ(stage, ModelStage::kProduction);
+  EXPECT_EQ(ModelStageName(stage), "Production");
+  EXPECT_TRUE(ParseModelStage("NONE", &stage));
+  EXPECT_FALSE(ParseModelStage("Deleted_Internal", &stage));
+}
+
+}  // namespace
+}  // namespace cairn::core

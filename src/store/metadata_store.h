@@ -23,6 +23,7 @@
 #include "core/model.h"
 #include "core/search.h"
 #include "store/identity_store.h"
+#include "store/registry_store.h"
 #include "util/status.h"
 
 namespace cairn::store {
@@ -175,6 +176,11 @@ class MetadataStore {
   // Accounts, tokens, permissions and the audit log, kept in the same database; lives as long
   // as this store.
   virtual IdentityStore& identity() = 0;
+
+  // --- Model registry ----------------------------------------------------------------------
+  // Registered models, their versions and aliases, in the same database; lives as long as this
+  // store.
+  virtual RegistryStore& registry() = 0;
 };
 
 struct StoreOptions {

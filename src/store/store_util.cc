@@ -69,6 +69,35 @@ Status GrantNotFound(core::ResourceKind kind, std::string_view resource_id,
                   std::string(principal) + " and id " + std::string(resource_id) + " not found");
 }
 
+Status RegisteredModelNotFound(std::string_view name) {
+  return NotFound("Registered Model with name=" + std::string(name) + " not found");
+}
+
+Status RegisteredModelTaken(std::string_view name) {
+  return AlreadyExists("Registered Model (name=" + std::string(name) + ") already exists.");
+}
+
+Status ModelVersionNotFound(std::string_view name, int64_t version) {
+  return NotFound("Model Version (name=" + std::string(name) +
+                  ", version=" + std::to_string(version) + ") not found");
+}
+
+Status AliasNotFound(std::string_view name, std::string_view alias) {
+  // MLflow answers an unknown alias with INVALID_PARAMETER_VALUE (400), not a 404.
+  return InvalidArgument("Registered model alias " + std::string(alias) + " not found.");
+}
+
+Status NothingToRollBack(std::string_view name, std::string_view alias) {
+  return FailedPrecondition("Alias '" + std::string(alias) + "' of registered model '" +
+                            std::string(name) + "' has no earlier version to roll back to");
+}
+
+Status RollbackTargetDeleted(std::string_view name, std::string_view alias, int64_t version) {
+  return FailedPrecondition("Alias '" + std::string(alias) + "' of registered model '" +
+                            std::string(name) + "' named version " + std::to_string(version) +
+                            " before, which has been deleted; set the alias instead");
+}
+
 Status ArtifactPathTaken(std::string_view path, std::string_view file) {
   if (path == file) {
     return FailedPrecondition("Cannot write artifact '" + std::string(path) +

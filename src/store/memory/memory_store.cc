@@ -8,6 +8,7 @@
 
 #include "store/listing.h"
 #include "store/memory/memory_identity_store.h"
+#include "store/memory/memory_registry_store.h"
 #include "store/store_util.h"
 #include "util/clock.h"
 
@@ -356,6 +357,7 @@ class MemoryStore : public MetadataStore {
   }
 
   IdentityStore& identity() override { return *identity_; }
+  RegistryStore& registry() override { return *registry_; }
 
  private:
   Experiment* FindExperiment(std::string_view id) {
@@ -407,6 +409,7 @@ class MemoryStore : public MetadataStore {
   StoreOptions options_;
   std::shared_mutex mu_;
   std::unique_ptr<IdentityStore> identity_ = NewMemoryIdentityStore();
+  std::unique_ptr<RegistryStore> registry_ = NewMemoryRegistryStore();
   std::map<int64_t, Experiment> experiments_;
   std::unordered_map<std::string, RunRecord> runs_;
   std::map<std::string, ArtifactFile, std::less<>> artifacts_;

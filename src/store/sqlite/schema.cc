@@ -199,6 +199,68 @@ BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 )sql",
+    // Version 5: the model registry. Models are keyed by an integer so that a rename touches
+    // one row; last_version keeps version numbers from being given twice after deletes.
+    // alias_moves is the history of every alias, from which a rollback finds its target.
+    R"sql(
+CREATE TABLE registered_models (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL UNIQUE,
+  creation_time INTEGER NOT NULL,
+  last_updated_time INTEGER NOT NULL,
+  user_id TEXT NOT NULL,
+  description TEXT NOT NULL,
+  last_version INTEGER NOT NULL
+);
+CREATE TABLE registered_model_tags (
+  model INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (model, key)
+) WITHOUT ROWID;
+CREATE TABLE model_versions (
+  model INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  creation_time INTEGER NOT NULL,
+  last_updated_time INTEGER NOT NULL,
+  user_id TEXT NOT NULL,
+  stage TEXT NOT NULL,
+  description TEXT NOT NULL,
+  source TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  run_link TEXT NOT NULL,
+  status TEXT NOT NULL,
+  status_message TEXT NOT NULL,
+  storage_location TEXT NOT NULL,
+  PRIMARY KEY (model, version)
+);
+CREATE INDEX model_versions_by_update ON model_versions (last_updated_time, model, version);
+CREATE INDEX model_versions_by_run ON model_versions (run_id);
+CREATE TABLE model_version_tags (
+  model INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (model, version, key)
+) WITHOUT ROWID;
+CREATE TABLE model_aliases (
+  model INTEGER NOT NULL,
+  alias TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  PRIMARY KEY (model, alias)
+) WITHOUT ROWID;
+CREATE INDEX model_aliases_by_version ON model_aliases (model, version);
+CREATE TABLE alias_moves (
+  id INTEGER PRIMARY KEY,
+  model INTEGER NOT NULL,
+  alias TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  version INTEGER,
+  time INTEGER NOT NULL,
+  actor TEXT NOT NULL
+);
+CREATE INDEX alias_moves_by_alias ON alias_moves (model, alias, id);
+)sql",
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <thread>
 #include <string>
 
+#include "core/search.h"
+
 namespace cairn::store::sqlite {
 
 Status SqliteError(sqlite3* db, std::string_view what) {
@@ -47,6 +49,20 @@ int WaitForLock(void*, int tries) {
   return 1;
 }
 
+void LikeFunction(sqlite3_context* ctx, int, sqlite3_value** args) {
+  const auto text_of = [](sqlite3_value* v) {
+    const unsigned char* p = sqlite3_value_text(v);
+    return p == nullptr ? std::string_view()
+                        : std::string_view(reinterpret_cast<const char*>(p),
+                                           static_cast<size_t>(sqlite3_value_bytes(v)));
+  };
+  if (sqlite3_value_type(args[0]) == SQLITE_NULL) return sqlite3_result_int(ctx, 0);
+  sqlite3_result_int(ctx, core::LikeMatch(text_of(args[0]), text_of(args[1]),
+                                          sqlite3_value_int(args[2]) != 0)
+                              ? 1
+                              : 0);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, bool create,
@@ -74,6 +90,11 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, bo
       (sync_every_commit ? "FULL" : "NORMAL") +
       "; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16000; "
       "PRAGMA journal_size_limit=67108864;"));
+  if (sqlite3_create_function_v2(db, "cairn_like", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                 nullptr, &LikeFunction, nullptr, nullptr,
+                                 nullptr) != SQLITE_OK) {
+    return SqliteError(db, "register cairn_like");
+  }
   return conn;
 }
 
@@ -98,6 +119,14 @@ Result<Stmt*> Connection::Prepare(const char* sql) {
   cache_[sql] = std::move(owned);
   in_use_.push_back(out);
   return out;
+}
+
+Result<std::unique_ptr<Stmt>> Connection::PrepareOnce(const std::string& sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    return SqliteError(db_, "prepare " + sql);
+  }
+  return std::make_unique<Stmt>(db_, stmt);
 }
 
 void Connection::ResetAll() {

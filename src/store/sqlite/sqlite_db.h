@@ -84,7 +84,9 @@ class Stmt {
 
 class Connection {
  public:
-  // Opens (creating when `create`) the database at path with the pragmas cairn relies on.
+  // Opens (creating when `create`) the database at path with the pragmas cairn relies on, and
+  // the SQL function cairn_like(text, pattern, fold_case): MLflow's LIKE (case-sensitive) and
+  // ILIKE, where SQLite's own LIKE folds ASCII case.
   // `sync_every_commit` selects synchronous=FULL over NORMAL.
   static Result<std::unique_ptr<Connection>> Open(const std::string& path, bool create,
                                                   bool sync_every_commit = false);
@@ -96,6 +98,8 @@ class Connection {
   // cache is keyed by its address.
   Result<Stmt*> Prepare(const char* sql);
   Status Exec(std::string_view sql);
+  // A statement built at run time (a search's WHERE clause), not cached: the caller owns it.
+  Result<std::unique_ptr<Stmt>> PrepareOnce(const std::string& sql);
   // Resets every statement handed out since the last call. A statement left mid-iteration
   // holds its read snapshot open, so each unit of work ends with this.
   void ResetAll();

@@ -9,6 +9,7 @@
 #include "store/listing.h"
 #include "store/sqlite/database.h"
 #include "store/sqlite/identity_tables.h"
+#include "store/sqlite/registry_tables.h"
 #include "store/sqlite/run_rows.h"
 #include "store/sqlite/run_search.h"
 #include "store/sqlite/run_values.h"
@@ -91,6 +92,7 @@ class SqliteStore : public MetadataStore {
           CompactWhenDue(writer, stopping);
         }));
     identity_ = sqlite::NewSqliteIdentityStore(db_.get());
+    registry_ = sqlite::NewSqliteRegistryStore(db_.get());
     return Status::Ok();
   }
 
@@ -531,6 +533,7 @@ class SqliteStore : public MetadataStore {
   }
 
   IdentityStore& identity() override { return *identity_; }
+  RegistryStore& registry() override { return *registry_; }
 
  private:
   Status LogBatchToActiveRun(Connection& c, std::string_view run_id,
@@ -566,6 +569,7 @@ class SqliteStore : public MetadataStore {
   StoreOptions options_;
   int64_t logged_points_ = kCompactPoints;  // writer thread only; compact once at start
   std::unique_ptr<IdentityStore> identity_;  // on db_
+  std::unique_ptr<RegistryStore> registry_;  // on db_
   // Last, so that it stops first: its writer thread uses the members above until then.
   std::unique_ptr<Database> db_;
 };

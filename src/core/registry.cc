@@ -1,0 +1,79 @@
+#include "core/registry.h"
+
+#include "util/strings.h"
+
+namespace cairn::core {
+
+std::string_view ModelStageName(ModelStage stage) {
+  switch (stage) {
+    case ModelStage::kNone:
+      return "None";
+    case ModelStage::kStaging:
+      return "Staging";
+    case ModelStage::kProduction:
+      return "Production";
+    case ModelStage::kArchived:
+      return "Archived";
+  }
+  return "None";
+}
+
+bool ParseModelStage(std::string_view text, ModelStage* out) {
+  for (ModelStage stage : {ModelStage::kNone, ModelStage::kStaging, ModelStage::kProduction,
+                           ModelStage::kArchived}) {
+    if (AsciiLower(text) == AsciiLower(ModelStageName(stage))) {
+      *out = stage;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view ModelVersionStatusName(ModelVersionStatus status) {
+  switch (status) {
+    case ModelVersionStatus::kPendingRegistration:
+      return "PENDING_REGISTRATION";
+    case ModelVersionStatus::kFailedRegistration:
+      return "FAILED_REGISTRATION";
+    case ModelVersionStatus::kReady:
+      return "READY";
+  }
+  return "READY";
+}
+
+std::string_view AliasMoveKindName(AliasMoveKind kind) {
+  switch (kind) {
+    case AliasMoveKind::kSet:
+      return "set";
+    case AliasMoveKind::kDelete:
+      return "delete";
+    case AliasMoveKind::kRollback:
+      return "rollback";
+  }
+  return "set";
+}
+
+bool ParseAliasMoveKind(std::string_view text, AliasMoveKind* out) {
+  for (AliasMoveKind kind : {AliasMoveKind::kSet, AliasMoveKind::kDelete, AliasMoveKind::kRollback}) {
+    if (text == AliasMoveKindName(kind)) {
+      *out = kind;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::optional<int64_t>> AliasRollbackTarget(const std::vector<AliasMove>& moves) {
+  std::vector<std::optional<int64_t>> stack;
+  for (const AliasMove& move : moves) {
+    if (move.kind == AliasMoveKind::kRollback) {
+      if (!stack.empty()) stack.pop_back();
+    } else {
+      stack.push_back(move.version);
+    }
+  }
+  if (stack.size() < 2) return std::nullopt;
+  return stack[stack.size() - 2];
+}
+
+}  // namespace cairn::core
