@@ -113,4 +113,60 @@ void WriteConsoleChunk(JsonWriter& w, const core::ConsoleChunk& c) {
   w.EndObject();
 }
 
+// MLflow's SQL registry leaves user_id unset, so it never appears there; cairn records the
+// creator and shows it when known. Fields MLflow always sets appear even when empty.
+void WriteModelVersion(JsonWriter& w, const core::ModelVersion& v) {
+  w.BeginObject();
+  w.Key("name").String(v.name);
+  w.Key("version").String(std::to_string(v.version));
+  w.Key("creation_timestamp").Int(v.creation_timestamp);
+  w.Key("last_updated_timestamp").Int(v.last_updated_timestamp);
+  if (!v.user_id.empty()) w.Key("user_id").String(v.user_id);
+  w.Key("current_stage").String(core::ModelStageName(v.current_stage));
+  w.Key("description").String(v.description);
+  w.Key("source").String(v.source);
+  w.Key("run_id").String(v.run_id);
+  w.Key("status").String(core::ModelVersionStatusName(v.status));
+  if (!v.status_message.empty()) w.Key("status_message").String(v.status_message);
+  if (!v.tags.empty()) {
+    w.Key("tags");
+    WriteTags(w, v.tags);
+  }
+  w.Key("run_link").String(v.run_link);
+  if (!v.aliases.empty()) {
+    w.Key("aliases").BeginArray();
+    for (const std::string& a : v.aliases) w.String(a);
+    w.EndArray();
+  }
+  w.EndObject();
+}
+
+void WriteRegisteredModel(JsonWriter& w, const core::RegisteredModel& m) {
+  w.BeginObject();
+  w.Key("name").String(m.name);
+  w.Key("creation_timestamp").Int(m.creation_timestamp);
+  if (m.last_updated_timestamp != 0) w.Key("last_updated_timestamp").Int(m.last_updated_timestamp);
+  if (!m.user_id.empty()) w.Key("user_id").String(m.user_id);
+  if (!m.description.empty()) w.Key("description").String(m.description);
+  if (!m.latest_versions.empty()) {
+    w.Key("latest_versions").BeginArray();
+    for (const core::ModelVersion& v : m.latest_versions) WriteModelVersion(w, v);
+    w.EndArray();
+  }
+  if (!m.tags.empty()) {
+    w.Key("tags");
+    WriteTags(w, m.tags);
+  }
+  if (!m.aliases.empty()) {
+    w.Key("aliases").BeginArray();
+    for (const core::ModelAlias& a : m.aliases) {
+      w.BeginObject().Key("alias").String(a.alias).Key("version").String(
+          std::to_string(a.version));
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+}
+
 }  // namespace cairn::core

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/model.h"
+#include "core/registry.h"
 #include "util/json_writer.h"
 
 namespace cairn::core {
@@ -14,6 +15,10 @@ void WriteRunInfo(JsonWriter& w, const core::RunInfo& info);
 // With a run id, the metric carries it too (as get-history-bulk-interval's rows do).
 void WriteMetric(JsonWriter& w, const core::Metric& m, std::string_view run_id = {});
 void WriteRun(JsonWriter& w, const core::Run& run);
+// The model registry's messages (model_registry.proto): a version's number is a string, and
+// so is the version an alias names.
+void WriteModelVersion(JsonWriter& w, const core::ModelVersion& v);
+void WriteRegisteredModel(JsonWriter& w, const core::RegisteredModel& m);
 // A piece of a run's console, as cairn's run-log API carries it.
 void WriteConsoleChunk(JsonWriter& w, const core::ConsoleChunk& c);
 

@@ -43,6 +43,29 @@ constexpr AccessRule kRules[] = {
     {Api::kMlflow, "GET", "metrics/get-history-bulk-interval", Target::kRuns, kRead, "run_ids"},
     {Api::kMlflow, "GET", "artifacts/list", Target::kRun, kRead, "run_id"},
     {Api::kMlflow, "POST", "logged-models/search", Target::kSignedIn, kRead, nullptr},
+    // --- MLflow's model registry: MLflow's levels, searches filtered --------------------------
+    {Api::kMlflow, "POST", "registered-models/create", Target::kSignedIn, kUpdate, nullptr},
+    {Api::kMlflow, "GET", "registered-models/get", Target::kModel, kRead, "name"},
+    {Api::kMlflow, "POST", "registered-models/rename", Target::kModel, kUpdate, "name"},
+    {Api::kMlflow, "PATCH", "registered-models/update", Target::kModel, kUpdate, "name"},
+    {Api::kMlflow, "DELETE", "registered-models/delete", Target::kModel, kDelete, "name"},
+    {Api::kMlflow, "GET", "registered-models/search", Target::kSignedIn, kRead, nullptr},
+    {Api::kMlflow, "POST", "registered-models/get-latest-versions", Target::kModel, kRead, "name"},
+    {Api::kMlflow, "GET", "registered-models/get-latest-versions", Target::kModel, kRead, "name"},
+    {Api::kMlflow, "POST", "registered-models/set-tag", Target::kModel, kUpdate, "name"},
+    {Api::kMlflow, "DELETE", "registered-models/delete-tag", Target::kModel, kUpdate, "name"},
+    {Api::kMlflow, "POST", "registered-models/alias", Target::kModel, kUpdate, "name"},
+    {Api::kMlflow, "DELETE", "registered-models/alias", Target::kModel, kDelete, "name"},
+    {Api::kMlflow, "GET", "registered-models/alias", Target::kModel, kRead, "name"},
+    {Api::kMlflow, "POST", "model-versions/create", Target::kModel, kUpdate, "name"},
+    {Api::kMlflow, "GET", "model-versions/get", Target::kModel, kRead, "name"},
+    {Api::kMlflow, "PATCH", "model-versions/update", Target::kModel, kUpdate, "name"},
+    {Api::kMlflow, "POST", "model-versions/transition-stage", Target::kModel, kUpdate, "name"},
+    {Api::kMlflow, "DELETE", "model-versions/delete", Target::kModel, kDelete, "name"},
+    {Api::kMlflow, "GET", "model-versions/search", Target::kSignedIn, kRead, nullptr},
+    {Api::kMlflow, "GET", "model-versions/get-download-uri", Target::kModel, kRead, "name"},
+    {Api::kMlflow, "POST", "model-versions/set-tag", Target::kModel, kUpdate, "name"},
+    {Api::kMlflow, "DELETE", "model-versions/delete-tag", Target::kModel, kDelete, "name"},
     // --- MLflow's auth API (mlflow server --app-name basic-auth) -----------------------------
     {Api::kMlflow, "POST", "users/create", Target::kAdmin, kManage, nullptr},
     {Api::kMlflow, "GET", "users/get", Target::kSelfOrAdmin, kRead, "username"},
@@ -90,6 +113,8 @@ constexpr AccessRule kRules[] = {
     {Api::kCairn, "POST", "experiments/permissions/delete", Target::kExperiment, kManage,
      "experiment_id"},
     {Api::kCairn, "GET", "audit", Target::kAdmin, kRead, nullptr},
+    {Api::kCairn, "GET", "models/alias-history", Target::kModel, kRead, "name"},
+    {Api::kCairn, "POST", "models/rollback", Target::kModel, kUpdate, "name"},
 };
 
 }  // namespace

@@ -30,7 +30,9 @@ enum class Target {
   kRun,             // the run whose id is in `field` (MLflow's run_uuid as a fallback)
   kRuns,            // every run listed in `field`
   kRunInPath,       // the run whose id is the path's `*`
-  kArtifactPath,    // the experiment an artifact path starts with (`field` for a listing)
+  kArtifactPath,    // the experiment an artifact path starts with (`field` for a listing),
+                    // or the registered model whose version's files it holds
+  kModel,           // the registered model whose name is in `field`
 };
 
 struct AccessRule {

@@ -32,10 +32,12 @@ TEST(AccessRulesTest, EveryRouteHasARuleAndEveryRuleARoute) {
   std::set<const AccessRule*> used;
   ExpectEveryRouteHasARule(Api::kMlflow, MlflowRoutes(), &used);
   ExpectEveryRouteHasARule(Api::kMlflow, MlflowAuthRoutes(), &used);
+  ExpectEveryRouteHasARule(Api::kMlflow, RegistryRoutes(), &used);
   ExpectEveryRouteHasARule(Api::kMlflow, MlflowAsyncRoutes(), &used);
   ExpectEveryRouteHasARule(Api::kMlflow, MlflowStreamRoutes(), &used);
   ExpectEveryRouteHasARule(Api::kCairn, CairnRoutes(), &used);
   ExpectEveryRouteHasARule(Api::kCairn, CairnIdentityRoutes(), &used);
+  ExpectEveryRouteHasARule(Api::kCairn, CairnRegistryRoutes(), &used);
   // The artifact proxy is served by the server itself, not from a route table.
   for (const AccessRule& rule : AccessRules()) {
     if (rule.api == Api::kArtifacts) continue;

@@ -214,7 +214,8 @@ std::span<const CairnRoute> CairnRoutes() { return kRoutes; }
 
 const CairnRoute* FindCairnRoute(std::string_view method, std::string_view path,
                                  std::string_view* wildcard) {
-  for (std::span<const CairnRoute> table : {CairnRoutes(), CairnIdentityRoutes()}) {
+  for (std::span<const CairnRoute> table :
+       {CairnRoutes(), CairnIdentityRoutes(), CairnRegistryRoutes()}) {
     for (const CairnRoute& r : table) {
       if (method == r.method && PathMatches(r.path, path, wildcard)) return &r;
     }

@@ -54,6 +54,8 @@ struct CairnRoute {
 // permissions, the audit log (auth_api.cc).
 std::span<const CairnRoute> CairnRoutes();
 std::span<const CairnRoute> CairnIdentityRoutes();
+// An alias's history and its rollback (registry_api.cc).
+std::span<const CairnRoute> CairnRegistryRoutes();
 // The route of a request; nullptr when there is none.
 const CairnRoute* FindCairnRoute(std::string_view method, std::string_view path,
                                  std::string_view* wildcard);

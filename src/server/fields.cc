@@ -238,4 +238,16 @@ Result<std::string> Fields::RunId() const {
   return Missing("run_id");
 }
 
+Result<std::vector<core::Tag>> DecodeTags(const Fields& f, std::string_view name) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> items, f.Objects(name));
+  std::vector<core::Tag> tags;
+  tags.reserve(items.size());
+  for (const Fields& item : items) {
+    CAIRN_ASSIGN_OR_RETURN(std::string key, item.RequiredStr("key"));
+    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> value, item.Str("value"));
+    tags.push_back({std::move(key), value.value_or("")});
+  }
+  return tags;
+}
+
 }  // namespace cairn::server

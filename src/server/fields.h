@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model.h"
 #include "server/http_message.h"
 #include "util/json_reader.h"
 #include "util/status.h"
@@ -60,6 +61,9 @@ class Fields {
   std::string name_;                // this message's field in its parent
   size_t index_ = kNoIndex;         // its place in a repeated field
 };
+
+// A repeated {key, value} message (tags, params); a missing value is "".
+Result<std::vector<core::Tag>> DecodeTags(const Fields& f, std::string_view name);
 
 // Request bodies nest at most this deep; MLflow's messages use five levels at most.
 inline constexpr size_t kMaxJsonDepth = 32;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "server/credentials.h"
+#include "service/artifact_service.h"
 #include "server/http_errors.h"
 
 namespace cairn::server {
@@ -212,9 +213,20 @@ std::optional<Status> Gate::Authorize(const Caller& caller, const CallSubject& c
     }
     case Target::kRunInPath:
       return RequireRun(caller, call.wildcard, rule.access, may_block);
+    case Target::kModel:
+      if (field.empty()) return Status::Ok();  // the handler says what is missing
+      return Require(caller, ResourceKind::kRegisteredModel, field, rule.access, may_block);
     case Target::kArtifactPath: {
       const std::string_view path = rule.field != nullptr ? std::string_view(field)
                                                           : call.artifact_path;
+      if (path.starts_with(std::string(service::kRegistryArtifactRoot) + "/")) {
+        // A model version's files: read with the model's permission (the artifact service
+        // refuses every change).
+        if (!may_block) return std::nullopt;
+        Result<std::string> model = access_->ModelOfArtifactPath(path);
+        if (!model.ok()) return Denied();
+        return Require(caller, ResourceKind::kRegisteredModel, *model, rule.access, may_block);
+      }
       const std::string_view experiment = ExperimentOfArtifactPath(path);
       if (experiment.empty()) {
         // Not under an experiment: the server's default applies, as MLflow does.
@@ -242,6 +254,8 @@ std::string Gate::ObjectOf(const CallSubject& call) {
       return "run " + std::string(call.wildcard);
     case Target::kRuns:
       return "runs";
+    case Target::kModel:
+      return "registered_model " + field;
     case Target::kArtifactPath:
       return "artifact " + std::string(rule.field != nullptr ? std::string_view(field)
                                                              : call.artifact_path);

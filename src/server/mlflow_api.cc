@@ -18,18 +18,6 @@ using core::Tag;
 
 constexpr std::string_view kEmpty = "{}";
 
-Result<std::vector<Tag>> DecodeTags(const Fields& f, std::string_view name) {
-  CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> items, f.Objects(name));
-  std::vector<Tag> tags;
-  tags.reserve(items.size());
-  for (const Fields& item : items) {
-    CAIRN_ASSIGN_OR_RETURN(std::string key, item.RequiredStr("key"));
-    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> value, item.Str("value"));
-    tags.push_back({std::move(key), value.value_or("")});
-  }
-  return tags;
-}
-
 Result<core::Metric> DecodeMetric(const Fields& f) {
   core::Metric m;
   CAIRN_ASSIGN_OR_RETURN(m.key, f.RequiredStr("key"));

@@ -10,6 +10,7 @@
 #include "service/access_service.h"
 #include "service/artifact_service.h"
 #include "service/identity_service.h"
+#include "service/registry_service.h"
 #include "service/tracking_service.h"
 
 namespace cairn::server {
@@ -21,6 +22,7 @@ struct ApiContext {
   service::ArtifactService* artifacts = nullptr;
   service::AccessService* access = nullptr;
   service::IdentityService* identity = nullptr;
+  service::RegistryService* registry = nullptr;
   bool tls = false;
   // The request's own: who asks (authenticated, and allowed by the route's rule), from where,
   // through which browser session, and which experiments it may read (searches and listings
@@ -29,6 +31,8 @@ struct ApiContext {
   std::string_view remote_address;
   std::string_view session_id;
   std::function<bool(std::string_view experiment_id)> may_read_experiment;
+  // The same for registered models, by name.
+  std::function<bool(std::string_view model_name)> may_read_model;
 };
 
 using ApiHandler = Result<std::string> (*)(ApiContext& ctx, const Fields& fields);
@@ -42,6 +46,8 @@ struct Route {
 std::span<const Route> MlflowRoutes();
 // MLflow's auth API (users/*, experiments/permissions/*), answered by server/auth_api.cc.
 std::span<const Route> MlflowAuthRoutes();
+// MLflow's model registry (registered-models/*, model-versions/*): server/registry_api.cc.
+std::span<const Route> RegistryRoutes();
 
 // Routes answered without a thread waiting on the store (the logging calls): the handler
 // decodes the request and returns at once; `reply` is called exactly once, then or later from

@@ -22,6 +22,7 @@
 #include "service/access_service.h"
 #include "service/artifact_service.h"
 #include "service/identity_service.h"
+#include "service/registry_service.h"
 #include "service/tracking_service.h"
 #include "store/metadata_store.h"
 #include "util/clock.h"
@@ -147,6 +148,7 @@ struct Server::Impl : HttpHandler {
   std::unique_ptr<service::ArtifactService> artifacts;
   std::unique_ptr<service::AccessService> access;
   std::unique_ptr<service::IdentityService> identity;
+  std::unique_ptr<service::RegistryService> registry;
   std::unique_ptr<Gate> gate;
   ApiContext ctx{};
   std::unordered_map<std::string, ApiHandler> routes;  // "POST runs/log-batch"
@@ -204,7 +206,7 @@ struct Server::Impl : HttpHandler {
   }
 
   void InstallRoutes() {
-    for (std::span<const Route> table : {MlflowRoutes(), MlflowAuthRoutes()}) {
+    for (std::span<const Route> table : {MlflowRoutes(), MlflowAuthRoutes(), RegistryRoutes()}) {
       for (const Route& r : table) routes[std::string(r.method) + " " + r.path] = r.handler;
     }
     for (const StreamRoute& r : MlflowStreamRoutes()) {
@@ -377,8 +379,9 @@ struct Server::Impl : HttpHandler {
     if (rule.target == Target::kSignedIn && access->enabled() &&
         !caller.principal.ActsAsAdmin()) {
       CAIRN_ASSIGN_OR_RETURN(service::Visibility v, access->VisibilityOf(caller.principal));
-      c.may_read_experiment = [v = std::move(v)](std::string_view id) {
-        return v.MayReadExperiment(id);
+      c.may_read_experiment = [v](std::string_view id) { return v.MayReadExperiment(id); };
+      c.may_read_model = [v = std::move(v)](std::string_view name) {
+        return v.MayRead(core::ResourceKind::kRegisteredModel, name);
       };
     }
     return c;
@@ -667,6 +670,10 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   impl->tracking = std::make_unique<service::TrackingService>(impl->store.get(), SystemClock());
   impl->artifacts =
       std::make_unique<service::ArtifactService>(impl->store.get(), impl->blobs.get());
+  service::RegistryOptions registry_options;
+  registry_options.allowed_source_schemes = options.model_source_schemes;
+  impl->registry = std::make_unique<service::RegistryService>(
+      impl->store.get(), impl->artifacts.get(), SystemClock(), registry_options);
   service::AccessOptions access_options;
   access_options.enabled = options.auth;
   access_options.default_permission = options.default_permission;
@@ -694,6 +701,7 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   impl->ctx.artifacts = impl->artifacts.get();
   impl->ctx.access = impl->access.get();
   impl->ctx.identity = impl->identity.get();
+  impl->ctx.registry = impl->registry.get();
   impl->ctx.tls = !options.tls_cert_file.empty();
   CAIRN_ASSIGN_OR_RETURN(impl->ui, UiFiles::Load(options.ui_dir));
   impl->InstallRoutes();

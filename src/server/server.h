@@ -48,6 +48,9 @@ struct ServerOptions {
   // Created at start as an admin when no account has this name.
   std::string init_admin;
   std::string init_admin_password;
+  // URI schemes a model version's source may use without its files being copied into the
+  // server (service::RegistryOptions); empty: only the server's own artifacts.
+  std::vector<std::string> model_source_schemes;
 };
 
 // Whether a listening address reaches this machine only.

@@ -357,6 +357,13 @@ Result<std::string> AccessService::ExperimentOfRun(std::string_view run_id) {
   return info.experiment_id;
 }
 
+Result<std::string> AccessService::ModelOfArtifactPath(std::string_view path) {
+  const size_t first = path.find('/');
+  if (first == std::string_view::npos) return NotFound("not a model version's file");
+  const size_t second = path.find('/', first + 1);
+  return store_->registry().ModelOfStorage(path.substr(0, second));
+}
+
 Result<std::string> AccessService::ExperimentIdOfName(std::string_view name) {
   CAIRN_ASSIGN_OR_RETURN(core::Experiment e, store_->GetExperimentByName(name));
   return e.experiment_id;

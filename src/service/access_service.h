@@ -121,6 +121,10 @@ class AccessService {
   Result<std::string> ExperimentOfRun(std::string_view run_id);
   std::optional<std::string> ExperimentOfRunCached(std::string_view run_id);
 
+  // The registered model whose version's files lie at artifact path `path` (under
+  // kRegistryArtifactRoot, "models/<id>/..."); kNotFound when none does.
+  Result<std::string> ModelOfArtifactPath(std::string_view path);
+
   // The id of the experiment with this name (kNotFound as the tracking store says it).
   Result<std::string> ExperimentIdOfName(std::string_view name);
 

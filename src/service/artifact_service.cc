@@ -58,7 +58,21 @@ Result<std::unique_ptr<blob::BlobWriter>> ArtifactService::NewUpload() {
   return blobs_->NewWriter();
 }
 
+namespace {
+
+// The registry's files are written and removed by the registry alone.
+Status RefuseRegistryPath(std::string_view path) {
+  if (path != kRegistryArtifactRoot && !path.starts_with(std::string(kRegistryArtifactRoot) + "/")) {
+    return Status::Ok();
+  }
+  return PermissionDenied("Artifact path '" + std::string(path) +
+                          "' holds model registry files, which only the registry changes");
+}
+
+}  // namespace
+
 Status ArtifactService::CommitUpload(const std::string& path, blob::BlobWriter& writer) {
+  CAIRN_RETURN_IF_ERROR(RefuseRegistryPath(path));
   Result<std::optional<store::ArtifactFile>> replaced = std::optional<store::ArtifactFile>();
   std::string digest;
   {
@@ -133,6 +147,19 @@ Result<std::vector<store::ArtifactEntry>> ArtifactService::ListRunArtifacts(
 }
 
 Status ArtifactService::Delete(const std::string& path) {
+  CAIRN_RETURN_IF_ERROR(RefuseRegistryPath(path));
+  return DeleteFiles(path);
+}
+
+Status ArtifactService::DeleteRegistryFiles(const std::string& storage) {
+  if (!storage.starts_with(std::string(kRegistryArtifactRoot) + "/")) {
+    return InvalidArgument("not a registry path: " + storage);
+  }
+  Status s = DeleteFiles(storage);
+  return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
+}
+
+Status ArtifactService::DeleteFiles(const std::string& path) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> removed, store_->DeleteArtifacts(path));
   std::vector<std::string> digests;
   for (const store::ArtifactFile& f : removed) digests.push_back(f.digest);

@@ -17,6 +17,10 @@
 
 namespace cairn::service {
 
+// Where the model registry keeps versions' files ("models/<id>/..."): clients read them, and
+// only the registry writes or removes them.
+inline constexpr std::string_view kRegistryArtifactRoot = "models";
+
 // Checks and normalises an artifact path (a trailing '/' is dropped). An empty path is the
 // root, allowed only when `allow_root`.
 Result<std::string> NormalizeArtifactPath(std::string_view path, bool allow_root);
@@ -56,9 +60,14 @@ class ArtifactService {
   Result<std::vector<store::ArtifactEntry>> ListRunArtifacts(std::string_view artifact_uri,
                                                              std::string_view rel);
   // Deletes a file or a whole directory and collects blobs nothing references any more.
+  // Uploads and deletes under kRegistryArtifactRoot are kPermissionDenied.
   Status Delete(const std::string& path);
+  // Deletes the files of a model version (its storage location under kRegistryArtifactRoot);
+  // nothing there is no error.
+  Status DeleteRegistryFiles(const std::string& storage);
 
  private:
+  Status DeleteFiles(const std::string& path);
   // Deletes the blobs among `digests` that no artifact refers to any more.
   Status CollectBlobs(const std::vector<std::string>& digests);
 

@@ -227,6 +227,21 @@ Status IdentityService::GrantCreator(const core::Principal& creator, ResourceKin
       Grant{kind, resource_id, PrincipalKind::kUser, creator.username, Permission::kManage});
 }
 
+Status IdentityService::MovePermissions(ResourceKind kind, const std::string& from,
+                                        const std::string& to) {
+  if (from == to) return Status::Ok();
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Grant> grants, PermissionsOn(kind, from));
+  for (Grant g : grants) {
+    g.resource_id = to;
+    CAIRN_RETURN_IF_ERROR(store_->identity().PutGrant(Canonical(g)));
+  }
+  return DeletePermissionsOn(kind, from);
+}
+
+Status IdentityService::DeletePermissionsOn(ResourceKind kind, const std::string& resource_id) {
+  return Changed(store_->identity().DeleteGrantsOn(kind, CanonicalId(kind, resource_id)));
+}
+
 Result<CreatedToken> IdentityService::CreateToken(const core::Principal& caller,
                                                   const TokenRequest& request) {
   const std::string owner = request.owner.empty() ? caller.username : request.owner;

@@ -83,6 +83,11 @@ class IdentityService {
   // What the creator of an object holds on it: MANAGE. Not for the anonymous principal.
   Status GrantCreator(const core::Principal& creator, core::ResourceKind kind,
                       const std::string& resource_id);
+  // Every permission on an object follows it to its new id (a renamed model).
+  Status MovePermissions(core::ResourceKind kind, const std::string& from, const std::string& to);
+  // Removes every permission on an object that is gone, so that a new object of the same name
+  // starts with none.
+  Status DeletePermissionsOn(core::ResourceKind kind, const std::string& resource_id);
   // kInvalidArgument with MLflow's message for an unknown level.
   static Result<core::Permission> ParsePermissionName(const std::string& name);
 

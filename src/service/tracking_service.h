@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "service/validation.h"
 #include "store/metadata_store.h"
 #include "util/clock.h"
 
@@ -23,7 +24,6 @@ inline constexpr size_t kMaxMetricsPerBatch = 1000;
 inline constexpr size_t kMaxParamsPerBatch = 100;
 inline constexpr size_t kMaxTagsPerBatch = 100;
 inline constexpr size_t kMaxEntitiesPerBatch = 1000;
-inline constexpr size_t kMaxKeyLength = 250;
 inline constexpr size_t kMaxParamValueLength = 6000;
 inline constexpr size_t kMaxTagValueLength = 8000;
 inline constexpr int64_t kMaxSearchResults = 50000;

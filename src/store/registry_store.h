@@ -95,6 +95,9 @@ class RegistryStore {
   // aliases.
   virtual Result<std::vector<core::ModelVersion>> SearchModelVersions(
       const RegistrySearchQuery& query) = 0;
+  // The name of the model one of whose versions has this storage_location; kNotFound when
+  // none has.
+  virtual Result<std::string> ModelOfStorage(std::string_view storage_location) = 0;
   // The newest version (highest number) of the model in each stage that has one; stages in
   // the order of their lowest version, as MLflow lists them.
   virtual Result<std::vector<core::ModelVersion>> LatestVersions(std::string_view name) = 0;

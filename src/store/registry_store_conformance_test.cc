@@ -366,6 +366,8 @@ TYPED_TEST(RegistryStoreTest, EverythingSurvivesReopening) {
   EXPECT_EQ(v->tags, (std::vector<core::Tag>{{"vk", "vv"}}));
   EXPECT_EQ(v->storage_location, "models/m-200");
   EXPECT_EQ(this->AddVersion("m", 400), 2);
+  EXPECT_EQ(*this->reg().ModelOfStorage("models/m-200"), "m");
+  EXPECT_EQ(this->reg().ModelOfStorage("models/x").status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

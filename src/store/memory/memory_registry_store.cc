@@ -203,6 +203,16 @@ class MemoryRegistryStore : public RegistryStore {
     return Page(std::move(found), query);
   }
 
+  Result<std::string> ModelOfStorage(std::string_view storage_location) override {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, e] : models_) {
+      for (const auto& [number, v] : e.versions) {
+        if (v.storage_location == storage_location) return name;
+      }
+    }
+    return NotFound("no model version is stored at " + std::string(storage_location));
+  }
+
   Result<std::vector<ModelVersion>> LatestVersions(std::string_view name) override {
     std::lock_guard lock(mu_);
     CAIRN_ASSIGN_OR_RETURN(ModelEntry * e, Find(name));

@@ -549,6 +549,19 @@ class SqliteRegistryStore : public RegistryStore {
     });
   }
 
+  Result<std::string> ModelOfStorage(std::string_view storage_location) override {
+    return db_->Read<std::string>([&](Connection& c) -> Result<std::string> {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT m.name" CAIRN_VERSIONS_FROM
+                                                 "WHERE v.storage_location = ?"));
+      s->Bind(1, storage_location);
+      if (!s->Step()) {
+        CAIRN_RETURN_IF_ERROR(s->status());
+        return NotFound("no model version is stored at " + std::string(storage_location));
+      }
+      return s->Str(0);
+    });
+  }
+
   Result<std::vector<ModelVersion>> LatestVersions(std::string_view name) override {
     using List = std::vector<ModelVersion>;
     return db_->Read<List>([&](Connection& c) -> Result<List> {

@@ -236,6 +236,7 @@ CREATE TABLE model_versions (
 );
 CREATE INDEX model_versions_by_update ON model_versions (last_updated_time, model, version);
 CREATE INDEX model_versions_by_run ON model_versions (run_id);
+CREATE INDEX model_versions_by_storage ON model_versions (storage_location);
 CREATE TABLE model_version_tags (
   model INTEGER NOT NULL,
   version INTEGER NOT NULL,

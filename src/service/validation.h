@@ -1,0 +1,22 @@
+// Checks of names and values that every service applies the same way, worded as MLflow words
+// them (clients match on the messages).
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "util/status.h"
+
+namespace cairn::service {
+
+// Longest key of a tag, param or metric.
+inline constexpr size_t kMaxKeyLength = 250;
+
+// A tag, param or metric key (`kind` names it in messages: "tag", "param"): a safe alphabet,
+// at most kMaxKeyLength bytes, and nothing that normalises to another path.
+Status ValidateKey(std::string_view kind, std::string_view key);
+// `value` of `key` at most `limit` bytes; `what` opens the message ("Tag", "Param").
+Status ValidateLength(std::string_view what, std::string_view key, std::string_view value,
+                      size_t limit);
+
+}  // namespace cairn::service
