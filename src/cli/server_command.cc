@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/secrets.h"
 #include "server/server.h"
+#include "util/strings.h"
 #include "util/log.h"
 
 namespace cairn::cli {
@@ -32,6 +33,7 @@ struct ServerFlags {
   std::string log_level = "info";
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> cors_origins;
+  std::vector<std::string> model_source_schemes;
   std::string tls_cert;
   std::string tls_key;
   int max_header_bytes = 16 << 10;
@@ -124,6 +126,9 @@ int RunServer(ServerFlags flags) {
   options.io_threads = flags.io_threads;
   options.allowed_hosts = flags.allowed_hosts;
   options.cors_origins = flags.cors_origins;
+  for (const std::string& scheme : flags.model_source_schemes) {
+    options.model_source_schemes.push_back(AsciiLower(scheme));
+  }
   options.tls_cert_file = flags.tls_cert;
   options.tls_key_file = flags.tls_key;
   options.limits.max_header_bytes = static_cast<size_t>(flags.max_header_bytes);
@@ -254,6 +259,11 @@ void RegisterServer(CLI::App& app, Action* action) {
   cmd->add_option("--cors-origins", flags->cors_origins,
                   "Origins (https://notebooks.example.com) whose pages may call the API from a "
                   "browser; off by default, '*' allows any. Comma-separated or repeated")
+      ->delimiter(',');
+  cmd->add_option("--allow-model-source", flags->model_source_schemes,
+                  "URI schemes (s3, gs, https) a registered model version's source may use; "
+                  "its files then stay there instead of being copied from the server's own "
+                  "artifacts. Off by default. Comma-separated or repeated")
       ->delimiter(',');
   cmd->add_option("--tls-cert", flags->tls_cert,
                   "PEM certificate chain: serve HTTPS (with --tls-key)");

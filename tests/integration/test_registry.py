@@ -330,5 +330,30 @@ class AliasTest(unittest.TestCase):
         self.assertEqual(staged["version"], "5")
 
 
+class AllowedSchemeTest(unittest.TestCase):
+    """A server started with --allow-model-source keeps such sources as given."""
+
+    def test_allowed_scheme_is_kept_and_others_still_refused(self):
+        root, data_dir = tl.make_temp_root("cairn-registry-s3-")
+        server = tl.CairnServer(tl.CONFIG.cairn, data_dir, name="cairn (registry, s3 allowed)",
+                                extra_args=["--allow-model-source", "S3"])
+        try:
+            server.start()
+            c = server.client()
+            name = uniq()
+            ok(c.post(API + "registered-models/create", {"name": name}))
+            v = ok(c.post(API + "model-versions/create",
+                          {"name": name, "source": "s3://bucket/model"}))["model_version"]
+            self.assertEqual(v["source"], "s3://bucket/model")
+            uri = ok(c.get(API + "model-versions/get-download-uri",
+                           {"name": name, "version": v["version"]}))["artifact_uri"]
+            self.assertEqual(uri, "s3://bucket/model")
+            error(c.post(API + "model-versions/create", {"name": name, "source": "gs://b/m"}),
+                  400, "INVALID_PARAMETER_VALUE")
+        finally:
+            self.assertEqual(server.stop(), 0)
+            shutil.rmtree(root, ignore_errors=True)
+
+
 if __name__ == "__main__":
     sys.exit(tl.main("registry", sys.modules[__name__]))
