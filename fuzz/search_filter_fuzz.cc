@@ -1,5 +1,5 @@
-// Fuzz target for MLflow's search language (core/search.h): any filter or order_by text is
-// parsed or refused with an error, never a crash.
+// Fuzz target for MLflow's search language (core/search.h) of runs, experiments and the model
+// registry: any filter or order_by text is parsed or refused with an error, never a crash.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -13,5 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)cairn::core::ParseExperimentFilter(text);
   (void)cairn::core::ParseRunOrderBy({std::string(text)});
   (void)cairn::core::ParseExperimentOrderBy({std::string(text)});
+  (void)cairn::core::ParseRegisteredModelFilter(text);
+  (void)cairn::core::ParseModelVersionFilter(text);
+  (void)cairn::core::ParseRegisteredModelOrderBy({std::string(text)});
+  (void)cairn::core::ParseModelVersionOrderBy({std::string(text)});
   return 0;
 }
