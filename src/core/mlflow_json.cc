@@ -160,8 +160,7 @@ void WriteRegisteredModel(JsonWriter& w, const core::RegisteredModel& m) {
   if (!m.aliases.empty()) {
     w.Key("aliases").BeginArray();
     for (const core::ModelAlias& a : m.aliases) {
-      w.BeginObject().Key("alias").String(a.alias).Key("version").String(
-          std::to_string(a.version));
+      w.BeginObject().Key("alias").String(a.alias).Key("version").String(std::to_string(a.version));
       w.EndObject();
     }
     w.EndArray();

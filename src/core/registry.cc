@@ -19,8 +19,8 @@ std::string_view ModelStageName(ModelStage stage) {
 }
 
 bool ParseModelStage(std::string_view text, ModelStage* out) {
-  for (ModelStage stage : {ModelStage::kNone, ModelStage::kStaging, ModelStage::kProduction,
-                           ModelStage::kArchived}) {
+  for (ModelStage stage :
+       {ModelStage::kNone, ModelStage::kStaging, ModelStage::kProduction, ModelStage::kArchived}) {
     if (AsciiLower(text) == AsciiLower(ModelStageName(stage))) {
       *out = stage;
       return true;
@@ -54,7 +54,8 @@ std::string_view AliasMoveKindName(AliasMoveKind kind) {
 }
 
 bool ParseAliasMoveKind(std::string_view text, AliasMoveKind* out) {
-  for (AliasMoveKind kind : {AliasMoveKind::kSet, AliasMoveKind::kDelete, AliasMoveKind::kRollback}) {
+  for (AliasMoveKind kind :
+       {AliasMoveKind::kSet, AliasMoveKind::kDelete, AliasMoveKind::kRollback}) {
     if (text == AliasMoveKindName(kind)) {
       *out = kind;
       return true;

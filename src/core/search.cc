@@ -395,8 +395,8 @@ Result<std::vector<Clause>> ParseRegistryFilter(std::string_view filter,
     CAIRN_ASSIGN_OR_RETURN(Target target,
                            ResolveTarget(raw.identifier, kRegistryEntities, attributes));
     // As for runs, only run_id compares with a list.
-    const bool lists = lists_allowed && target.type == EntityType::kAttribute &&
-                       target.key == "run_id";
+    const bool lists =
+        lists_allowed && target.type == EntityType::kAttribute && target.key == "run_id";
     if (IsListComparator(raw.op) && !lists) {
       return InvalidArgument(
           "Only the 'run_id' attribute supports comparison with a list of quoted string values.");
@@ -416,8 +416,7 @@ Result<std::vector<OrderKey>> ParseRegistryOrderBy(const std::vector<std::string
                            ResolveTarget(raw.identifier, kRegistryEntities, attributes));
     if (target.type != EntityType::kAttribute) {
       return InvalidArgument("Invalid order_by clause " + Quoted(order_by[i]) +
-                             ": only attributes can be ordered by (" + ListNames(attributes) +
-                             ")");
+                             ": only attributes can be ordered by (" + ListNames(attributes) + ")");
     }
     for (size_t j = 0; j < keys.size(); ++j) {
       if (keys[j].key == target.key) {

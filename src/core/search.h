@@ -1,7 +1,7 @@
-// MLflow's search language for runs, experiments and the model registry: a filter is comparisons joined by AND;
-// order_by is a list of "<identifier> [ASC|DESC]". Parsing turns the text into clauses once;
-// matching and ordering then run over in-memory runs, so every store answers a search the same
-// way. Grammar, aliases and the placement of NaN and missing values follow MLflow's
+// MLflow's search language for runs, experiments and the model registry: a filter is comparisons
+// joined by AND; order_by is a list of "<identifier> [ASC|DESC]". Parsing turns the text into
+// clauses once; matching and ordering then run over in-memory runs, so every store answers a search
+// the same way. Grammar, aliases and the placement of NaN and missing values follow MLflow's
 // search_utils.py and its SQL store; docs/api/search.md states them.
 #pragma once
 
@@ -58,8 +58,7 @@ Result<std::vector<OrderKey>> ParseExperimentOrderBy(const std::vector<std::stri
 // Registered models filter on the attribute "name" and on tags, and are ordered by "name",
 // "creation_timestamp" or "last_updated_timestamp" (also spelled "timestamp").
 Result<std::vector<Clause>> ParseRegisteredModelFilter(std::string_view filter);
-Result<std::vector<OrderKey>> ParseRegisteredModelOrderBy(
-    const std::vector<std::string>& order_by);
+Result<std::vector<OrderKey>> ParseRegisteredModelOrderBy(const std::vector<std::string>& order_by);
 // Model versions filter on "name", "version_number", "run_id" (also with IN and NOT IN),
 // "source_path" and on tags, and are ordered by "name", "version_number",
 // "creation_timestamp" or "last_updated_timestamp".

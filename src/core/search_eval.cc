@@ -1,4 +1,5 @@
-// Matching and ordering of runs, experiments and registry entries by parsed clauses and order keys (search.h).
+// Matching and ordering of runs, experiments and registry entries by parsed clauses and order keys
+// (search.h).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -98,8 +99,7 @@ FieldValue RegisteredModelField(const RegisteredModel& model, EntityType type,
   return FieldValue::Missing();
 }
 
-FieldValue ModelVersionField(const ModelVersion& version, EntityType type,
-                             std::string_view key) {
+FieldValue ModelVersionField(const ModelVersion& version, EntityType type, std::string_view key) {
   if (type == EntityType::kTag) return TagValue(version.tags, key);
   if (type != EntityType::kAttribute) return FieldValue::Missing();
   if (key == "name") return FieldValue::Text(version.name);

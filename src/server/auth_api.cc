@@ -93,7 +93,7 @@ Result<std::string> UpdatePassword(ApiContext& ctx, const Fields& f) {
 Result<std::string> UpdateAdmin(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string username, f.RequiredStr("username"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<bool> is_admin, f.Bool("is_admin"));
-  if (!is_admin) return InvalidArgument("Missing value for required parameter 'is_admin'.");
+  if (!is_admin) return service::MissingParameter("is_admin");
   CAIRN_RETURN_IF_ERROR(ctx.identity->UpdateAdmin(username, *is_admin));
   return std::string(kEmpty);
 }
@@ -428,7 +428,7 @@ Result<CairnResponse> DeleteCairnExperimentPermission(ApiContext& ctx, const Cai
 // What the caller may do on each experiment named: the web UI shows only the actions allowed.
 Result<CairnResponse> ExperimentAccess(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> ids, call.fields.StrList("experiment_id"));
-  if (ids.empty()) return InvalidArgument("Missing value for required parameter 'experiment_id'.");
+  if (ids.empty()) return service::MissingParameter("experiment_id");
   if (ids.size() > 1000) {
     return InvalidArgument("At most 1000 values of 'experiment_id' may be asked at once.");
   }

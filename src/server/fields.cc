@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "service/validation.h"
 #include "util/json_writer.h"
 #include "util/strings.h"
 
@@ -32,12 +33,95 @@ bool ParseDouble(std::string_view text, double* out) {
   return true;
 }
 
-// `s` as a JSON string, as errors show values.
-std::string Quoted(std::string_view s) {
-  std::string out;
-  AppendJsonString(&out, s);
+// Python's repr of a string: single quotes unless it holds one and no double quote.
+std::string PyStrRepr(std::string_view s) {
+  const char quote = s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos
+                         ? '"'
+                         : '\'';
+  std::string out(1, quote);
+  for (char c : s) {
+    if (c == '\\' || c == quote) {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out + quote;
+}
+
+std::string PyFloat(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), d);
+  std::string out(buf, r.ptr);
+  if (out.find_first_of(".e") == std::string::npos) out += ".0";
   return out;
 }
+
+// A JSON value as Python prints it in an f-string, which is how MLflow's messages show values:
+// a string bare at the top, repr'd inside a list or dict.
+std::string PyShown(JsonValue v, bool top) {
+  switch (v.type()) {
+    case JsonValue::Type::kNull:
+      return "None";
+    case JsonValue::Type::kBool:
+      return v.bool_value() ? "True" : "False";
+    case JsonValue::Type::kInt:
+      return std::to_string(v.int_value());
+    case JsonValue::Type::kDouble:
+      return PyFloat(v.number());
+    case JsonValue::Type::kString:
+      return top ? std::string(v.str()) : PyStrRepr(v.str());
+    case JsonValue::Type::kArray: {
+      std::string out = "[";
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (out.size() > 1) out += ", ";
+        out += PyShown(*it, false);
+      }
+      return out + "]";
+    }
+    case JsonValue::Type::kObject: {
+      std::string out = "{";
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (out.size() > 1) out += ", ";
+        out += PyStrRepr(it.key()) + ": " + PyShown(*it, false);
+      }
+      return out + "}";
+    }
+  }
+  return "None";
+}
+
+std::string_view PyTypeName(JsonValue v) {
+  switch (v.type()) {
+    case JsonValue::Type::kNull:
+      return "NoneType";
+    case JsonValue::Type::kBool:
+      return "bool";
+    case JsonValue::Type::kInt:
+      return "int";
+    case JsonValue::Type::kDouble:
+      return "float";
+    case JsonValue::Type::kString:
+      return "str";
+    case JsonValue::Type::kArray:
+      return "list";
+    case JsonValue::Type::kObject:
+      return "dict";
+  }
+  return "NoneType";
+}
+
+// Values this long are cut in messages.
+constexpr size_t kMaxShown = 200;
 
 }  // namespace
 
@@ -75,23 +159,18 @@ bool Fields::Has(std::string_view name) const {
   return is_json() ? Find(name).exists() : FindQuery(name) != nullptr;
 }
 
-Status Fields::Invalid(std::string_view name, const std::string& shown,
-                       std::string_view expected) const {
-  return InvalidArgument("Invalid value " +
-                         (shown.size() > 100 ? shown.substr(0, 100) + "..." : shown) +
-                         " for parameter '" + Prefix() + std::string(name) +
-                         "' supplied: expected " + std::string(expected));
+Status Fields::Invalid(std::string_view name, std::string shown,
+                       std::string_view type_name) const {
+  if (shown.size() > kMaxShown) shown = shown.substr(0, kMaxShown) + "...";
+  return service::InvalidParameter(Prefix() + std::string(name), shown, type_name);
 }
 
-Status Fields::Invalid(std::string_view name, JsonValue value, std::string_view expected) const {
-  return Invalid(name,
-                 value.is_container() ? "of type " + std::string(value.TypeName()) : value.Dump(),
-                 expected);
+Status Fields::Invalid(std::string_view name, JsonValue value) const {
+  return Invalid(name, PyShown(value, true), PyTypeName(value));
 }
 
 Status Fields::Missing(std::string_view name) const {
-  return InvalidArgument("Missing value for required parameter '" + Prefix() +
-                         std::string(name) + "'.");
+  return service::MissingParameter(Prefix() + std::string(name));
 }
 
 Result<std::optional<std::string>> Fields::Str(std::string_view name) const {
@@ -102,7 +181,7 @@ Result<std::optional<std::string>> Fields::Str(std::string_view name) const {
   }
   JsonValue v = Find(name);
   if (!v.exists()) return std::optional<std::string>();
-  if (!v.is_string()) return Invalid(name, v, "a string");
+  if (!v.is_string()) return Invalid(name, v);
   return std::optional<std::string>(std::string(v.str()));
 }
 
@@ -117,7 +196,7 @@ Result<std::optional<int64_t>> Fields::Int(std::string_view name) const {
   if (!is_json()) {
     const std::string* v = FindQuery(name);
     if (v == nullptr) return std::optional<int64_t>();
-    if (!ParseInt(*v, &out)) return Invalid(name, Quoted(*v), "an integer");
+    if (!ParseInt(*v, &out)) return Invalid(name, *v, "str");
     return std::optional<int64_t>(out);
   }
   JsonValue v = Find(name);
@@ -130,7 +209,7 @@ Result<std::optional<int64_t>> Fields::Int(std::string_view name) const {
     }
   }
   if (v.is_string() && ParseInt(v.str(), &out)) return std::optional<int64_t>(out);
-  return Invalid(name, v, "an integer");
+  return Invalid(name, v);
 }
 
 Result<int64_t> Fields::RequiredInt(std::string_view name) const {
@@ -150,7 +229,7 @@ Result<std::optional<bool>> Fields::Bool(std::string_view name) const {
     const std::string* v = FindQuery(name);
     if (v == nullptr) return std::optional<bool>();
     if (std::optional<bool> b = parse(*v)) return b;
-    return Invalid(name, Quoted(*v), "true or false");
+    return Invalid(name, *v, "str");
   }
   JsonValue v = Find(name);
   if (!v.exists()) return std::optional<bool>();
@@ -158,7 +237,7 @@ Result<std::optional<bool>> Fields::Bool(std::string_view name) const {
   if (v.is_string()) {
     if (std::optional<bool> b = parse(v.str())) return b;
   }
-  return Invalid(name, v, "true or false");
+  return Invalid(name, v);
 }
 
 Result<double> Fields::RequiredDouble(std::string_view name) const {
@@ -166,14 +245,14 @@ Result<double> Fields::RequiredDouble(std::string_view name) const {
   if (!is_json()) {
     const std::string* v = FindQuery(name);
     if (v == nullptr) return Missing(name);
-    if (!ParseDouble(*v, &out)) return Invalid(name, Quoted(*v), "a number");
+    if (!ParseDouble(*v, &out)) return Invalid(name, *v, "str");
     return out;
   }
   JsonValue v = Find(name);
   if (!v.exists()) return Missing(name);
   if (v.is_number()) return v.number();
   if (v.is_string() && ParseDouble(v.str(), &out)) return out;
-  return Invalid(name, v, "a number");
+  return Invalid(name, v);
 }
 
 Result<std::vector<std::string>> Fields::StrList(std::string_view name) const {
@@ -189,10 +268,10 @@ Result<std::vector<std::string>> Fields::StrList(std::string_view name) const {
     out.emplace_back(v.str());
     return out;
   }
-  if (!v.is_array()) return Invalid(name, v, "a list of strings");
+  if (!v.is_array()) return Invalid(name, v);
   out.reserve(v.size());
   for (JsonValue e : v) {
-    if (!e.is_string()) return Invalid(name, v, "a list of strings");
+    if (!e.is_string()) return Invalid(name, v);
     out.emplace_back(e.str());
   }
   return out;
@@ -209,14 +288,11 @@ Result<std::vector<Fields>> Fields::Objects(std::string_view name) const {
   }
   JsonValue v = Find(name);
   if (!v.exists()) return out;
-  if (!v.is_array()) return Invalid(name, v, "a list of objects");
+  if (!v.is_array()) return Invalid(name, v);
   out.reserve(v.size());
   size_t i = 0;
   for (JsonValue e : v) {
-    if (!e.is_object()) {
-      return InvalidArgument("Invalid value for parameter '" + Prefix() + std::string(name) +
-                             "[" + std::to_string(i) + "]': expected an object");
-    }
+    if (!e.is_object()) return Invalid(std::string(name) + "[" + std::to_string(i) + "]", e);
     out.push_back(Fields(e, this, name, i++));
   }
   return out;
@@ -226,7 +302,7 @@ Result<std::optional<Fields>> Fields::Object(std::string_view name) const {
   if (!is_json()) return std::optional<Fields>();
   JsonValue v = Find(name);
   if (!v.exists()) return std::optional<Fields>();
-  if (!v.is_object()) return Invalid(name, v, "an object");
+  if (!v.is_object()) return Invalid(name, v);
   return std::optional<Fields>(Fields(v, this, name, kNoIndex));
 }
 

@@ -47,9 +47,9 @@ class Fields {
 
   // How a field of this message is named in errors: "" at the top, "metrics[2]." below.
   std::string Prefix() const;
-  Status Invalid(std::string_view name, const std::string& shown,
-                 std::string_view expected) const;
-  Status Invalid(std::string_view name, JsonValue value, std::string_view expected) const;
+  // MLflow's message for a value of the wrong type, showing it as Python would.
+  Status Invalid(std::string_view name, std::string shown, std::string_view type_name) const;
+  Status Invalid(std::string_view name, JsonValue value) const;
   Status Missing(std::string_view name) const;
   JsonValue Find(std::string_view name) const;
   const std::string* FindQuery(std::string_view name) const;

@@ -308,13 +308,14 @@ void LogBatch(ApiContext& ctx, const Fields& f, Reply reply) {
 
 Result<std::string> LogInputs(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
+  if (!f.Has("datasets")) return service::MissingParameter("datasets");
   CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> items, f.Objects("datasets"));
   std::vector<core::DatasetInput> inputs;
   for (const Fields& item : items) {
     core::DatasetInput in;
     CAIRN_ASSIGN_OR_RETURN(in.tags, DecodeTags(item, "tags"));
     CAIRN_ASSIGN_OR_RETURN(std::optional<Fields> ds, item.Object("dataset"));
-    if (!ds) return InvalidArgument("Missing value for required parameter 'datasets[].dataset'.");
+    if (!ds) return service::MissingParameter("datasets[].dataset");
     core::Dataset& d = in.dataset;
     CAIRN_ASSIGN_OR_RETURN(d.name, ds->RequiredStr("name"));
     CAIRN_ASSIGN_OR_RETURN(d.digest, ds->RequiredStr("digest"));

@@ -67,9 +67,8 @@ Result<std::string> CreateRegisteredModel(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.RequiredStr("name"));
   CAIRN_ASSIGN_OR_RETURN(std::vector<core::Tag> tags, DecodeTags(f, "tags"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> description, f.Str("description"));
-  CAIRN_ASSIGN_OR_RETURN(RegisteredModel m,
-                         ctx.registry->CreateRegisteredModel(name, tags, description.value_or(""),
-                                                             Actor(ctx)));
+  CAIRN_ASSIGN_OR_RETURN(RegisteredModel m, ctx.registry->CreateRegisteredModel(
+                                                name, tags, description.value_or(""), Actor(ctx)));
   // The creator manages what it made.
   CAIRN_RETURN_IF_ERROR(
       ctx.identity->GrantCreator(*ctx.caller, core::ResourceKind::kRegisteredModel, name));
@@ -226,8 +225,8 @@ Result<std::string> TransitionStage(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string version, f.RequiredStr("version"));
   CAIRN_ASSIGN_OR_RETURN(std::string stage, f.RequiredStr("stage"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<bool> archive, f.Bool("archive_existing_versions"));
-  CAIRN_ASSIGN_OR_RETURN(ModelVersion v, ctx.registry->TransitionStage(name, version, stage,
-                                                                       archive.value_or(false)));
+  CAIRN_ASSIGN_OR_RETURN(
+      ModelVersion v, ctx.registry->TransitionStage(name, version, stage, archive.value_or(false)));
   return VersionResponse(v);
 }
 
@@ -259,8 +258,7 @@ Result<std::string> SetModelVersionTag(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string version, f.RequiredStr("version"));
   CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> value, f.Str("value"));
-  CAIRN_RETURN_IF_ERROR(
-      ctx.registry->SetModelVersionTag(name, version, {key, value.value_or("")}));
+  CAIRN_RETURN_IF_ERROR(ctx.registry->SetModelVersionTag(name, version, {key, value.value_or("")}));
   return std::string(kEmpty);
 }
 

@@ -84,8 +84,9 @@ Result<int64_t> ResolveMaxResults(std::optional<int64_t> requested, int64_t fall
                                   int64_t limit) {
   const int64_t n = requested.value_or(fallback);
   if (n <= 0) {
-    return InvalidArgument("Invalid value for max_results. It must be a positive integer, but got " +
-                           std::to_string(n));
+    return InvalidArgument(
+        "Invalid value for max_results. It must be a positive integer, but got " +
+        std::to_string(n));
   }
   if (n > limit) {
     return InvalidArgument("Invalid value for request parameter max_results. It must be at most " +
@@ -173,15 +174,13 @@ Result<RegisteredModel> RegistryService::RenameRegisteredModel(const std::string
 Result<RegisteredModel> RegistryService::UpdateRegisteredModel(const std::string& name,
                                                                const std::string& description) {
   CAIRN_RETURN_IF_ERROR(ValidateModelName(name));
-  CAIRN_RETURN_IF_ERROR(
-      registry_->UpdateRegisteredModel(name, description, clock_->NowMillis()));
+  CAIRN_RETURN_IF_ERROR(registry_->UpdateRegisteredModel(name, description, clock_->NowMillis()));
   return GetRegisteredModel(name);
 }
 
 Status RegistryService::DeleteRegisteredModel(const std::string& name) {
   CAIRN_RETURN_IF_ERROR(ValidateModelName(name));
-  CAIRN_ASSIGN_OR_RETURN(std::vector<ModelVersion> removed,
-                         registry_->DeleteRegisteredModel(name));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<ModelVersion> removed, registry_->DeleteRegisteredModel(name));
   for (const ModelVersion& v : removed) CAIRN_RETURN_IF_ERROR(RemoveFiles(v.storage_location));
   return Status::Ok();
 }
@@ -199,8 +198,7 @@ Result<RegistryPage<RegisteredModel>> RegistryService::SearchRegisteredModels(
   }
   q.max_results = max_results + 1;  // one more tells whether a next page exists
   q.visible = req.visible;
-  CAIRN_ASSIGN_OR_RETURN(std::vector<RegisteredModel> found,
-                         registry_->SearchRegisteredModels(q));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<RegisteredModel> found, registry_->SearchRegisteredModels(q));
   RegistryPage<RegisteredModel> page;
   if (static_cast<int64_t>(found.size()) > max_results) {
     found.pop_back();
@@ -265,8 +263,9 @@ Result<std::vector<store::ArtifactFile>> RegistryService::SourceFiles(
     if (source.starts_with("runs:/")) {
       std::string_view rest = std::string_view(source).substr(6);
       const std::string run_id(rest.substr(0, rest.find('/')));
-      const std::string rel =
-          rest.find('/') == std::string_view::npos ? "" : std::string(rest.substr(rest.find('/') + 1));
+      const std::string rel = rest.find('/') == std::string_view::npos
+                                  ? ""
+                                  : std::string(rest.substr(rest.find('/') + 1));
       if (run_id.empty()) return InvalidSource(source, "It names no run: use runs:/RUN_ID/PATH.");
       CAIRN_ASSIGN_OR_RETURN(core::RunInfo info, store_->GetRunInfo(run_id));
       Result<std::string> root = ProxyPathOfUri(info.artifact_uri);
@@ -341,7 +340,8 @@ Status RegistryService::RemoveFiles(const std::string& storage) {
 
 Result<ModelVersion> RegistryService::CreateModelVersion(const CreateVersionRequest& req) {
   CAIRN_RETURN_IF_ERROR(ValidateModelName(req.name));
-  for (const core::Tag& t : req.tags) CAIRN_RETURN_IF_ERROR(ValidateRegistryTag("Model version", t));
+  for (const core::Tag& t : req.tags)
+    CAIRN_RETURN_IF_ERROR(ValidateRegistryTag("Model version", t));
   CAIRN_RETURN_IF_ERROR(registry_->GetRegisteredModel(req.name).status());
   ModelVersion v;
   v.name = req.name;
@@ -354,11 +354,12 @@ Result<ModelVersion> RegistryService::CreateModelVersion(const CreateVersionRequ
   v.creation_timestamp = v.last_updated_timestamp = clock_->NowMillis();
 
   const size_t colon = req.source.find(':');
-  const std::string scheme = colon == std::string::npos ? "" : AsciiLower(req.source.substr(0, colon));
-  const bool external = scheme != "runs" && scheme != "models" && scheme != "mlflow-artifacts" &&
-                        std::find(options_.allowed_source_schemes.begin(),
-                                  options_.allowed_source_schemes.end(),
-                                  scheme) != options_.allowed_source_schemes.end();
+  const std::string scheme =
+      colon == std::string::npos ? "" : AsciiLower(req.source.substr(0, colon));
+  const bool external =
+      scheme != "runs" && scheme != "models" && scheme != "mlflow-artifacts" &&
+      std::find(options_.allowed_source_schemes.begin(), options_.allowed_source_schemes.end(),
+                scheme) != options_.allowed_source_schemes.end();
   if (!external) {
     std::string prefix, experiment;
     CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> files,
@@ -397,9 +398,8 @@ Result<ModelVersion> RegistryService::UpdateModelVersion(
   CAIRN_RETURN_IF_ERROR(ValidateModelName(name));
   CAIRN_ASSIGN_OR_RETURN(int64_t number, ParseVersion(version));
   // MLflow clears the description when the request has none.
-  CAIRN_RETURN_IF_ERROR(registry_->UpdateModelVersion(name, number, description.value_or(""),
-                                                      std::nullopt, std::nullopt,
-                                                      clock_->NowMillis()));
+  CAIRN_RETURN_IF_ERROR(registry_->UpdateModelVersion(
+      name, number, description.value_or(""), std::nullopt, std::nullopt, clock_->NowMillis()));
   return registry_->GetModelVersion(name, number);
 }
 
@@ -416,9 +416,8 @@ Result<ModelVersion> RegistryService::TransitionStage(const std::string& name,
         "Model version transition cannot archive existing model versions because '" + stage_text +
         "' is not an Active stage. Valid stages are ['Staging', 'Production']");
   }
-  CAIRN_RETURN_IF_ERROR(registry_->TransitionModelVersionStage(name, number, stage,
-                                                               archive_existing,
-                                                               clock_->NowMillis()));
+  CAIRN_RETURN_IF_ERROR(registry_->TransitionModelVersionStage(
+      name, number, stage, archive_existing, clock_->NowMillis()));
   return registry_->GetModelVersion(name, number);
 }
 
@@ -433,9 +432,9 @@ Status RegistryService::DeleteModelVersion(const std::string& name, const std::s
 
 Result<RegistryPage<ModelVersion>> RegistryService::SearchModelVersions(
     const RegistrySearchRequest& req) {
-  CAIRN_ASSIGN_OR_RETURN(int64_t max_results,
-                         ResolveMaxResults(req.max_results, kDefaultModelVersionResults,
-                                           kMaxModelVersionResults));
+  CAIRN_ASSIGN_OR_RETURN(
+      int64_t max_results,
+      ResolveMaxResults(req.max_results, kDefaultModelVersionResults, kMaxModelVersionResults));
   store::RegistrySearchQuery q;
   CAIRN_ASSIGN_OR_RETURN(q.filter, core::ParseModelVersionFilter(req.filter));
   CAIRN_ASSIGN_OR_RETURN(q.order, core::ParseModelVersionOrderBy(req.order_by));
@@ -542,7 +541,8 @@ Result<ModelVersion> RegistryService::Resolve(std::string_view uri) {
   if (slash == std::string_view::npos) {
     const size_t at = rest.rfind('@');
     if (at == std::string_view::npos || at == 0 || at + 1 == rest.size()) return malformed();
-    return GetModelVersionByAlias(std::string(rest.substr(0, at)), std::string(rest.substr(at + 1)));
+    return GetModelVersionByAlias(std::string(rest.substr(0, at)),
+                                  std::string(rest.substr(at + 1)));
   }
   const std::string name(rest.substr(0, slash));
   const std::string suffix(rest.substr(slash + 1));
@@ -555,8 +555,8 @@ Result<ModelVersion> RegistryService::Resolve(std::string_view uri) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<ModelVersion> latest, GetLatestVersions(name, stages));
   if (latest.empty()) {
     return NotFound(stages.empty() ? "No versions of model with name '" + name + "' found"
-                                   : "No versions of model with name '" + name +
-                                         "' and stage '" + suffix + "' found");
+                                   : "No versions of model with name '" + name + "' and stage '" +
+                                         suffix + "' found");
   }
   const ModelVersion& newest = *std::max_element(
       latest.begin(), latest.end(),

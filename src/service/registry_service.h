@@ -86,8 +86,8 @@ class RegistryService {
   Result<RegistryPage<core::RegisteredModel>> SearchRegisteredModels(
       const RegistrySearchRequest& req);
   // The newest version in each of `stages` (every stage when empty).
-  Result<std::vector<core::ModelVersion>> GetLatestVersions(
-      const std::string& name, const std::vector<std::string>& stages);
+  Result<std::vector<core::ModelVersion>> GetLatestVersions(const std::string& name,
+                                                            const std::vector<std::string>& stages);
   Status SetRegisteredModelTag(const std::string& name, const core::Tag& tag);
   Status DeleteRegisteredModelTag(const std::string& name, const std::string& key);
 
@@ -95,8 +95,7 @@ class RegistryService {
   // Versions are named by their number as the request gives it ("3").
   Result<core::ModelVersion> CreateModelVersion(const CreateVersionRequest& req);
   Result<core::ModelVersion> GetModelVersion(const std::string& name, const std::string& version);
-  Result<core::ModelVersion> UpdateModelVersion(const std::string& name,
-                                                const std::string& version,
+  Result<core::ModelVersion> UpdateModelVersion(const std::string& name, const std::string& version,
                                                 const std::optional<std::string>& description);
   Result<core::ModelVersion> TransitionStage(const std::string& name, const std::string& version,
                                              const std::string& stage, bool archive_existing);

@@ -450,10 +450,33 @@ Result<std::vector<core::ConsoleChunk>> TrackingService::ReadRunLog(const std::s
 
 Status TrackingService::LogInputs(const std::string& run_id,
                                   const std::vector<core::DatasetInput>& inputs) {
+  // MLflow's limits (mlflow/utils/validation.py, _validate_dataset_inputs): a value over its
+  // limit would not fit MLflow's columns either.
+  const auto too_long = [](std::string_view what, std::string_view value, size_t limit) {
+    return value.size() > limit ? InvalidArgument(std::string(what) +
+                                                  " exceeds the maximum length of " +
+                                                  std::to_string(limit))
+                                : Status::Ok();
+  };
+  if (inputs.size() > kMaxDatasetsPerBatch) {
+    return InvalidArgument("Logging of more than " + std::to_string(kMaxDatasetsPerBatch) +
+                           " datasets in one request is not allowed; got " +
+                           std::to_string(inputs.size()));
+  }
   for (const core::DatasetInput& in : inputs) {
-    if (in.dataset.name.empty()) return InvalidArgument("Missing value for 'dataset.name'");
-    if (in.dataset.digest.empty()) return InvalidArgument("Missing value for 'dataset.digest'");
-    for (const core::Tag& t : in.tags) CAIRN_RETURN_IF_ERROR(ValidateTag(t));
+    const core::Dataset& d = in.dataset;
+    if (d.name.empty()) return InvalidArgument("Dataset name cannot be empty");
+    if (d.digest.empty()) return InvalidArgument("Dataset digest cannot be empty");
+    CAIRN_RETURN_IF_ERROR(too_long("Dataset name", d.name, 500));
+    CAIRN_RETURN_IF_ERROR(too_long("Dataset digest", d.digest, 36));
+    CAIRN_RETURN_IF_ERROR(too_long("Dataset source", d.source, 65535));
+    CAIRN_RETURN_IF_ERROR(too_long("Dataset schema", d.schema, 1048575));
+    CAIRN_RETURN_IF_ERROR(too_long("Dataset profile", d.profile, 16777215));
+    for (const core::Tag& t : in.tags) {
+      if (t.key.empty()) return InvalidArgument("InputTag key cannot be empty");
+      CAIRN_RETURN_IF_ERROR(too_long("InputTag key", t.key, 255));
+      CAIRN_RETURN_IF_ERROR(too_long("InputTag value", t.value, 500));
+    }
   }
   CAIRN_RETURN_IF_ERROR(RequireActiveRun(run_id));
   return store_->LogInputs(run_id, inputs);
@@ -487,7 +510,7 @@ Result<MetricSeries> TrackingService::GetMetricSeries(const std::string& run_id,
                            std::to_string(kMinSeriesPoints) + " to " +
                            std::to_string(kMaxSeriesPoints));
   }
-  if (key.empty()) return InvalidArgument("Missing value for required parameter 'key'");
+  if (key.empty()) return MissingParameter("key");
   CAIRN_RETURN_IF_ERROR(store_->GetRunInfo(run_id).status());
   // The whole history as three columns (24 bytes a point), read in one pass: unlike
   // get-history nothing waits on the client while the snapshot is open. Then the points to keep.
@@ -548,13 +571,13 @@ Status TrackingService::StreamMetricHistory(const MetricHistoryCursor& cursor,
 Result<std::vector<RunMetric>> TrackingService::GetMetricHistoryBulkInterval(
     const std::vector<std::string>& run_ids, const std::string& key,
     std::optional<int64_t> start_step, std::optional<int64_t> end_step, int64_t max_results) {
-  if (run_ids.empty()) return InvalidArgument("Missing value for required parameter 'run_ids'");
+  if (run_ids.empty()) return MissingParameter("run_ids");
   if (run_ids.size() > 100) {
     return InvalidArgument("GetMetricHistoryBulkInterval request must specify at most 100 "
                            "run_ids. Received " +
                            std::to_string(run_ids.size()) + " run_ids.");
   }
-  if (key.empty()) return InvalidArgument("Missing value for required parameter 'metric_key'");
+  if (key.empty()) return MissingParameter("metric_key");
   if (max_results < 1 || max_results > 2500) {
     return InvalidArgument("max_results must be between 1 and 2500");
   }

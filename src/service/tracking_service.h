@@ -25,6 +25,7 @@ inline constexpr size_t kMaxParamsPerBatch = 100;
 inline constexpr size_t kMaxTagsPerBatch = 100;
 inline constexpr size_t kMaxEntitiesPerBatch = 1000;
 inline constexpr size_t kMaxParamValueLength = 6000;
+inline constexpr size_t kMaxDatasetsPerBatch = 1000;
 inline constexpr size_t kMaxTagValueLength = 8000;
 inline constexpr int64_t kMaxSearchResults = 50000;
 inline constexpr int64_t kDefaultSearchResults = 1000;

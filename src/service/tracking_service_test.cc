@@ -457,7 +457,9 @@ TEST_F(TrackingServiceTest, KeysAreNamesThatCannotBecomeOtherPaths) {
   for (const char* good : {"train/loss", "a b.c-d_e:f", "caf\xc3\xa9", "..x", "x/.y"}) {
     EXPECT_TRUE(svc_.LogMetric(id, {good, 1, kNow, 0}).ok()) << good;
   }
-  EXPECT_EQ(Refusal(svc_.LogParam(id, {"", "v"})), "Missing value for required parameter 'key'");
+  EXPECT_EQ(Refusal(svc_.LogParam(id, {"", "v"})),
+            "Missing value for required parameter 'key'. See the API docs for more "
+            "information about request parameters.");
   EXPECT_EQ(Refusal(svc_.LogMetric(id, {"a*b", 1, kNow, 0})),
             "Invalid metric name: 'a*b'. Names may only contain alphanumerics, underscores (_), "
             "dashes (-), periods (.), spaces ( ), colons (:) and slashes (/).");
@@ -529,7 +531,9 @@ TEST_F(TrackingServiceTest, LogBatchAsyncRefusesAnInvalidBatchAtOnce) {
   std::optional<Status> outcome;
   svc_.LogBatchAsync(id, {}, {{"", "v"}}, {}, [&](Status s) { outcome = std::move(s); });
   ASSERT_TRUE(outcome.has_value());
-  EXPECT_EQ(Refusal(*outcome), "Missing value for required parameter 'key'");
+  EXPECT_EQ(Refusal(*outcome),
+            "Missing value for required parameter 'key'. See the API docs for more "
+            "information about request parameters.");
   outcome.reset();
   svc_.LogBatchAsync(id, {{"m", 1, kNow, 0}}, {}, {}, [&](Status s) { outcome = std::move(s); });
   ASSERT_TRUE(outcome.has_value());  // the memory store commits at once
@@ -541,11 +545,16 @@ TEST_F(TrackingServiceTest, LogInputsNeedsNamedAndDigestedDatasets) {
   const std::string id = NewRun(NewExperiment("exp")).info.run_id;
   core::DatasetInput in;
   in.dataset.digest = "abc";
-  EXPECT_EQ(Refusal(svc_.LogInputs(id, {in})), "Missing value for 'dataset.name'");
+  EXPECT_EQ(Refusal(svc_.LogInputs(id, {in})), "Dataset name cannot be empty");
   in.dataset.name = "mnist";
   in.dataset.digest = "";
-  EXPECT_EQ(Refusal(svc_.LogInputs(id, {in})), "Missing value for 'dataset.digest'");
+  EXPECT_EQ(Refusal(svc_.LogInputs(id, {in})), "Dataset digest cannot be empty");
+  in.dataset.digest = std::string(37, 'a');
+  EXPECT_EQ(Refusal(svc_.LogInputs(id, {in})), "Dataset digest exceeds the maximum length of 36");
   in.dataset.digest = "abc";
+  in.tags = {{"mlflow.data.context", std::string(501, 'x')}};
+  EXPECT_EQ(Refusal(svc_.LogInputs(id, {in})), "InputTag value exceeds the maximum length of 500");
+  in.tags = {{"mlflow.data.context", "train"}};
   ASSERT_TRUE(svc_.LogInputs(id, {in}).ok());
   ASSERT_TRUE(svc_.LogInputs(id, {in}).ok());
   EXPECT_EQ(svc_.GetRun(id)->inputs.size(), 1u);
@@ -618,14 +627,16 @@ TEST_F(TrackingServiceTest, BulkIntervalPicksEvenlySpreadStepsKeepingTheEnds) {
   EXPECT_THAT(in_range, ElementsAre(2, 3, 4, 5));
 
   EXPECT_EQ(Refusal(svc_.GetMetricHistoryBulkInterval({}, "acc", {}, {}, 4).status()),
-            "Missing value for required parameter 'run_ids'");
+            "Missing value for required parameter 'run_ids'. See the API docs for more "
+            "information about request parameters.");
   EXPECT_EQ(
       Refusal(svc_.GetMetricHistoryBulkInterval(std::vector<std::string>(101, a), "acc", {}, {}, 4)
                   .status()),
       "GetMetricHistoryBulkInterval request must specify at most 100 run_ids. Received "
       "101 run_ids.");
   EXPECT_EQ(Refusal(svc_.GetMetricHistoryBulkInterval({a}, "", {}, {}, 4).status()),
-            "Missing value for required parameter 'metric_key'");
+            "Missing value for required parameter 'metric_key'. See the API docs for more "
+            "information about request parameters.");
   for (int64_t bad : {0, 2501}) {
     EXPECT_EQ(Refusal(svc_.GetMetricHistoryBulkInterval({a}, "acc", {}, {}, bad).status()),
               "max_results must be between 1 and 2500");
@@ -676,7 +687,8 @@ TEST_F(TrackingServiceTest, MetricSeriesThinsToAtMostNPointsKeepingPeaksAndTroug
         "Invalid value " + std::to_string(bad) + " for parameter 'points': expected 4 to 100000");
   }
   EXPECT_EQ(Refusal(svc_.GetMetricSeries(id, "", 10).status()),
-            "Missing value for required parameter 'key'");
+            "Missing value for required parameter 'key'. See the API docs for more "
+            "information about request parameters.");
   EXPECT_EQ(svc_.GetMetricSeries(std::string(32, 'f'), "loss", 10).status().code(),
             StatusCode::kNotFound);
 }

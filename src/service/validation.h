@@ -9,6 +9,12 @@
 
 namespace cairn::service {
 
+// MLflow's words for a request parameter that is missing or of the wrong type
+// (mlflow/server/handlers.py): `shown` is the value as Python prints it (strings bare), and
+// `type_name` Python's name of its type ("str", "int", "list", ...).
+Status MissingParameter(std::string_view name);
+Status InvalidParameter(std::string_view name, std::string_view shown, std::string_view type_name);
+
 // Longest key of a tag, param or metric.
 inline constexpr size_t kMaxKeyLength = 250;
 

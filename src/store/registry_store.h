@@ -53,8 +53,7 @@ class RegistryStore {
   virtual Status UpdateRegisteredModel(std::string_view name, std::string_view description,
                                        int64_t now) = 0;
   // Returns the model's versions (for their files) as they were before the delete.
-  virtual Result<std::vector<core::ModelVersion>> DeleteRegisteredModel(
-      std::string_view name) = 0;
+  virtual Result<std::vector<core::ModelVersion>> DeleteRegisteredModel(std::string_view name) = 0;
   virtual Status SetRegisteredModelTag(std::string_view name, const core::Tag& tag) = 0;
   // A tag that is not there is no error (as in MLflow); a model that is not is.
   virtual Status DeleteRegisteredModelTag(std::string_view name, std::string_view key) = 0;
@@ -84,8 +83,7 @@ class RegistryStore {
   // Removes the version, its tags and the aliases naming it (each removal recorded in the
   // alias history as a delete by `actor`). Returns the version as it was.
   virtual Result<core::ModelVersion> DeleteModelVersion(std::string_view name, int64_t version,
-                                                        std::string_view actor,
-                                                        int64_t now) = 0;
+                                                        std::string_view actor, int64_t now) = 0;
   virtual Status SetModelVersionTag(std::string_view name, int64_t version,
                                     const core::Tag& tag) = 0;
   // A tag that is not there is no error; a version that is not is.
@@ -109,8 +107,8 @@ class RegistryStore {
                           std::string_view actor, int64_t now) = 0;
   // Removes the alias and records the move; an alias the model does not have is no error (as
   // in MLflow), and no move.
-  virtual Status DeleteAlias(std::string_view name, std::string_view alias,
-                             std::string_view actor, int64_t now) = 0;
+  virtual Status DeleteAlias(std::string_view name, std::string_view alias, std::string_view actor,
+                             int64_t now) = 0;
   // The version the alias names, with its tags and aliases; an unknown alias is
   // kInvalidArgument, as MLflow answers it.
   virtual Result<core::ModelVersion> GetModelVersionByAlias(std::string_view name,
@@ -124,8 +122,7 @@ class RegistryStore {
   // deleted since.
   virtual Result<std::optional<int64_t>> RollbackAlias(std::string_view name,
                                                        std::string_view alias,
-                                                       std::string_view actor,
-                                                       int64_t now) = 0;
+                                                       std::string_view actor, int64_t now) = 0;
 };
 
 }  // namespace cairn::store

@@ -34,8 +34,7 @@ class RegistryStoreTest : public ::testing::Test {
   }
   RegistryStore& reg() { return store_->registry(); }
 
-  void AddModel(const std::string& name, int64_t time = 100,
-                std::vector<core::Tag> tags = {}) {
+  void AddModel(const std::string& name, int64_t time = 100, std::vector<core::Tag> tags = {}) {
     RegisteredModel m;
     m.name = name;
     m.creation_timestamp = time;
@@ -176,9 +175,12 @@ TYPED_TEST(RegistryStoreTest, TagsOfModelsAndVersions) {
 TYPED_TEST(RegistryStoreTest, StagesArchiveExistingAndLatestVersions) {
   this->AddModel("m");
   for (int i = 0; i < 4; ++i) this->AddVersion("m", 200 + i);
-  ASSERT_TRUE(this->reg().TransitionModelVersionStage("m", 1, ModelStage::kProduction, false, 300).ok());
-  ASSERT_TRUE(this->reg().TransitionModelVersionStage("m", 2, ModelStage::kProduction, false, 301).ok());
-  ASSERT_TRUE(this->reg().TransitionModelVersionStage("m", 3, ModelStage::kProduction, true, 302).ok());
+  ASSERT_TRUE(
+      this->reg().TransitionModelVersionStage("m", 1, ModelStage::kProduction, false, 300).ok());
+  ASSERT_TRUE(
+      this->reg().TransitionModelVersionStage("m", 2, ModelStage::kProduction, false, 301).ok());
+  ASSERT_TRUE(
+      this->reg().TransitionModelVersionStage("m", 3, ModelStage::kProduction, true, 302).ok());
   EXPECT_EQ(this->reg().GetModelVersion("m", 1)->current_stage, ModelStage::kArchived);
   EXPECT_EQ(this->reg().GetModelVersion("m", 2)->current_stage, ModelStage::kArchived);
   EXPECT_EQ(this->reg().GetModelVersion("m", 2)->last_updated_timestamp, 302);
@@ -188,18 +190,19 @@ TYPED_TEST(RegistryStoreTest, StagesArchiveExistingAndLatestVersions) {
   std::vector<std::pair<ModelStage, int64_t>> seen;
   for (const ModelVersion& v : *latest) seen.emplace_back(v.current_stage, v.version);
   // Stages in the order of their lowest version, as MLflow lists them.
-  EXPECT_EQ(seen, (std::vector<std::pair<ModelStage, int64_t>>{{ModelStage::kArchived, 2},
-                                                              {ModelStage::kProduction, 3},
-                                                              {ModelStage::kNone, 4}}));
+  EXPECT_EQ(seen,
+            (std::vector<std::pair<ModelStage, int64_t>>{
+                {ModelStage::kArchived, 2}, {ModelStage::kProduction, 3}, {ModelStage::kNone, 4}}));
   EXPECT_EQ(this->reg().GetRegisteredModel("m")->last_updated_timestamp, 302);
 }
 
 TYPED_TEST(RegistryStoreTest, UpdateVersionChangesOnlyWhatIsGiven) {
   this->AddModel("m");
   this->AddVersion("m", 200);
-  ASSERT_TRUE(this->reg()
-                  .UpdateModelVersion("m", 1, std::string("better"), std::nullopt, std::nullopt, 250)
-                  .ok());
+  ASSERT_TRUE(
+      this->reg()
+          .UpdateModelVersion("m", 1, std::string("better"), std::nullopt, std::nullopt, 250)
+          .ok());
   ASSERT_TRUE(this->reg()
                   .UpdateModelVersion("m", 1, std::nullopt,
                                       core::ModelVersionStatus::kFailedRegistration,
@@ -333,9 +336,9 @@ TYPED_TEST(RegistryStoreTest, SearchModelsFiltersOrdersAndHidesWhatCallerMayNotR
   EXPECT_EQ(this->ModelNames("tags.team != 'x'"), (std::vector<std::string>{"C-model"}));
   EXPECT_EQ(this->ModelNames("", {"timestamp DESC"}),
             (std::vector<std::string>{"a-model", "b-model", "C-model"}));
-  EXPECT_EQ(this->ModelNames("", {"name DESC"},
-                             [](std::string_view name) { return name != "a-model"; }),
-            (std::vector<std::string>{"b-model", "C-model"}));
+  EXPECT_EQ(
+      this->ModelNames("", {"name DESC"}, [](std::string_view name) { return name != "a-model"; }),
+      (std::vector<std::string>{"b-model", "C-model"}));
   auto with_tags = this->reg().SearchRegisteredModels(RegistrySearchQuery{});
   ASSERT_TRUE(with_tags.ok());
   EXPECT_EQ(with_tags->front().tags, (std::vector<core::Tag>{{"team", "y"}}));

@@ -343,6 +343,10 @@ JsonValue JsonValue::Iterator::operator*() const {
   return JsonValue(doc_, skip_keys_ ? doc_->nodes_[index_].end : index_);
 }
 
+std::string_view JsonValue::Iterator::key() const {
+  return skip_keys_ ? JsonValue(doc_, index_).str() : std::string_view();
+}
+
 JsonValue::Iterator& JsonValue::Iterator::operator++() {
   uint32_t value = skip_keys_ ? doc_->nodes_[index_].end : index_;
   index_ = doc_->nodes_[value].end;

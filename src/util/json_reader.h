@@ -51,6 +51,8 @@ class JsonValue {
   class Iterator {
    public:
     JsonValue operator*() const;
+    // The member's name, walking an object ("" for an array's element).
+    std::string_view key() const;
     Iterator& operator++();
     bool operator!=(const Iterator& o) const { return index_ != o.index_; }
 

@@ -296,6 +296,49 @@ class ServerBasicsTest(ApiTestCase):
             with self.subTest(endpoint=endpoint, field=field):
                 self.assertError(self.get(endpoint, params), 400, "INVALID_PARAMETER_VALUE", mentions=field)
 
+    def test_parameter_errors_use_mlflows_words(self):
+        run_id = self.new_run_id()
+        docs = " See the API docs for more information about request parameters."
+        cases = [
+            ("runs/create", {"experiment_id": "0", "tags": 5},
+             "Invalid value 5 for parameter 'tags' supplied. Hint: Value was of type 'int'."),
+            ("runs/log-metric", {"run_id": run_id, "key": "m", "value": 1, "timestamp": 1,
+                                 "step": "foo"},
+             "Invalid value foo for parameter 'step' supplied. Hint: Value was of type 'str'."),
+            ("experiments/create", {"name": ["a", 1]},
+             "Invalid value ['a', 1] for parameter 'name' supplied. Hint: Value was of type "
+             "'list'."),
+            ("runs/log-inputs", {"run_id": run_id},
+             "Missing value for required parameter 'datasets'."),
+        ]
+        for endpoint, body, message in cases:
+            with self.subTest(endpoint=endpoint):
+                resp = self.post(endpoint, body)
+                self.assertError(resp, 400, "INVALID_PARAMETER_VALUE")
+                self.assertEqual(resp.body["message"], message + docs)
+        resp = self.get("metrics/get-history-bulk-interval", {"metric_key": "m"})
+        self.assertError(resp, 400, "INVALID_PARAMETER_VALUE")
+        self.assertEqual(resp.body["message"],
+                         "Missing value for required parameter 'run_ids'." + docs)
+
+    def test_malformed_dataset_inputs_are_400(self):
+        run_id = self.new_run_id()
+        good = {"name": "mnist", "digest": "abc", "source_type": "local", "source": "/d"}
+        for dataset, words in (({**good, "name": ""}, "name"),
+                               ({**good, "digest": "d" * 37}, "digest"),
+                               ({k: v for k, v in good.items() if k != "source"}, "source"),
+                               ({**good, "name": "n" * 501}, "name")):
+            with self.subTest(dataset=str(dataset)[:60]):
+                resp = self.post("runs/log-inputs", {"run_id": run_id,
+                                                     "datasets": [{"dataset": dataset}]})
+                self.assertError(resp, 400, "INVALID_PARAMETER_VALUE", mentions=words)
+        resp = self.post("runs/log-inputs", {"run_id": run_id, "datasets": [
+            {"dataset": good, "tags": [{"key": "mlflow.data.context", "value": "x" * 501}]}]})
+        self.assertError(resp, 400, "INVALID_PARAMETER_VALUE", mentions="InputTag value")
+        resp = self.post("runs/log-inputs", {"run_id": run_id, "datasets": ["not a dataset"]})
+        self.assertError(resp, 400, "INVALID_PARAMETER_VALUE", mentions="datasets[0]")
+        self.ok(self.post("runs/log-inputs", {"run_id": run_id, "datasets": [{"dataset": good}]}))
+
     def test_unknown_fields_are_ignored(self):
         name = uniq("extra")
         body = {"name": name, "no_such_field": {"nested": [1, 2]}, "another": True}

@@ -133,9 +133,8 @@ class MemoryRegistryStore : public RegistryStore {
     return Status::Ok();
   }
 
-  Status TransitionModelVersionStage(std::string_view name, int64_t version,
-                                     core::ModelStage stage, bool archive_existing,
-                                     int64_t now) override {
+  Status TransitionModelVersionStage(std::string_view name, int64_t version, core::ModelStage stage,
+                                     bool archive_existing, int64_t now) override {
     std::lock_guard lock(mu_);
     CAIRN_ASSIGN_OR_RETURN(ModelVersion * v, FindVersion(name, version));
     if (archive_existing) {
@@ -171,8 +170,7 @@ class MemoryRegistryStore : public RegistryStore {
     return removed;
   }
 
-  Status SetModelVersionTag(std::string_view name, int64_t version,
-                            const core::Tag& tag) override {
+  Status SetModelVersionTag(std::string_view name, int64_t version, const core::Tag& tag) override {
     std::lock_guard lock(mu_);
     CAIRN_ASSIGN_OR_RETURN(ModelVersion * v, FindVersion(name, version));
     UpsertTag(&v->tags, tag);
@@ -187,8 +185,7 @@ class MemoryRegistryStore : public RegistryStore {
     return Status::Ok();
   }
 
-  Result<std::vector<ModelVersion>> SearchModelVersions(
-      const RegistrySearchQuery& query) override {
+  Result<std::vector<ModelVersion>> SearchModelVersions(const RegistrySearchQuery& query) override {
     std::vector<ModelVersion> found;
     {
       std::lock_guard lock(mu_);
@@ -320,8 +317,9 @@ class MemoryRegistryStore : public RegistryStore {
       return;
     }
     aliases.push_back({std::string(alias), version});
-    std::sort(aliases.begin(), aliases.end(),
-              [](const core::ModelAlias& a, const core::ModelAlias& b) { return a.alias < b.alias; });
+    std::sort(
+        aliases.begin(), aliases.end(),
+        [](const core::ModelAlias& a, const core::ModelAlias& b) { return a.alias < b.alias; });
   }
 
   static bool EraseAlias(ModelEntry* e, std::string_view alias) {
@@ -347,7 +345,8 @@ class MemoryRegistryStore : public RegistryStore {
 
   template <typename T>
   static std::vector<T> Page(std::vector<T> all, const RegistrySearchQuery& query) {
-    const size_t begin = std::min(all.size(), static_cast<size_t>(std::max<int64_t>(0, query.offset)));
+    const size_t begin =
+        std::min(all.size(), static_cast<size_t>(std::max<int64_t>(0, query.offset)));
     const size_t end =
         std::min(all.size(), begin + static_cast<size_t>(std::max<int64_t>(0, query.max_results)));
     return std::vector<T>(std::make_move_iterator(all.begin() + static_cast<ptrdiff_t>(begin)),

@@ -276,8 +276,7 @@ class SqliteRegistryStore : public RegistryStore {
 
   Status CreateRegisteredModel(const RegisteredModel& model) override {
     return db_->Write([&](Connection& c) -> Status {
-      CAIRN_ASSIGN_OR_RETURN(Stmt * s,
-                             c.Prepare("SELECT 1 FROM registered_models WHERE name = ?"));
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT 1 FROM registered_models WHERE name = ?"));
       s->Bind(1, model.name);
       if (s->Step()) return RegisteredModelTaken(model.name);
       CAIRN_RETURN_IF_ERROR(s->status());
@@ -318,8 +317,8 @@ class SqliteRegistryStore : public RegistryStore {
       if (name == new_name) return Status::Ok();
       Result<int64_t> taken = ModelId(c, new_name);
       if (taken.ok()) return RegisteredModelTaken(new_name);
-      CAIRN_RETURN_IF_ERROR(ExecStmt(c, "UPDATE model_versions SET last_updated_time = ? WHERE model = ?",
-                                     now, id));
+      CAIRN_RETURN_IF_ERROR(
+          ExecStmt(c, "UPDATE model_versions SET last_updated_time = ? WHERE model = ?", now, id));
       return ExecStmt(c,
                       "UPDATE registered_models SET name = ?, last_updated_time = ? WHERE id = ?",
                       new_name, now, id);
@@ -342,19 +341,19 @@ class SqliteRegistryStore : public RegistryStore {
     CAIRN_RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
       removed.clear();
       CAIRN_ASSIGN_OR_RETURN(int64_t id, ModelId(c, name));
-      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT " CAIRN_VERSION_COLUMNS
-                                                 CAIRN_VERSIONS_FROM "WHERE v.model = ? "
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT " CAIRN_VERSION_COLUMNS CAIRN_VERSIONS_FROM
+                                                 "WHERE v.model = ? "
                                                  "ORDER BY v.version"));
       s->Bind(1, id);
       while (s->Step()) removed.push_back(VersionRow(*s));
       CAIRN_RETURN_IF_ERROR(s->status());
       for (ModelVersion& v : removed) CAIRN_RETURN_IF_ERROR(LoadVersionExtras(c, id, &v));
-      for (const char* sql : {"DELETE FROM model_version_tags WHERE model = ?",
-                              "DELETE FROM model_versions WHERE model = ?",
-                              "DELETE FROM model_aliases WHERE model = ?",
-                              "DELETE FROM alias_moves WHERE model = ?",
-                              "DELETE FROM registered_model_tags WHERE model = ?",
-                              "DELETE FROM registered_models WHERE id = ?"}) {
+      for (const char* sql :
+           {"DELETE FROM model_version_tags WHERE model = ?",
+            "DELETE FROM model_versions WHERE model = ?",
+            "DELETE FROM model_aliases WHERE model = ?", "DELETE FROM alias_moves WHERE model = ?",
+            "DELETE FROM registered_model_tags WHERE model = ?",
+            "DELETE FROM registered_models WHERE id = ?"}) {
         CAIRN_RETURN_IF_ERROR(ExecStmt(c, sql, id));
       }
       return Status::Ok();
@@ -413,16 +412,16 @@ class SqliteRegistryStore : public RegistryStore {
       if (!n->Step()) return n->status().ok() ? Internal("model row vanished") : n->status();
       stored.version = n->Int(0);
       stored.aliases.clear();
-      CAIRN_RETURN_IF_ERROR(ExecStmt(
-          c,
-          "INSERT INTO model_versions (model, version, creation_time, last_updated_time, "
-          "user_id, stage, description, source, run_id, run_link, status, status_message, "
-          "storage_location) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-          id, stored.version, stored.creation_timestamp, stored.last_updated_timestamp,
-          stored.user_id, core::ModelStageName(stored.current_stage), stored.description,
-          stored.source, stored.run_id, stored.run_link,
-          core::ModelVersionStatusName(stored.status), stored.status_message,
-          stored.storage_location));
+      CAIRN_RETURN_IF_ERROR(
+          ExecStmt(c,
+                   "INSERT INTO model_versions (model, version, creation_time, last_updated_time, "
+                   "user_id, stage, description, source, run_id, run_link, status, status_message, "
+                   "storage_location) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   id, stored.version, stored.creation_timestamp, stored.last_updated_timestamp,
+                   stored.user_id, core::ModelStageName(stored.current_stage), stored.description,
+                   stored.source, stored.run_id, stored.run_link,
+                   core::ModelVersionStatusName(stored.status), stored.status_message,
+                   stored.storage_location));
       for (const core::Tag& t : stored.tags) {
         CAIRN_RETURN_IF_ERROR(PutVersionTag(c, id, stored.version, t));
       }
@@ -466,9 +465,8 @@ class SqliteRegistryStore : public RegistryStore {
     });
   }
 
-  Status TransitionModelVersionStage(std::string_view name, int64_t version,
-                                     core::ModelStage stage, bool archive_existing,
-                                     int64_t now) override {
+  Status TransitionModelVersionStage(std::string_view name, int64_t version, core::ModelStage stage,
+                                     bool archive_existing, int64_t now) override {
     return db_->Write([&](Connection& c) -> Status {
       CAIRN_ASSIGN_OR_RETURN(int64_t id, VersionModelId(c, name, version));
       if (archive_existing) {
@@ -497,10 +495,9 @@ class SqliteRegistryStore : public RegistryStore {
         CAIRN_RETURN_IF_ERROR(
             RecordMove(c, id, alias, AliasMoveKind::kDelete, std::nullopt, actor, now));
       }
-      for (const char* sql :
-           {"DELETE FROM model_aliases WHERE model = ? AND version = ?",
-            "DELETE FROM model_version_tags WHERE model = ? AND version = ?",
-            "DELETE FROM model_versions WHERE model = ? AND version = ?"}) {
+      for (const char* sql : {"DELETE FROM model_aliases WHERE model = ? AND version = ?",
+                              "DELETE FROM model_version_tags WHERE model = ? AND version = ?",
+                              "DELETE FROM model_versions WHERE model = ? AND version = ?"}) {
         CAIRN_RETURN_IF_ERROR(ExecStmt(c, sql, id, version));
       }
       return TouchModel(c, id, now);
@@ -508,8 +505,7 @@ class SqliteRegistryStore : public RegistryStore {
     return removed;
   }
 
-  Status SetModelVersionTag(std::string_view name, int64_t version,
-                            const core::Tag& tag) override {
+  Status SetModelVersionTag(std::string_view name, int64_t version, const core::Tag& tag) override {
     return db_->Write([&](Connection& c) -> Status {
       CAIRN_ASSIGN_OR_RETURN(int64_t id, VersionModelId(c, name, version));
       return PutVersionTag(c, id, version, tag);
@@ -526,8 +522,7 @@ class SqliteRegistryStore : public RegistryStore {
     });
   }
 
-  Result<std::vector<ModelVersion>> SearchModelVersions(
-      const RegistrySearchQuery& query) override {
+  Result<std::vector<ModelVersion>> SearchModelVersions(const RegistrySearchQuery& query) override {
     using List = std::vector<ModelVersion>;
     return db_->Read<List>([&](Connection& c) -> Result<List> {
       SqlQuery q;
@@ -551,8 +546,8 @@ class SqliteRegistryStore : public RegistryStore {
 
   Result<std::string> ModelOfStorage(std::string_view storage_location) override {
     return db_->Read<std::string>([&](Connection& c) -> Result<std::string> {
-      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT m.name" CAIRN_VERSIONS_FROM
-                                                 "WHERE v.storage_location = ?"));
+      CAIRN_ASSIGN_OR_RETURN(
+          Stmt * s, c.Prepare("SELECT m.name" CAIRN_VERSIONS_FROM "WHERE v.storage_location = ?"));
       s->Bind(1, storage_location);
       if (!s->Step()) {
         CAIRN_RETURN_IF_ERROR(s->status());
