@@ -118,5 +118,6 @@ struct ConsoleChunk {
 inline constexpr std::string_view kRunNameTag = "mlflow.runName";
 inline constexpr std::string_view kUserTag = "mlflow.user";
 inline constexpr std::string_view kDatasetContextTag = "mlflow.data.context";
+inline constexpr std::string_view kLoggedModelsTag = "mlflow.log-model.history";
 
 }  // namespace cairn::core

@@ -331,6 +331,13 @@ Result<std::string> LogInputs(ApiContext& ctx, const Fields& f) {
   return std::string(kEmpty);
 }
 
+Result<std::string> LogModel(ApiContext& ctx, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
+  CAIRN_ASSIGN_OR_RETURN(std::string model_json, f.RequiredStr("model_json"));
+  CAIRN_RETURN_IF_ERROR(ctx.tracking->LogModel(run_id, model_json));
+  return std::string(kEmpty);
+}
+
 Result<BodyStream> GetMetricHistory(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
   CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("metric_key"));
@@ -390,6 +397,43 @@ Result<std::string> GetMetricHistoryBulkInterval(ApiContext& ctx, const Fields& 
   return w.Take();
 }
 
+// The UI's bulk history (an /ajax-api route in MLflow): rows carry their run id.
+Result<std::string> GetMetricHistoryBulk(ApiContext& ctx, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> run_ids, f.StrList("run_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> key, f.Str("metric_key"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> max_results, f.Int("max_results"));
+  CAIRN_ASSIGN_OR_RETURN(
+      std::vector<service::RunMetric> rows,
+      ctx.tracking->GetMetricHistoryBulk(run_ids, key.value_or(""),
+                                         max_results.value_or(service::kMaxHistoryBulkResults)));
+  JsonWriter w;
+  w.BeginObject().Key("metrics").BeginArray();
+  for (const service::RunMetric& r : rows) WriteMetric(w, r.metric, r.run_id);
+  w.EndArray().EndObject();
+  return w.Take();
+}
+
+// The UI's dataset list of experiments (an /ajax-api route in MLflow).
+Result<std::string> SearchDatasets(ApiContext& ctx, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> ids, f.StrList("experiment_ids"));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<store::DatasetSummary> found,
+                         ctx.tracking->SearchDatasets(ids, ctx.may_read_experiment));
+  JsonWriter w;
+  w.BeginObject().Key("dataset_summaries").BeginArray();
+  for (const store::DatasetSummary& d : found) {
+    w.BeginObject().Key("context");
+    if (d.context.empty()) {
+      w.Null();
+    } else {
+      w.String(d.context);
+    }
+    w.Key("digest").String(d.digest).Key("experiment_id").String(d.experiment_id);
+    w.Key("name").String(d.name).EndObject();
+  }
+  w.EndArray().EndObject();
+  return w.Take();
+}
+
 Result<std::string> ListArtifacts(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RunId());
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> path, f.Str("path"));
@@ -434,7 +478,10 @@ constexpr Route kRoutes[] = {
     {"POST", "runs/search", SearchRuns},
     {"POST", "runs/delete-tag", DeleteTag},
     {"POST", "runs/log-inputs", LogInputs},
+    {"POST", "runs/log-model", LogModel},
     {"GET", "metrics/get-history-bulk-interval", GetMetricHistoryBulkInterval},
+    {"GET", "metrics/get-history-bulk", GetMetricHistoryBulk},
+    {"POST", "experiments/search-datasets", SearchDatasets},
     {"GET", "artifacts/list", ListArtifacts},
     {"POST", "logged-models/search", SearchLoggedModels},
 };

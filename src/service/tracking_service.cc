@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <set>
+#include <tuple>
 #include <unordered_set>
 
 #include "core/downsample.h"
@@ -10,6 +11,7 @@
 #include "core/search.h"
 #include "store/store_util.h"
 #include "util/hash.h"
+#include "util/json_reader.h"
 #include "service/validation.h"
 
 namespace cairn::service {
@@ -482,6 +484,68 @@ Status TrackingService::LogInputs(const std::string& run_id,
   return store_->LogInputs(run_id, inputs);
 }
 
+Result<std::vector<store::DatasetSummary>> TrackingService::SearchDatasets(
+    const std::vector<std::string>& experiment_ids,
+    const std::function<bool(std::string_view)>& visible) {
+  if (experiment_ids.empty()) {
+    return InvalidArgument("SearchDatasets request must specify at least one experiment_id.");
+  }
+  if (experiment_ids.size() > 20) {
+    return InvalidArgument("SearchDatasets request cannot specify more than 20 experiment_ids. "
+                           "Received " +
+                           std::to_string(experiment_ids.size()) + " experiment_ids.");
+  }
+  std::vector<std::string> ids;
+  for (const std::string& id : experiment_ids) {
+    if (!visible || visible(id)) ids.push_back(id);
+  }
+  return store_->SearchDatasets(ids, kMaxDatasetSummaries);
+}
+
+Status TrackingService::LogModel(const std::string& run_id, const std::string& model_json) {
+  Result<JsonDocument> doc = JsonDocument::Parse(model_json, /*max_depth=*/64);
+  if (!doc.ok()) {
+    return InvalidArgument("Malformed model info. \n " + model_json.substr(0, 200) +
+                           " \n is not a valid JSON.");
+  }
+  if (!doc->root().is_object()) return InvalidArgument("Model json must be a JSON object");
+  std::string missing;
+  for (const char* field : {"artifact_path", "flavors", "run_id", "utc_time_created"}) {
+    if (doc->root().Find(field).exists()) continue;
+    missing += (missing.empty() ? "'" : ", '") + std::string(field) + "'";
+  }
+  if (!missing.empty()) {
+    return InvalidArgument("Model json is missing mandatory fields: {" + missing + "}");
+  }
+  std::lock_guard lock(log_model_mu_);
+  CAIRN_RETURN_IF_ERROR(RequireActiveRun(run_id));
+  CAIRN_ASSIGN_OR_RETURN(core::Run run, store_->GetRun(run_id));
+  // The history's entries, each as the JSON text a client sent.
+  std::vector<std::string> entries;
+  if (const core::Tag* tag = run.FindTag(core::kLoggedModelsTag)) {
+    Result<JsonDocument> old = JsonDocument::Parse(tag->value, 64);
+    if (old.ok() && old->root().is_array()) {
+      for (JsonValue e : old->root()) entries.push_back(e.Serialize());
+    }
+  }
+  entries.push_back(doc->root().Serialize());
+  std::string value;
+  for (size_t first = 0; first < entries.size(); ++first) {
+    value = "[";
+    for (size_t i = first; i < entries.size(); ++i) {
+      value += (i == first ? "" : ", ") + entries[i];
+    }
+    value += "]";
+    if (value.size() <= kMaxTagValueLength) break;
+  }
+  if (value.size() > kMaxTagValueLength) {
+    return InvalidArgument("Model json is " + std::to_string(model_json.size()) +
+                           " bytes; a run's model history holds at most " +
+                           std::to_string(kMaxTagValueLength));
+  }
+  return store_->LogBatch(run_id, {}, {}, {core::Tag{std::string(core::kLoggedModelsTag), value}});
+}
+
 Result<MetricHistoryCursor> TrackingService::OpenMetricHistory(const std::string& run_id,
                                                                const std::string& key,
                                                                int64_t max_results,
@@ -568,6 +632,45 @@ Status TrackingService::StreamMetricHistory(const MetricHistoryCursor& cursor,
   }
 }
 
+Result<std::vector<RunMetric>> TrackingService::GetMetricHistoryBulk(
+    const std::vector<std::string>& run_ids, const std::string& key, int64_t max_results) {
+  if (run_ids.empty()) {
+    return InvalidArgument("GetMetricHistoryBulk request must specify at least one run_id.");
+  }
+  if (run_ids.size() > 100) {
+    return InvalidArgument("GetMetricHistoryBulk request cannot specify more than 100 run_ids. "
+                           "Received " +
+                           std::to_string(run_ids.size()) + " run_ids.");
+  }
+  if (key.empty()) {
+    return InvalidArgument("GetMetricHistoryBulk request must specify a metric_key.");
+  }
+  max_results = std::clamp<int64_t>(max_results, 0, kMaxHistoryBulkResults);
+  std::vector<std::string> sorted_ids = run_ids;
+  std::sort(sorted_ids.begin(), sorted_ids.end());
+  sorted_ids.erase(std::unique(sorted_ids.begin(), sorted_ids.end()), sorted_ids.end());
+  std::vector<RunMetric> out;
+  for (const std::string& run_id : sorted_ids) {
+    if (static_cast<int64_t>(out.size()) >= max_results) break;
+    store::MetricHistoryQuery q;
+    q.run_id = run_id;
+    q.key = key;
+    q.max_results = max_results - static_cast<int64_t>(out.size());
+    const size_t first = out.size();
+    CAIRN_RETURN_IF_ERROR(store_->ScanMetricHistory(q, [&](const core::Metric& m) {
+      out.push_back({run_id, m});
+      return true;
+    }));
+    // MLflow lists each run's points by time, then step, then value.
+    std::sort(out.begin() + static_cast<ptrdiff_t>(first), out.end(),
+              [](const RunMetric& a, const RunMetric& b) {
+                return std::tie(a.metric.timestamp, a.metric.step, a.metric.value) <
+                       std::tie(b.metric.timestamp, b.metric.step, b.metric.value);
+              });
+  }
+  return out;
+}
+
 Result<std::vector<RunMetric>> TrackingService::GetMetricHistoryBulkInterval(
     const std::vector<std::string>& run_ids, const std::string& key,
     std::optional<int64_t> start_step, std::optional<int64_t> end_step, int64_t max_results) {
@@ -575,18 +678,20 @@ Result<std::vector<RunMetric>> TrackingService::GetMetricHistoryBulkInterval(
   if (run_ids.size() > 100) {
     return InvalidArgument("GetMetricHistoryBulkInterval request must specify at most 100 "
                            "run_ids. Received " +
-                           std::to_string(run_ids.size()) + " run_ids.");
+                           std::to_string(run_ids.size()) + " run_ids." + std::string(kApiDocs));
   }
   if (key.empty()) return MissingParameter("metric_key");
   if (max_results < 1 || max_results > 2500) {
-    return InvalidArgument("max_results must be between 1 and 2500");
+    return InvalidArgument("max_results must be between 1 and 2500." + std::string(kApiDocs));
   }
   if (start_step.has_value() != end_step.has_value()) {
     return InvalidArgument("If either start step or end step are specified, both must be "
                            "specified.");
   }
   if (start_step && *start_step > *end_step) {
-    return InvalidArgument("end_step must be greater than start_step.");
+    return InvalidArgument("end_step must be greater than start_step. Found start_step=" +
+                           std::to_string(*start_step) + " and end_step=" +
+                           std::to_string(*end_step) + ".");
   }
   std::vector<std::string> sorted_ids = run_ids;
   std::sort(sorted_ids.begin(), sorted_ids.end());

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@ inline constexpr size_t kMaxTagsPerBatch = 100;
 inline constexpr size_t kMaxEntitiesPerBatch = 1000;
 inline constexpr size_t kMaxParamValueLength = 6000;
 inline constexpr size_t kMaxDatasetsPerBatch = 1000;
+inline constexpr int64_t kMaxHistoryBulkResults = 25000;
+inline constexpr int64_t kMaxDatasetSummaries = 1000;
 inline constexpr size_t kMaxTagValueLength = 8000;
 inline constexpr int64_t kMaxSearchResults = 50000;
 inline constexpr int64_t kDefaultSearchResults = 1000;
@@ -134,6 +137,10 @@ class TrackingService {
                      std::vector<core::Param> params, std::vector<core::Tag> tags,
                      std::function<void(Status)> done);
   Status LogInputs(const std::string& run_id, const std::vector<core::DatasetInput>& inputs);
+  // MLflow's runs/log-model: `model_json` (an MLmodel as JSON, with artifact_path, flavors,
+  // utc_time_created and run_id) is appended to the run's mlflow.log-model.history tag, a JSON
+  // list; when the list outgrows a tag, its oldest entries give way.
+  Status LogModel(const std::string& run_id, const std::string& model_json);
 
   // A run's console log (store::MetadataStore::AppendRunLog for the rules). Appends at most
   // kMaxLogChunks chunks of non-empty data, kMaxLogAppendBytes in all; returns the length.
@@ -168,6 +175,16 @@ class TrackingService {
                              std::string* next_page_token);
   // For each run, the points at up to max_results steps spread evenly over the steps the runs
   // logged in [start_step, end_step], always including the first and last.
+  // MLflow's metrics/get-history-bulk: the points of up to 100 runs, by run id, each run's by
+  // time, then step; at most max_results (capped at kMaxHistoryBulkResults) in all.
+  Result<std::vector<RunMetric>> GetMetricHistoryBulk(const std::vector<std::string>& run_ids,
+                                                      const std::string& key,
+                                                      int64_t max_results);
+  // MLflow's experiments/search-datasets over up to 20 experiments (those `visible` refuses
+  // are left out; unset: all), at most kMaxDatasetSummaries.
+  Result<std::vector<store::DatasetSummary>> SearchDatasets(
+      const std::vector<std::string>& experiment_ids,
+      const std::function<bool(std::string_view)>& visible);
   Result<std::vector<RunMetric>> GetMetricHistoryBulkInterval(
       const std::vector<std::string>& run_ids, const std::string& key,
       std::optional<int64_t> start_step, std::optional<int64_t> end_step, int64_t max_results);
@@ -185,6 +202,7 @@ class TrackingService {
 
   store::MetadataStore* store_;
   Clock* clock_;
+  std::mutex log_model_mu_;  // a history tag is read, extended and written as one step
 };
 
 // Page tokens are base64 of {"offset": N}, as MLflow's stores write them.

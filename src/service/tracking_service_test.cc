@@ -11,6 +11,7 @@
 #include "fakes/fake_clock.h"
 #include "store/memory/memory_store.h"
 #include "util/hash.h"
+#include "util/json_reader.h"
 
 namespace cairn::service {
 namespace {
@@ -541,6 +542,34 @@ TEST_F(TrackingServiceTest, LogBatchAsyncRefusesAnInvalidBatchAtOnce) {
   EXPECT_EQ(History(id, "m").size(), 1u);
 }
 
+TEST_F(TrackingServiceTest, LogModelAppendsToTheHistoryTag) {
+  const std::string id = NewRun(NewExperiment("exp")).info.run_id;
+  const std::string model = R"({"artifact_path": "model", "flavors": {"python_function": {}},
+      "run_id": ")" + id + R"(", "utc_time_created": "2026-12-04 10:00:00.000000"})";
+  ASSERT_TRUE(svc_.LogModel(id, model).ok());
+  ASSERT_TRUE(svc_.LogModel(id, model).ok());
+  auto run = svc_.GetRun(id);
+  ASSERT_TRUE(run.ok());
+  const core::Tag* history = run->FindTag(core::kLoggedModelsTag);
+  ASSERT_NE(history, nullptr);
+  auto parsed = JsonDocument::Parse(history->value, 64);
+  ASSERT_TRUE(parsed.ok()) << history->value;
+  ASSERT_EQ(parsed->root().size(), 2u);
+  EXPECT_EQ((*parsed->root().begin()).Find("artifact_path").str(), "model");
+  EXPECT_EQ(Refusal(svc_.LogModel(id, "{not json")),
+            "Malformed model info. \n {not json \n is not a valid JSON.");
+  EXPECT_EQ(Refusal(svc_.LogModel(id, R"({"artifact_path": "m", "flavors": {}})")),
+            "Model json is missing mandatory fields: {'run_id', 'utc_time_created'}");
+  // A long history keeps its newest entries within a tag's limit.
+  const std::string big = R"({"artifact_path": ")" + std::string(3000, 'a') +
+                          R"(", "flavors": {}, "run_id": "r", "utc_time_created": "t"})";
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(svc_.LogModel(id, big).ok());
+  run = svc_.GetRun(id);
+  parsed = JsonDocument::Parse(run->FindTag(core::kLoggedModelsTag)->value, 64);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->root().size(), 2u);
+}
+
 TEST_F(TrackingServiceTest, LogInputsNeedsNamedAndDigestedDatasets) {
   const std::string id = NewRun(NewExperiment("exp")).info.run_id;
   core::DatasetInput in;
@@ -633,18 +662,40 @@ TEST_F(TrackingServiceTest, BulkIntervalPicksEvenlySpreadStepsKeepingTheEnds) {
       Refusal(svc_.GetMetricHistoryBulkInterval(std::vector<std::string>(101, a), "acc", {}, {}, 4)
                   .status()),
       "GetMetricHistoryBulkInterval request must specify at most 100 run_ids. Received "
-      "101 run_ids.");
+      "101 run_ids. See the API docs for more information about request parameters.");
   EXPECT_EQ(Refusal(svc_.GetMetricHistoryBulkInterval({a}, "", {}, {}, 4).status()),
             "Missing value for required parameter 'metric_key'. See the API docs for more "
             "information about request parameters.");
   for (int64_t bad : {0, 2501}) {
     EXPECT_EQ(Refusal(svc_.GetMetricHistoryBulkInterval({a}, "acc", {}, {}, bad).status()),
-              "max_results must be between 1 and 2500");
+              "max_results must be between 1 and 2500. See the API docs for more information "
+              "about request parameters.");
   }
   EXPECT_EQ(Refusal(svc_.GetMetricHistoryBulkInterval({a}, "acc", 1, {}, 4).status()),
             "If either start step or end step are specified, both must be specified.");
   EXPECT_EQ(Refusal(svc_.GetMetricHistoryBulkInterval({a}, "acc", 5, 2, 4).status()),
-            "end_step must be greater than start_step.");
+            "end_step must be greater than start_step. Found start_step=5 and end_step=2.");
+}
+
+TEST_F(TrackingServiceTest, HistoryBulkListsRunsByIdAndEachByTime) {
+  const std::string a = NewRun(NewExperiment("bulk")).info.run_id;
+  const std::string b = NewRun(NewExperiment("bulk2")).info.run_id;
+  ASSERT_TRUE(svc_.LogBatch(a, {{"m", 1, 30, 0}, {"m", 2, 10, 1}, {"m", 3, 20, 2}}, {}, {}).ok());
+  ASSERT_TRUE(svc_.LogBatch(b, {{"m", 4, 5, 0}}, {}, {}).ok());
+  auto rows = svc_.GetMetricHistoryBulk({b, a}, "m", 25000);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  std::vector<std::pair<std::string, int64_t>> seen;
+  for (const RunMetric& r : *rows) seen.emplace_back(r.run_id, r.metric.timestamp);
+  const std::string first = std::min(a, b);
+  std::vector<std::pair<std::string, int64_t>> want =
+      first == a ? std::vector<std::pair<std::string, int64_t>>{{a, 10}, {a, 20}, {a, 30}, {b, 5}}
+                 : std::vector<std::pair<std::string, int64_t>>{{b, 5}, {a, 10}, {a, 20}, {a, 30}};
+  EXPECT_EQ(seen, want);
+  EXPECT_EQ(svc_.GetMetricHistoryBulk({a, b}, "m", 2)->size(), 2u);
+  EXPECT_EQ(Refusal(svc_.GetMetricHistoryBulk({}, "m", 10).status()),
+            "GetMetricHistoryBulk request must specify at least one run_id.");
+  EXPECT_EQ(Refusal(svc_.GetMetricHistoryBulk({a}, "", 10).status()),
+            "GetMetricHistoryBulk request must specify a metric_key.");
 }
 
 TEST_F(TrackingServiceTest, MetricSeriesThinsToAtMostNPointsKeepingPeaksAndTroughs) {

@@ -4,11 +4,6 @@
 
 namespace cairn::service {
 
-namespace {
-constexpr std::string_view kApiDocs =
-    " See the API docs for more information about request parameters.";
-}  // namespace
-
 Status MissingParameter(std::string_view name) {
   return InvalidArgument("Missing value for required parameter '" + std::string(name) + "'." +
                          std::string(kApiDocs));

@@ -13,6 +13,9 @@ namespace cairn::service {
 // (mlflow/server/handlers.py): `shown` is the value as Python prints it (strings bare), and
 // `type_name` Python's name of its type ("str", "int", "list", ...).
 Status MissingParameter(std::string_view name);
+// What MLflow appends to messages about request parameters.
+inline constexpr std::string_view kApiDocs =
+    " See the API docs for more information about request parameters.";
 Status InvalidParameter(std::string_view name, std::string_view shown, std::string_view type_name);
 
 // Longest key of a tag, param or metric.

@@ -65,6 +65,16 @@ struct ArtifactEntry {
   int64_t size = 0;  // files only
 };
 
+// A dataset some run of an experiment used, with the context its input gave it ("" when none):
+// what MLflow's UI lists for an experiment (experiments/search-datasets).
+struct DatasetSummary {
+  std::string experiment_id;
+  std::string name;
+  std::string digest;
+  std::string context;
+  bool operator==(const DatasetSummary&) const = default;
+};
+
 // What an experiment's active runs add up to (deleted runs are left out).
 struct ExperimentRunStats {
   std::string experiment_id;
@@ -131,6 +141,11 @@ class MetadataStore {
   // already recorded for the run is not duplicated.
   virtual Status LogInputs(std::string_view run_id,
                            const std::vector<core::DatasetInput>& inputs) = 0;
+
+  // The distinct datasets the experiments' runs used, by experiment, name, digest and context,
+  // at most `limit`.
+  virtual Result<std::vector<DatasetSummary>> SearchDatasets(
+      const std::vector<std::string>& experiment_ids, int64_t limit) = 0;
 
   // Calls `visit` with each point of the query's page in (step, timestamp, value) order;
   // stops early, with OK, when `visit` returns false. `visit` must not call into the store.

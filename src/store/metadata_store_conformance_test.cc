@@ -310,6 +310,28 @@ TYPED_TEST(MetadataStoreTest, LogInputsRecordsDatasetsOnce) {
   EXPECT_EQ(r->inputs[0].tags[0].value, "training");
 }
 
+TYPED_TEST(MetadataStoreTest, SearchDatasetsListsEachDatasetOfTheExperimentsOnce) {
+  const std::string exp = this->NewExperiment("datasets");
+  const std::string other = this->NewExperiment("other-datasets");
+  core::DatasetInput train;
+  train.dataset = {"train", "d1", "local", "/t", "", ""};
+  train.tags = {{"mlflow.data.context", "training"}};
+  core::DatasetInput eval;
+  eval.dataset = {"eval", "d2", "local", "/e", "", ""};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(this->store_->LogInputs(this->NewRun(exp), {train, eval}).ok());
+  }
+  ASSERT_TRUE(this->store_->LogInputs(this->NewRun(other), {train}).ok());
+  auto found = this->store_->SearchDatasets({exp}, 1000);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(*found, (std::vector<DatasetSummary>{{exp, "eval", "d2", ""},
+                                                 {exp, "train", "d1", "training"}}));
+  auto both = this->store_->SearchDatasets({exp, other, "nope"}, 1000);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->size(), 3u);
+  EXPECT_EQ(this->store_->SearchDatasets({exp, other}, 2)->size(), 2u);
+}
+
 TYPED_TEST(MetadataStoreTest, SearchRunsFiltersOrdersAndPages) {
   std::string exp = this->NewExperiment("search");
   std::string other = this->NewExperiment("elsewhere");

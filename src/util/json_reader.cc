@@ -343,6 +343,23 @@ JsonValue JsonValue::Iterator::operator*() const {
   return JsonValue(doc_, skip_keys_ ? doc_->nodes_[index_].end : index_);
 }
 
+std::string JsonValue::Serialize() const {
+  if (!is_container()) return Dump();
+  std::string out(1, is_object() ? '{' : '[');
+  bool first = true;
+  for (auto it = begin(); it != end(); ++it) {
+    if (!first) out += ',';
+    first = false;
+    if (is_object()) {
+      AppendJsonString(&out, it.key());
+      out += ':';
+    }
+    out += (*it).Serialize();
+  }
+  out += is_object() ? '}' : ']';
+  return out;
+}
+
 std::string_view JsonValue::Iterator::key() const {
   return skip_keys_ ? JsonValue(doc_, index_).str() : std::string_view();
 }

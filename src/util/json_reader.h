@@ -70,6 +70,8 @@ class JsonValue {
   // A scalar as JSON text (strings quoted and escaped, doubles in their shortest round-trip
   // form with ".0" when integral); containers as "object" or "array".
   std::string Dump() const;
+  // The value as compact JSON text, containers included.
+  std::string Serialize() const;
   // "null", "boolean", "number", "string", "array" or "object".
   std::string_view TypeName() const;
 

@@ -104,4 +104,15 @@ TEST(JsonReaderTest, DumpShowsScalarsAsJson) {
 }
 
 }  // namespace
+TEST(JsonReaderTest, SerializeWritesCompactJsonOfAnyValue) {
+  auto doc = JsonDocument::Parse(R"({"a": [1, 2.5, "x\"y"], "b": {"c": null, "d": true}})", 8);
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ(doc->root().Serialize(), R"({"a":[1,2.5,"x\"y"],"b":{"c":null,"d":true}})");
+  auto keys = doc->root().begin();
+  EXPECT_EQ(keys.key(), "a");
+  ++keys;
+  EXPECT_EQ(keys.key(), "b");
+  EXPECT_EQ((*doc->root().Find("a").begin()).Serialize(), "1");
+}
+
 }  // namespace cairn

@@ -9,6 +9,7 @@ experiment with a unique name, so tests are independent and can run in any order
 The shapes asserted here follow docs in shared/reference/mlflow-rest.md (measured against MLflow).
 """
 
+import json
 import os
 import shutil
 import sys
@@ -338,6 +339,49 @@ class ServerBasicsTest(ApiTestCase):
         resp = self.post("runs/log-inputs", {"run_id": run_id, "datasets": ["not a dataset"]})
         self.assertError(resp, 400, "INVALID_PARAMETER_VALUE", mentions="datasets[0]")
         self.ok(self.post("runs/log-inputs", {"run_id": run_id, "datasets": [{"dataset": good}]}))
+
+    def test_log_model_appends_to_the_history_tag(self):
+        run_id = self.new_run_id()
+        model = {"artifact_path": "model", "flavors": {"python_function": {"loader_module": "x"}},
+                 "run_id": run_id, "utc_time_created": "2026-12-04 10:00:00.000000"}
+        for _ in range(2):
+            self.ok(self.post("runs/log-model", {"run_id": run_id, "model_json": json.dumps(model)}))
+        tags = kv(self.ok(self.get("runs/get", {"run_id": run_id}))["run"]["data"]["tags"])
+        history = json.loads(tags["mlflow.log-model.history"])
+        self.assertEqual(len(history), 2)
+        self.assertEqual(history[0]["flavors"], model["flavors"])
+        resp = self.post("runs/log-model", {"run_id": run_id, "model_json": "{bad"})
+        self.assertError(resp, 400, "INVALID_PARAMETER_VALUE", mentions="is not a valid JSON")
+        resp = self.post("runs/log-model",
+                         {"run_id": run_id, "model_json": json.dumps({"artifact_path": "m"})})
+        self.assertError(resp, 400, "INVALID_PARAMETER_VALUE",
+                         mentions="Model json is missing mandatory fields")
+
+    def test_ui_bulk_history_and_dataset_summaries(self):
+        exp = self.new_experiment("bulk")
+        a, b = self.new_run_id(exp), self.new_run_id(exp)
+        for run_id, values in ((a, [1.0, 2.0]), (b, [3.0])):
+            self.ok(self.post("runs/log-batch", {"run_id": run_id, "metrics": [
+                metric("loss", v, step=i, timestamp=1000 + i) for i, v in enumerate(values)]}))
+        body = self.ok(self.get("metrics/get-history-bulk",
+                                {"run_id": [a, b], "metric_key": "loss"}, prefix=AJAX))
+        rows = [(m["run_id"], m["step"], m["value"]) for m in body["metrics"]]
+        self.assertEqual(sorted(rows), sorted([(a, 0, 1.0), (a, 1, 2.0), (b, 0, 3.0)]))
+        self.assertEqual([r[0] for r in rows], sorted(r[0] for r in rows))
+        self.assertError(self.get("metrics/get-history-bulk", {"metric_key": "loss"}, prefix=AJAX),
+                         400, "INVALID_PARAMETER_VALUE", mentions="at least one run_id")
+        dataset = {"name": "mnist", "digest": "d1", "source_type": "local", "source": "/d"}
+        self.ok(self.post("runs/log-inputs", {"run_id": a, "datasets": [
+            {"dataset": dataset, "tags": [{"key": "mlflow.data.context", "value": "train"}]}]}))
+        self.ok(self.post("runs/log-inputs", {"run_id": b, "datasets": [{"dataset": dataset}]}))
+        body = self.ok(self.post("experiments/search-datasets", {"experiment_ids": [exp]},
+                                 prefix=AJAX))
+        self.assertEqual(sorted(body["dataset_summaries"], key=lambda d: str(d["context"])),
+                         [{"context": None, "digest": "d1", "experiment_id": exp, "name": "mnist"},
+                          {"context": "train", "digest": "d1", "experiment_id": exp,
+                           "name": "mnist"}])
+        self.assertError(self.post("experiments/search-datasets", {}, prefix=AJAX), 400,
+                         "INVALID_PARAMETER_VALUE", mentions="at least one experiment_id")
 
     def test_unknown_fields_are_ignored(self):
         name = uniq("extra")

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
+#include <tuple>
 #include <unordered_map>
 
 #include "store/listing.h"
@@ -223,6 +225,34 @@ class MemoryStore : public MetadataStore {
       if (!seen) have.push_back(in);
     }
     return Status::Ok();
+  }
+
+  Result<std::vector<DatasetSummary>> SearchDatasets(const std::vector<std::string>& experiment_ids,
+                                                     int64_t limit) override {
+    std::shared_lock lock(mu_);
+    std::set<std::tuple<int64_t, std::string, std::string, std::string>> found;
+    for (const auto& [id, entry] : runs_) {
+      const core::Run& run = entry.run;
+      if (std::find(experiment_ids.begin(), experiment_ids.end(), run.info.experiment_id) ==
+          experiment_ids.end()) {
+        continue;
+      }
+      int64_t exp = 0;
+      ParseExperimentId(run.info.experiment_id, &exp);
+      for (const core::DatasetInput& in : run.inputs) {
+        std::string context;
+        for (const core::Tag& t : in.tags) {
+          if (t.key == core::kDatasetContextTag) context = t.value;
+        }
+        found.emplace(exp, in.dataset.name, in.dataset.digest, context);
+      }
+    }
+    std::vector<DatasetSummary> out;
+    for (const auto& [exp, name, digest, context] : found) {
+      if (static_cast<int64_t>(out.size()) >= limit) break;
+      out.push_back({std::to_string(exp), name, digest, context});
+    }
+    return out;
   }
 
   Status ScanMetricHistory(const MetricHistoryQuery& query,

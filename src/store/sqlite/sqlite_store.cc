@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -363,6 +365,33 @@ class SqliteStore : public MetadataStore {
         }
       }
       return Status::Ok();
+    });
+  }
+
+  Result<std::vector<DatasetSummary>> SearchDatasets(const std::vector<std::string>& experiment_ids,
+                                                     int64_t limit) override {
+    using List = std::vector<DatasetSummary>;
+    return Read<List>([&](Connection& c) -> Result<List> {
+      std::set<std::tuple<int64_t, std::string, std::string, std::string>> found;
+      CAIRN_ASSIGN_OR_RETURN(
+          Stmt * s, c.Prepare("SELECT DISTINCT d.name, d.digest, coalesce(t.value, '') FROM "
+                              "datasets d JOIN inputs i ON i.dataset = d.id LEFT JOIN "
+                              "input_tags t ON t.run = i.run AND t.dataset = d.id AND t.key = "
+                              "'mlflow.data.context' WHERE d.experiment_id = ?"));
+      for (const std::string& id : experiment_ids) {
+        int64_t exp = 0;
+        if (!ParseExperimentId(id, &exp)) continue;
+        s->Reset();
+        s->Bind(1, exp);
+        while (s->Step()) found.emplace(exp, s->Str(0), s->Str(1), s->Str(2));
+        CAIRN_RETURN_IF_ERROR(s->status());
+      }
+      List out;
+      for (const auto& [exp, name, digest, context] : found) {
+        if (static_cast<int64_t>(out.size()) >= limit) break;
+        out.push_back({std::to_string(exp), name, digest, context});
+      }
+      return out;
     });
   }
 
