@@ -83,6 +83,13 @@ constexpr AccessRule kRules[] = {
      "experiment_id"},
     {Api::kMlflow, "DELETE", "experiments/permissions/delete", Target::kExperiment, kManage,
      "experiment_id"},
+    {Api::kMlflow, "POST", "registered-models/permissions/create", Target::kModel, kManage,
+     "name"},
+    {Api::kMlflow, "GET", "registered-models/permissions/get", Target::kModel, kManage, "name"},
+    {Api::kMlflow, "PATCH", "registered-models/permissions/update", Target::kModel, kManage,
+     "name"},
+    {Api::kMlflow, "DELETE", "registered-models/permissions/delete", Target::kModel, kManage,
+     "name"},
     // --- The artifact proxy: the experiment is the path's first segment ----------------------
     {Api::kArtifacts, "GET", "artifacts", Target::kArtifactPath, kRead, "path"},
     {Api::kArtifacts, "GET", "artifacts/**", Target::kArtifactPath, kRead, nullptr},

@@ -22,9 +22,11 @@ constexpr std::string_view kEmpty = "{}";
 
 // --- MLflow's JSON shapes -----------------------------------------------------------------
 
-void WriteExperimentPermission(JsonWriter& w, const Grant& g, int64_t user_id) {
+// A permission as MLflow's auth API writes it: {experiment_id | name, user_id, permission}.
+void WritePermission(JsonWriter& w, const Grant& g, int64_t user_id) {
   w.BeginObject();
-  w.Key("experiment_id").String(g.resource_id);
+  w.Key(g.resource_kind == ResourceKind::kExperiment ? "experiment_id" : "name")
+      .String(g.resource_id);
   w.Key("user_id").Int(user_id);
   w.Key("permission").String(core::PermissionName(g.permission));
   w.EndObject();
@@ -35,13 +37,11 @@ void WriteUser(JsonWriter& w, const core::User& u, const std::vector<Grant>& gra
   w.Key("id").Int(u.id).Key("username").String(u.username).Key("is_admin").Bool(u.is_admin);
   w.Key("experiment_permissions").BeginArray();
   for (const Grant& g : grants) {
-    if (g.resource_kind == ResourceKind::kExperiment) WriteExperimentPermission(w, g, u.id);
+    if (g.resource_kind == ResourceKind::kExperiment) WritePermission(w, g, u.id);
   }
   w.EndArray().Key("registered_model_permissions").BeginArray();
   for (const Grant& g : grants) {
-    if (g.resource_kind != ResourceKind::kRegisteredModel) continue;
-    w.BeginObject().Key("name").String(g.resource_id).Key("user_id").Int(u.id);
-    w.Key("permission").String(core::PermissionName(g.permission)).EndObject();
+    if (g.resource_kind == ResourceKind::kRegisteredModel) WritePermission(w, g, u.id);
   }
   w.EndArray();
   w.EndObject();
@@ -55,10 +55,11 @@ std::string UserResponse(const core::User& u, const std::vector<Grant>& grants) 
   return w.Take();
 }
 
-Result<Grant> DecodeUserGrant(const Fields& f, bool with_permission) {
+Result<Grant> DecodeUserGrant(const Fields& f, ResourceKind kind, bool with_permission) {
   Grant g;
-  g.resource_kind = ResourceKind::kExperiment;
-  CAIRN_ASSIGN_OR_RETURN(g.resource_id, f.RequiredStr("experiment_id"));
+  g.resource_kind = kind;
+  CAIRN_ASSIGN_OR_RETURN(g.resource_id,
+                         f.RequiredStr(kind == ResourceKind::kExperiment ? "experiment_id" : "name"));
   g.principal_kind = PrincipalKind::kUser;
   CAIRN_ASSIGN_OR_RETURN(g.principal, f.RequiredStr("username"));
   if (with_permission) {
@@ -104,40 +105,49 @@ Result<std::string> DeleteUser(ApiContext& ctx, const Fields& f) {
   return std::string(kEmpty);
 }
 
-Result<std::string> ExperimentPermissionResponse(ApiContext& ctx, const Grant& g) {
+Result<std::string> PermissionResponse(ApiContext& ctx, const Grant& g) {
   CAIRN_ASSIGN_OR_RETURN(service::UserDetails d, ctx.identity->GetUser(g.principal));
   JsonWriter w;
-  w.BeginObject().Key("experiment_permission");
-  WriteExperimentPermission(w, g, d.user.id);
+  w.BeginObject().Key(g.resource_kind == ResourceKind::kExperiment ? "experiment_permission"
+                                                                   : "registered_model_permission");
+  WritePermission(w, g, d.user.id);
   w.EndObject();
   return w.Take();
 }
 
-Result<std::string> CreateExperimentPermission(ApiContext& ctx, const Fields& f) {
-  CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeUserGrant(f, true));
+// MLflow's permission calls, alike for experiments and registered models.
+template <ResourceKind kKind>
+Result<std::string> CreatePermission(ApiContext& ctx, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeUserGrant(f, kKind, true));
   CAIRN_RETURN_IF_ERROR(ctx.identity->CreatePermission(g));
-  return ExperimentPermissionResponse(ctx, g);
+  return PermissionResponse(ctx, g);
 }
 
-Result<std::string> GetExperimentPermission(ApiContext& ctx, const Fields& f) {
-  CAIRN_ASSIGN_OR_RETURN(Grant key, DecodeUserGrant(f, false));
+template <ResourceKind kKind>
+Result<std::string> GetPermission(ApiContext& ctx, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(Grant key, DecodeUserGrant(f, kKind, false));
   CAIRN_ASSIGN_OR_RETURN(Grant g, ctx.identity->GetPermission(key.resource_kind, key.resource_id,
                                                               key.principal_kind, key.principal));
-  return ExperimentPermissionResponse(ctx, g);
+  return PermissionResponse(ctx, g);
 }
 
-Result<std::string> UpdateExperimentPermission(ApiContext& ctx, const Fields& f) {
-  CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeUserGrant(f, true));
+template <ResourceKind kKind>
+Result<std::string> UpdatePermission(ApiContext& ctx, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeUserGrant(f, kKind, true));
   CAIRN_RETURN_IF_ERROR(ctx.identity->UpdatePermission(g));
   return std::string(kEmpty);
 }
 
-Result<std::string> DeleteExperimentPermission(ApiContext& ctx, const Fields& f) {
-  CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeUserGrant(f, false));
+template <ResourceKind kKind>
+Result<std::string> DeletePermission(ApiContext& ctx, const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeUserGrant(f, kKind, false));
   CAIRN_RETURN_IF_ERROR(ctx.identity->DeletePermission(g.resource_kind, g.resource_id,
                                                        g.principal_kind, g.principal));
   return std::string(kEmpty);
 }
+
+constexpr ResourceKind kExp = ResourceKind::kExperiment;
+constexpr ResourceKind kModel = ResourceKind::kRegisteredModel;
 
 constexpr Route kMlflowAuthRoutes[] = {
     {"POST", "users/create", CreateUser},
@@ -145,10 +155,14 @@ constexpr Route kMlflowAuthRoutes[] = {
     {"PATCH", "users/update-password", UpdatePassword},
     {"PATCH", "users/update-admin", UpdateAdmin},
     {"DELETE", "users/delete", DeleteUser},
-    {"POST", "experiments/permissions/create", CreateExperimentPermission},
-    {"GET", "experiments/permissions/get", GetExperimentPermission},
-    {"PATCH", "experiments/permissions/update", UpdateExperimentPermission},
-    {"DELETE", "experiments/permissions/delete", DeleteExperimentPermission},
+    {"POST", "experiments/permissions/create", CreatePermission<kExp>},
+    {"GET", "experiments/permissions/get", GetPermission<kExp>},
+    {"PATCH", "experiments/permissions/update", UpdatePermission<kExp>},
+    {"DELETE", "experiments/permissions/delete", DeletePermission<kExp>},
+    {"POST", "registered-models/permissions/create", CreatePermission<kModel>},
+    {"GET", "registered-models/permissions/get", GetPermission<kModel>},
+    {"PATCH", "registered-models/permissions/update", UpdatePermission<kModel>},
+    {"DELETE", "registered-models/permissions/delete", DeletePermission<kModel>},
 };
 
 // --- cairn's identity API -----------------------------------------------------------------

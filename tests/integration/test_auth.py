@@ -465,6 +465,77 @@ class AuthOnTest(unittest.TestCase):
                                                   {"experiment_id": own}).status, 403)
         self.assertEqual(editor.post(API + "experiments/delete", {"experiment_id": own}).status, 200)
 
+    def test_registered_models_take_permissions_like_experiments(self):
+        editor, reader, outsider = self.user("editor"), self.user("reader"), self.user("outsider")
+        # The editor may write the experiment, so it may register a model from its run.
+        run = self.new_run()
+        root = run["artifact_uri"][len("mlflow-artifacts:/"):]
+        self.assertEqual(self.admin.put(ARTIFACTS + root + "/model/w.bin", b"w").status, 200)
+        r = editor.post(API + "registered-models/create", {"name": "editors-model"})
+        self.assertEqual(r.status, 200, r)
+        r = editor.post(API + "model-versions/create",
+                        {"name": "editors-model", "source": "runs:/%s/model" % run["run_id"]})
+        self.assertEqual(r.status, 200, r)
+        # The creator manages it; the server default (READ) lets others read, not write.
+        r = editor.post(API + "registered-models/permissions/create",
+                        {"name": "editors-model", "username": "outsider",
+                         "permission": "NO_PERMISSIONS"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(set(r.body["registered_model_permission"]), {"name", "user_id", "permission"})
+        r = editor.get(API + "registered-models/permissions/get",
+                       {"name": "editors-model", "username": "outsider"})
+        self.assertEqual(r.body["registered_model_permission"]["permission"], "NO_PERMISSIONS")
+        self.assertEqual(reader.get(API + "registered-models/get",
+                                    {"name": "editors-model"}).status, 200)
+        self.assertEqual(reader.post(API + "registered-models/alias",
+                                     {"name": "editors-model", "alias": "a", "version": "1"}).status,
+                         403)
+        self.assertEqual(outsider.get(API + "registered-models/get",
+                                      {"name": "editors-model"}).status, 403)
+        # Searches leave out what the caller may not read; so do a version's files.
+        names = [m["name"] for m in outsider.get(API + "registered-models/search").body.get(
+            "registered_models", [])]
+        self.assertNotIn("editors-model", names)
+        self.assertNotIn("model_versions", outsider.get(
+            API + "model-versions/search", {"filter": "name = 'editors-model'"}).body)
+        uri = editor.get(API + "model-versions/get-download-uri",
+                         {"name": "editors-model", "version": "1"}).body["artifact_uri"]
+        file_path = ARTIFACTS + uri[len("mlflow-artifacts:/"):] + "/w.bin"
+        self.assertEqual(reader.get(file_path).status, 200)
+        self.assertEqual(outsider.get(file_path).status, 403)
+        # Nobody may register what they may not read.
+        r = outsider.post(API + "registered-models/create", {"name": "outsiders-model"})
+        self.assertEqual(r.status, 200, r)
+        r = outsider.post(API + "model-versions/create",
+                          {"name": "outsiders-model", "source": "runs:/%s/model" % run["run_id"]})
+        self.assertEqual(r.status, 403, r)
+        r = outsider.post(API + "model-versions/create",
+                          {"name": "outsiders-model", "source": "models:/editors-model/1"})
+        self.assertEqual(r.status, 403, r)
+        # Every change to the model is in the audit log, refusals included.
+        r = editor.post(API + "registered-models/alias",
+                        {"name": "editors-model", "alias": "champion", "version": "1"})
+        self.assertEqual(r.status, 200, r)
+        entries = self.admin.get(CAIRN + "audit",
+                                 {"object": "registered_model editors-model"}).body["entries"]
+        actions = {(e["actor"], e["action"], e["outcome"].split(":")[0]) for e in entries}
+        self.assertIn(("editor", "POST registered-models/alias", "ok"), actions)
+        self.assertIn(("editor", "POST model-versions/create", "ok"), actions)
+        self.assertIn(("reader", "POST registered-models/alias", "PERMISSION_DENIED"), actions)
+        # Permissions follow a rename, and go with a delete.
+        r = editor.post(API + "registered-models/rename",
+                        {"name": "editors-model", "new_name": "renamed-model"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(outsider.get(API + "registered-models/get",
+                                      {"name": "renamed-model"}).status, 403)
+        self.assertEqual(editor.delete(API + "registered-models/delete",
+                                       {"name": "renamed-model"}).status, 200)
+        r = self.admin.get(API + "registered-models/permissions/get",
+                           {"name": "renamed-model", "username": "editor"})
+        self.assertEqual(r.status, 404, r)
+        self.assertEqual(r.body["message"], "Registered model permission with name=renamed-model "
+                                            "and username=editor not found")
+
     # --- the audit log ---------------------------------------------------------------------------
 
     def test_deletes_show_who_did_them(self):
