@@ -95,6 +95,10 @@ constexpr AccessRule kRules[] = {
     {Api::kArtifacts, "GET", "artifacts/**", Target::kArtifactPath, kRead, nullptr},
     {Api::kArtifacts, "PUT", "artifacts/**", Target::kArtifactPath, kUpdate, nullptr},
     {Api::kArtifacts, "DELETE", "artifacts/**", Target::kArtifactPath, kDelete, nullptr},
+    // --- MLflow's plain routes: a run's file, a version's file, the UI's upload -----------------
+    {Api::kPlain, "GET", "get-artifact", Target::kRun, kRead, "run_id"},
+    {Api::kPlain, "GET", "model-versions/get-artifact", Target::kModel, kRead, "name"},
+    {Api::kPlain, "POST", "upload-artifact", Target::kRun, kUpdate, "run_uuid"},
     // --- cairn's API -------------------------------------------------------------------------
     {Api::kCairn, "GET", "metrics/series", Target::kRun, kRead, "run_id"},
     {Api::kCairn, "GET", "experiments/stats", Target::kSignedIn, kRead, nullptr},

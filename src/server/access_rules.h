@@ -16,6 +16,9 @@ enum class Api {
   kMlflow,     // /api/2.0/mlflow/ and /ajax-api/2.0/mlflow/
   kArtifacts,  // /api/2.0/mlflow-artifacts/ and /ajax-api/2.0/mlflow-artifacts/
   kCairn,      // /api/cairn/v1/
+  // Calls MLflow serves outside its route tables, answered by the server itself: at the root
+  // (get-artifact, model-versions/get-artifact) or under /ajax-api/2.0/mlflow/ (upload-artifact)
+  kPlain,
 };
 
 enum class Target {

@@ -291,6 +291,8 @@ PendingAudit Gate::Describe(const Caller& caller, const HttpRequest& req,
   const size_t mlflow = req.path.find("/mlflow/");
   if (rule.api == Api::kArtifacts) {
     action += "artifacts";
+  } else if (rule.api == Api::kPlain) {
+    action += rule.path;
   } else if (req.path.starts_with("/api/cairn/v1/")) {
     action += req.path.substr(std::string_view("/api/cairn/v1/").size());
   } else if (mlflow != std::string::npos) {

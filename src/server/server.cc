@@ -40,6 +40,24 @@ const char* Version() { return CAIRN_VERSION; }
 namespace {
 
 constexpr std::string_view kApiPrefixes[] = {"/api/2.0/mlflow/", "/ajax-api/2.0/mlflow/"};
+// The UI's upload (MLflow's plain route): the raw body of at most 10 MiB, as MLflow takes it.
+constexpr std::string_view kUploadArtifactPath = "/ajax-api/2.0/mlflow/upload-artifact";
+constexpr uint64_t kMaxUploadArtifactBody = 10 << 20;
+
+// Routes of MLflow 2.12's server that cairn does not serve: answered 501 naming them rather
+// than 404, so that a client can tell "not here" from "mistyped" (docs/api/mlflow.md).
+struct Unserved {
+  const char* method;
+  const char* path;
+  const char* what;
+};
+constexpr Unserved kUnserved[] = {
+    {"POST", "/ajax-api/2.0/mlflow/runs/create-promptlab-run", "MLflow's prompt lab"},
+    {"GET", "/ajax-api/2.0/mlflow/gateway-proxy", "MLflow's AI gateway proxy"},
+    {"POST", "/ajax-api/2.0/mlflow/gateway-proxy", "MLflow's AI gateway proxy"},
+    {"GET", "/graphql", "MLflow's GraphQL endpoint"},
+    {"POST", "/graphql", "MLflow's GraphQL endpoint"},
+};
 constexpr std::string_view kArtifactPrefixes[] = {"/api/2.0/mlflow-artifacts/",
                                                   "/ajax-api/2.0/mlflow-artifacts/"};
 // Bodies of requests to anything else (the UI, /health) are never used.
@@ -54,6 +72,13 @@ HttpResponse JsonOk(int status, std::string body) {
 }
 
 HttpResponse NoEndpoint(const HttpRequest& req) {
+  for (const Unserved& u : kUnserved) {
+    if (req.method == u.method && req.path == u.path) {
+      return JsonError(501, "NOT_IMPLEMENTED",
+                       "cairn does not serve " + req.method + " " + req.path + " (" + u.what +
+                           ")");
+    }
+  }
   return JsonError(404, "ENDPOINT_NOT_FOUND", "No endpoint " + req.method + " " + req.path);
 }
 
@@ -229,6 +254,13 @@ struct Server::Impl : HttpHandler {
     if (HasPrefix(path, kArtifactPrefixes) && req.method == "PUT") {
       plan.mode = BodyPlan::Mode::kUpload;
       plan.limit = options.max_upload_bytes;
+    } else if (path == kUploadArtifactPath && req.method == "POST") {
+      plan.mode = BodyPlan::Mode::kUpload;
+      plan.limit = kMaxUploadArtifactBody;
+      plan.too_large = [](std::optional<uint64_t>) {
+        return JsonError(400, "INVALID_PARAMETER_VALUE",
+                         "Artifact size is too large. Max size is 10MB.");
+      };
     } else if (path.starts_with(kCairnApiPrefix)) {
       plan.limit = kMaxCairnApiBody;
     } else if (HasPrefix(path, kApiPrefixes) || HasPrefix(path, kArtifactPrefixes)) {
@@ -269,6 +301,7 @@ struct Server::Impl : HttpHandler {
       return Text(403, kCrossOriginMessage);
     }
     if (!HasPrefix(path, kApiPrefixes) && !path.starts_with(kCairnApiPrefix)) return std::nullopt;
+    if (path == kUploadArtifactPath) return std::nullopt;  // a file's raw bytes
     const std::string* type = req.headers.Find("Content-Type");
     if (type == nullptr) {
       return JsonError(400, "INVALID_PARAMETER_VALUE",
@@ -420,6 +453,9 @@ struct Server::Impl : HttpHandler {
     if (HasPrefix(path, kApiPrefixes)) return ServeApi(req);
     if (HasPrefix(path, kArtifactPrefixes)) return ServeArtifacts(req);
     if (path.starts_with(kCairnApiPrefix)) return ServeCairnApi(req);
+    if (req.method == "GET" && (path == "/get-artifact" || path == "/model-versions/get-artifact")) {
+      return ServeFileOf(req, path.substr(1));
+    }
     if (req.method == "GET" && path == "/health") return Text(200, "OK");
     if (req.method == "GET" && path == "/version") return Text(200, Version());
     if (req.method == "GET") {
@@ -568,7 +604,65 @@ struct Server::Impl : HttpHandler {
     return s.ok() ? JsonOk(200, "{}") : ErrorResponse(s);
   }
 
+  // The artifact path a plain route names: a run's file (get-artifact, upload-artifact) or a
+  // model version's (model-versions/get-artifact).
+  Result<std::string> PlainRouteFile(std::string_view route, const Fields& fields) {
+    if (route == "model-versions/get-artifact") {
+      CAIRN_ASSIGN_OR_RETURN(std::string name, fields.RequiredStr("name"));
+      CAIRN_ASSIGN_OR_RETURN(std::string version, fields.RequiredStr("version"));
+      CAIRN_ASSIGN_OR_RETURN(std::string file, fields.RequiredStr("path"));
+      return registry->VersionFilePath(name, version, file);
+    }
+    std::string run_id;
+    if (route == "upload-artifact") {
+      CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> id, fields.Str("run_uuid"));
+      if (!id || id->empty()) return InvalidArgument("Request must specify run_uuid.");
+      run_id = *id;
+    } else {
+      CAIRN_ASSIGN_OR_RETURN(run_id, fields.RunId());
+    }
+    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> file, fields.Str("path"));
+    if (!file || file->empty()) return InvalidArgument("Request must specify path.");
+    CAIRN_ASSIGN_OR_RETURN(core::RunInfo info, tracking->GetRunInfo(run_id));
+    CAIRN_ASSIGN_OR_RETURN(std::string root, service::ProxyPathOfUri(info.artifact_uri));
+    Result<std::string> rel = service::NormalizeArtifactPath(*file, /*allow_root=*/false);
+    if (!rel.ok()) return InvalidArgument("Invalid path");
+    return root + "/" + *rel;
+  }
+
+  // get-artifact and model-versions/get-artifact: a file, as the artifact proxy sends it.
+  HttpResponse ServeFileOf(const HttpRequest& req, std::string_view route) {
+    const AccessRule* rule = FindAccessRule(Api::kPlain, "GET", route);
+    Fields fields(&req.query);
+    std::variant<Caller, HttpResponse> who = AdmitArtifactCall(req, {rule, &fields, {}, {}});
+    if (auto* refusal = std::get_if<HttpResponse>(&who)) return std::move(*refusal);
+    Result<std::string> path = PlainRouteFile(route, fields);
+    if (!path.ok()) return ErrorResponse(path.status());
+    return Download(req, *path);
+  }
+
+  // upload-artifact: the body becomes the run's file at `path`.
+  Result<std::unique_ptr<UploadSink>> OpenRunUpload(const HttpRequest& req) {
+    const AccessRule* rule = FindAccessRule(Api::kPlain, "POST", "upload-artifact");
+    Fields fields(&req.query);
+    const CallSubject call{rule, &fields, {}, {}};
+    Identified who = gate->Identify(req);
+    if (std::holds_alternative<HttpResponse>(who)) return Unauthenticated("no valid credentials");
+    const Caller& caller = std::get<Caller>(who);
+    CAIRN_ASSIGN_OR_RETURN(std::string path, PlainRouteFile("upload-artifact", fields));
+    Status allowed = gate->Authorize(caller, call);
+    if (!allowed.ok()) {
+      gate->Audit(caller, req, call, allowed);
+      return allowed;
+    }
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, artifacts->NewUpload());
+    return std::unique_ptr<UploadSink>(std::make_unique<ArtifactUpload>(
+        artifacts.get(), std::move(path), std::move(writer), gate.get(),
+        gate->Describe(caller, req, call)));
+  }
+
   Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& req) override {
+    if (req.path == kUploadArtifactPath) return OpenRunUpload(req);
     CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> path, ArtifactPathOf(req));
     const AccessRule* rule =
         FindAccessRule(Api::kArtifacts, req.method, StripPrefix(req.path, kArtifactPrefixes));

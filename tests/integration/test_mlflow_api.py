@@ -12,6 +12,7 @@ The shapes asserted here follow docs in shared/reference/mlflow-rest.md (measure
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import unittest
@@ -382,6 +383,47 @@ class ServerBasicsTest(ApiTestCase):
                            "name": "mnist"}])
         self.assertError(self.post("experiments/search-datasets", {}, prefix=AJAX), 400,
                          "INVALID_PARAMETER_VALUE", mentions="at least one experiment_id")
+
+    def test_plain_routes_serve_files_and_the_uis_upload(self):
+        run_id = self.new_run_id()
+        up = C.request("POST", AJAX + "upload-artifact", body=b"hello from the ui",
+                       params={"run_uuid": run_id, "path": "notes/readme.txt"},
+                       headers={"Content-Type": "application/octet-stream"}, raw=True)
+        self.assertEqual(up.status, 200, up)
+        got = C.request("GET", "/get-artifact", params={"run_id": run_id, "path": "notes/readme.txt"},
+                        raw=True)
+        self.assertEqual((got.status, got.body), (200, b"hello from the ui"))
+        self.assertIn("attachment", got.header("Content-Disposition"))
+        for params, words in (({"path": "x"}, "run_uuid"), ({"run_uuid": run_id}, "path"),
+                              ({"run_uuid": run_id, "path": "../x"}, "Invalid path")):
+            resp = C.request("POST", AJAX + "upload-artifact", body=b"x", params=params,
+                             headers={"Content-Type": "application/octet-stream"})
+            self.assertError(resp, 400, "INVALID_PARAMETER_VALUE", mentions=words)
+        # Over 10 MiB is refused from the declared length, before the body is read.
+        host, port = SERVER.url.split("//")[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(("POST %supload-artifact?run_uuid=%s&path=big.bin HTTP/1.1\r\n"
+                          "Host: %s:%s\r\nContent-Length: %d\r\n\r\n"
+                          % (AJAX, run_id, host, port, 10 * 1024 * 1024 + 1)).encode())
+            head = sock.recv(65536).decode("latin-1")
+        self.assertTrue(head.startswith("HTTP/1.1 400"), head[:200])
+        self.assertIn("Artifact size is too large. Max size is 10MB.", head)
+        # A registered version's file, as MLflow's UI fetches it.
+        name = uniq("plain-model")
+        self.ok(self.post("registered-models/create", {"name": name}))
+        self.ok(self.post("model-versions/create", {"name": name, "source": "runs:/%s/notes" % run_id}))
+        got = C.request("GET", "/model-versions/get-artifact",
+                        params={"name": name, "version": "1", "path": "readme.txt"}, raw=True)
+        self.assertEqual((got.status, got.body), (200, b"hello from the ui"))
+        missing = C.get("/model-versions/get-artifact", {"name": name, "version": "1", "path": "nope"})
+        self.assertError(missing, 404, "RESOURCE_DOES_NOT_EXIST")
+
+    def test_mlflow_routes_cairn_does_not_serve_answer_501(self):
+        for method, path in (("POST", "/graphql"), ("GET", AJAX + "gateway-proxy"),
+                             ("POST", AJAX + "runs/create-promptlab-run")):
+            with self.subTest(path=path):
+                resp = C.request(method, path, body={} if method == "POST" else None)
+                self.assertError(resp, 501, "NOT_IMPLEMENTED", mentions=path)
 
     def test_unknown_fields_are_ignored(self):
         name = uniq("extra")
