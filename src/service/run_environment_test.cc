@@ -123,13 +123,16 @@ TEST_F(RunEnvironmentTest, BaselineIsTheFirstRunWithARecord) {
 }
 
 TEST_F(RunEnvironmentTest, RunsWithoutRecordsLeaveNoBaseline) {
-  // One run's artifacts are kept elsewhere: this server cannot hold its records.
+  // An experiment whose artifact_location names another place still keeps its runs' records
+  // here (the location is a label); these runs recorded none.
   Result<std::string> s3 = tracking_.CreateExperiment("s3", "s3://bucket/runs", {});
   ASSERT_TRUE(s3.ok());
   CreateRunRequest request;
   request.experiment_id = *s3;
   Result<core::Run> elsewhere = tracking_.CreateRun(request);
   ASSERT_TRUE(elsewhere.ok());
+  EXPECT_EQ(elsewhere->info.artifact_uri,
+            "mlflow-artifacts:/" + *s3 + "/" + elsewhere->info.run_id + "/artifacts");
 
   Result<EnvironmentComparison> c = Compare({Run(""), elsewhere->info.run_id});
   ASSERT_TRUE(c.ok()) << c.status().ToString();

@@ -198,7 +198,10 @@ Result<Run> TrackingService::CreateRun(const CreateRunRequest& request) {
   run.info.user_id = request.user_id;
   run.info.status = core::RunStatus::kRunning;
   run.info.start_time = request.start_time.value_or(clock_->NowMillis());
-  run.info.artifact_uri = e.artifact_location + "/" + run.info.run_id + "/artifacts";
+  // Artifacts always go through this server's store; an experiment's artifact_location given
+  // by a client is kept as a label only.
+  run.info.artifact_uri = std::string(kServerArtifactRoot) + e.experiment_id + "/" +
+                          run.info.run_id + "/artifacts";
   run.data.tags = request.tags;
 
   const core::Tag* name_tag = nullptr;

@@ -32,6 +32,8 @@ inline constexpr int64_t kMaxDatasetSummaries = 1000;
 inline constexpr size_t kMaxTagValueLength = 8000;
 inline constexpr int64_t kMaxSearchResults = 50000;
 inline constexpr int64_t kDefaultSearchResults = 1000;
+// Where every run's artifacts are, whatever its experiment's artifact_location says.
+inline constexpr std::string_view kServerArtifactRoot = "mlflow-artifacts:/";
 
 struct CreateRunRequest {
   // Chosen by the client (32 lowercase hex digits) so that a run can be recorded before the

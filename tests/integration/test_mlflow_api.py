@@ -513,6 +513,20 @@ class ExperimentsTest(ApiTestCase):
             self.assertTrue(is_int(exp[field]), "%s must be a JSON number: %r" % (field, exp[field]))
             self.assertGreaterEqual(exp[field], before - 5000)
 
+    def test_artifact_location_is_a_label_and_artifacts_stay_here(self):
+        name = uniq("labelled")
+        exp_id = self.ok(self.post("experiments/create",
+                                   {"name": name, "artifact_location": "s3://bucket/prefix"}))[
+            "experiment_id"]
+        self.assertEqual(self.get_experiment(exp_id)["artifact_location"], "s3://bucket/prefix")
+        run = self.ok(self.post("runs/create", {"experiment_id": exp_id}))["run"]["info"]
+        self.assertEqual(run["artifact_uri"],
+                         "mlflow-artifacts:/%s/%s/artifacts" % (exp_id, run["run_id"]))
+        root = run["artifact_uri"][len("mlflow-artifacts:/"):]
+        self.assertEqual(C.put(ARTIFACTS + "/" + root + "/f.txt", b"kept here").status, 200)
+        files = self.ok(self.get("artifacts/list", {"run_id": run["run_id"]}))["files"]
+        self.assertEqual([f["path"] for f in files], ["f.txt"])
+
     def test_get_by_name(self):
         name = uniq("byname")
         exp_id = self.new_experiment(name=name)
