@@ -65,6 +65,7 @@ int Main(int argc, char** argv) {
   RegisterLogs(app, &action);
   RegisterExperiments(app, &action);
   RegisterRuns(app, &action);
+  RegisterModels(app, &action);
   RegisterSync(app, &action);
   RegisterPipeline(app, &action);
   RegisterLogin(app, &action);

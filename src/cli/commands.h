@@ -30,6 +30,8 @@ void RegisterLogs(CLI::App& app, Action* action);
 // `cairn experiments ls` and `cairn runs ls|show|compare|diff-env`.
 void RegisterExperiments(CLI::App& app, Action* action);
 void RegisterRuns(CLI::App& app, Action* action);
+// `cairn models ls|show|promote|rollback|history`.
+void RegisterModels(CLI::App& app, Action* action);
 void RegisterSync(CLI::App& app, Action* action);
 // `cairn env ...`; `after_dashes` as for run (`cairn env exec -- COMMAND`).
 void RegisterEnv(CLI::App& app, Action* action, std::vector<std::string> after_dashes);

@@ -108,6 +108,14 @@ void WriteRunStart(JsonWriter& w, const std::string& run_name, int64_t start_tim
   }
 }
 
+std::vector<core::Tag> DecodeTags(const json& j) {
+  std::vector<core::Tag> tags;
+  if (auto it = j.find("tags"); it != j.end() && it->is_array()) {
+    for (const json& t : *it) tags.push_back({Str(t, "key"), Str(t, "value")});
+  }
+  return tags;
+}
+
 core::RunInfo DecodeRunInfo(const json& j) {
   core::RunInfo info;
   info.run_id = Str(j, "run_id");
@@ -138,7 +146,59 @@ core::Run DecodeRun(const json& j) {
   for (const json& t : data->value("tags", json::array())) {
     run.data.tags.push_back({Str(t, "key"), Str(t, "value")});
   }
+  if (auto inputs = j.find("inputs"); inputs != j.end() && inputs->is_object()) {
+    for (const json& in : inputs->value("dataset_inputs", json::array())) {
+      core::DatasetInput d;
+      d.tags = DecodeTags(in);
+      const json ds = in.value("dataset", json::object());
+      d.dataset = {Str(ds, "name"),   Str(ds, "digest"), Str(ds, "source_type"),
+                   Str(ds, "source"), Str(ds, "schema"), Str(ds, "profile")};
+      run.inputs.push_back(std::move(d));
+    }
+  }
   return run;
+}
+
+core::ModelVersion DecodeModelVersion(const json& j) {
+  core::ModelVersion v;
+  v.name = Str(j, "name");
+  v.version = Int(j, "version");
+  v.creation_timestamp = Int(j, "creation_timestamp");
+  v.last_updated_timestamp = Int(j, "last_updated_timestamp");
+  v.user_id = Str(j, "user_id");
+  core::ParseModelStage(Str(j, "current_stage"), &v.current_stage);
+  v.description = Str(j, "description");
+  v.source = Str(j, "source");
+  v.run_id = Str(j, "run_id");
+  v.run_link = Str(j, "run_link");
+  v.status_message = Str(j, "status_message");
+  const std::string status = Str(j, "status");
+  if (status == "PENDING_REGISTRATION") v.status = core::ModelVersionStatus::kPendingRegistration;
+  if (status == "FAILED_REGISTRATION") v.status = core::ModelVersionStatus::kFailedRegistration;
+  v.tags = DecodeTags(j);
+  if (auto it = j.find("aliases"); it != j.end() && it->is_array()) {
+    for (const json& a : *it) {
+      if (a.is_string()) v.aliases.push_back(a.get<std::string>());
+    }
+  }
+  return v;
+}
+
+core::RegisteredModel DecodeRegisteredModel(const json& j) {
+  core::RegisteredModel m;
+  m.name = Str(j, "name");
+  m.creation_timestamp = Int(j, "creation_timestamp");
+  m.last_updated_timestamp = Int(j, "last_updated_timestamp");
+  m.user_id = Str(j, "user_id");
+  m.description = Str(j, "description");
+  m.tags = DecodeTags(j);
+  if (auto it = j.find("aliases"); it != j.end() && it->is_array()) {
+    for (const json& a : *it) m.aliases.push_back({Str(a, "alias"), Int(a, "version")});
+  }
+  if (auto it = j.find("latest_versions"); it != j.end() && it->is_array()) {
+    for (const json& v : *it) m.latest_versions.push_back(DecodeModelVersion(v));
+  }
+  return m;
 }
 
 core::Experiment DecodeExperiment(const json& e) {
@@ -582,6 +642,97 @@ Result<core::RunInfo> TrackingClient::CreateRunWithId(const std::string& run_id,
 Result<core::Run> TrackingClient::GetRun(const std::string& run_id) {
   CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("runs/get", "run_id=" + PercentEncode(run_id)));
   return DecodeRun(r["run"]);
+}
+
+Result<std::vector<core::RegisteredModel>> TrackingClient::SearchRegisteredModels(
+    const std::string& filter, int64_t max_results) {
+  std::vector<core::RegisteredModel> out;
+  std::string token;
+  do {
+    std::string query = "max_results=" + std::to_string(std::min<int64_t>(max_results, 1000));
+    if (!filter.empty()) query += "&filter=" + PercentEncode(filter);
+    if (!token.empty()) query += "&page_token=" + PercentEncode(token);
+    CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("registered-models/search", query));
+    for (const json& m : r.value("registered_models", json::array())) {
+      out.push_back(DecodeRegisteredModel(m));
+    }
+    token = Str(r, "next_page_token");
+  } while (!token.empty() && static_cast<int64_t>(out.size()) < max_results);
+  if (static_cast<int64_t>(out.size()) > max_results) out.resize(static_cast<size_t>(max_results));
+  return out;
+}
+
+Result<core::RegisteredModel> TrackingClient::GetRegisteredModel(const std::string& name) {
+  CAIRN_ASSIGN_OR_RETURN(json r,
+                         impl_->Get("registered-models/get", "name=" + PercentEncode(name)));
+  return DecodeRegisteredModel(r["registered_model"]);
+}
+
+Result<core::ModelVersion> TrackingClient::GetModelVersion(const std::string& name,
+                                                           const std::string& version) {
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("model-versions/get",
+                                            "name=" + PercentEncode(name) +
+                                                "&version=" + PercentEncode(version)));
+  return DecodeModelVersion(r["model_version"]);
+}
+
+Result<core::ModelVersion> TrackingClient::GetModelVersionByAlias(const std::string& name,
+                                                                  const std::string& alias) {
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("registered-models/alias",
+                                            "name=" + PercentEncode(name) +
+                                                "&alias=" + PercentEncode(alias)));
+  return DecodeModelVersion(r["model_version"]);
+}
+
+Result<std::vector<core::ModelVersion>> TrackingClient::SearchModelVersions(
+    const std::string& filter, int64_t max_results) {
+  std::string query = "max_results=" + std::to_string(max_results);
+  if (!filter.empty()) query += "&filter=" + PercentEncode(filter);
+  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("model-versions/search", query));
+  std::vector<core::ModelVersion> out;
+  for (const json& v : r.value("model_versions", json::array())) {
+    out.push_back(DecodeModelVersion(v));
+  }
+  return out;
+}
+
+Status TrackingClient::SetModelAlias(const std::string& name, const std::string& alias,
+                                     const std::string& version) {
+  return impl_->Post("registered-models/alias",
+                     json{{"name", name}, {"alias", alias}, {"version", version}})
+      .status();
+}
+
+Result<std::optional<int64_t>> TrackingClient::RollbackModelAlias(const std::string& name,
+                                                                  const std::string& alias) {
+  CAIRN_ASSIGN_OR_RETURN(std::string body,
+                         CallJson("POST", "/api/cairn/v1/models/rollback",
+                                  json{{"name", name}, {"alias", alias}}.dump()));
+  json r = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (r.is_discarded() || !r.contains("version")) return Unavailable("unreadable answer: " + body);
+  if (r["version"].is_null()) return std::optional<int64_t>();
+  return std::optional<int64_t>(Int(r, "version"));
+}
+
+Result<std::vector<core::AliasMove>> TrackingClient::ModelAliasHistory(const std::string& name,
+                                                                       const std::string& alias) {
+  std::string path = "/api/cairn/v1/models/alias-history?name=" + PercentEncode(name);
+  if (!alias.empty()) path += "&alias=" + PercentEncode(alias);
+  CAIRN_ASSIGN_OR_RETURN(std::string body, CallJson("GET", path, ""));
+  json r = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  std::vector<core::AliasMove> out;
+  if (r.is_discarded()) return out;
+  for (const json& m : r.value("moves", json::array())) {
+    core::AliasMove move;
+    move.id = Int(m, "id");
+    move.alias = Str(m, "alias");
+    core::ParseAliasMoveKind(Str(m, "kind"), &move.kind);
+    if (m.contains("version") && !m["version"].is_null()) move.version = Int(m, "version");
+    move.time = Int(m, "time");
+    move.actor = Str(m, "actor");
+    out.push_back(std::move(move));
+  }
+  return out;
 }
 
 Status TrackingClient::LogBatch(const std::string& run_id,

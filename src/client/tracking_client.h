@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/registry.h"
 #include "util/status.h"
 
 namespace cairn::client {
@@ -65,6 +66,28 @@ class TrackingClient {
                                         const std::string& run_name, int64_t start_time,
                                         const std::vector<core::Tag>& tags);
   Result<core::Run> GetRun(const std::string& run_id);
+
+  // --- Model registry ----------------------------------------------------------------------
+  // Registered models matching MLflow's filter, up to max_results (paging as needed).
+  Result<std::vector<core::RegisteredModel>> SearchRegisteredModels(const std::string& filter,
+                                                                    int64_t max_results);
+  // With its latest version in each stage and its aliases.
+  Result<core::RegisteredModel> GetRegisteredModel(const std::string& name);
+  Result<core::ModelVersion> GetModelVersion(const std::string& name,
+                                             const std::string& version);
+  Result<core::ModelVersion> GetModelVersionByAlias(const std::string& name,
+                                                    const std::string& alias);
+  // One page of versions matching the filter, in the server's default order (newest first).
+  Result<std::vector<core::ModelVersion>> SearchModelVersions(const std::string& filter,
+                                                              int64_t max_results);
+  Status SetModelAlias(const std::string& name, const std::string& alias,
+                       const std::string& version);
+  // cairn's rollback: the version the alias names afterwards (nullopt: none).
+  Result<std::optional<int64_t>> RollbackModelAlias(const std::string& name,
+                                                    const std::string& alias);
+  // Every move of the alias ("" for all of the model's), oldest first.
+  Result<std::vector<core::AliasMove>> ModelAliasHistory(const std::string& name,
+                                                         const std::string& alias);
   Status LogBatch(const std::string& run_id, const std::vector<core::Metric>& metrics,
                   const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
   Status SetTag(const std::string& run_id, const std::string& key, const std::string& value);

@@ -80,6 +80,17 @@ std::string FormatRunDetails(const RunDetails& details, const OutputStyle& style
   }
   section("metrics (latest)", metric_items);
 
+  Items datasets;
+  for (const core::DatasetInput& in : run.inputs) {
+    std::string value = "digest " + in.dataset.digest;
+    if (!in.dataset.source.empty()) value += ", " + in.dataset.source;
+    for (const core::Tag& t : in.tags) {
+      if (t.key == core::kDatasetContextTag) value += " (" + t.value + ")";
+    }
+    datasets.push_back({in.dataset.name, value});
+  }
+  section("datasets", datasets);
+
   Items groups[5];
   for (const core::Tag& t : run.data.tags) {
     groups[static_cast<int>(GroupOfTag(t.key))].push_back({t.key, t.value});

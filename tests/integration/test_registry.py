@@ -7,8 +7,10 @@ One server for the module on a fresh data directory. Every test registers models
 unique names. Shapes and messages follow MLflow 2.12's handlers and SQL registry store.
 """
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 import unittest
 import uuid
@@ -328,6 +330,57 @@ class AliasTest(unittest.TestCase):
         self.assertEqual([f["path"] for f in listing["files"]], ["f"])
         staged = create_version(name, "models:/%s/Staging" % name)
         self.assertEqual(staged["version"], "5")
+
+
+class CliTest(unittest.TestCase):
+    """cairn models against the server: promote, roll back, and a version's lineage."""
+
+    def cairn(self, *args):
+        env = dict(os.environ, CAIRN_TRACKING_URI=SERVER.url, NO_COLOR="1")
+        return subprocess.run([tl.CONFIG.cairn, "models", *args], env=env, capture_output=True,
+                              text=True, timeout=60)
+
+    def test_promote_rollback_and_show_lineage(self):
+        name = uniq("cli")
+        create_model(name)
+        run = new_run({"model/w.bin": b"w"})
+        ok(C.post(API + "runs/log-batch", {"run_id": run, "params": [{"key": "lr", "value": "0.1"}],
+                                           "tags": [{"key": "mlflow.source.git.commit",
+                                                     "value": "c0ffee12"}]}))
+        ok(C.post(API + "runs/log-inputs", {"run_id": run, "datasets": [{"dataset": {
+            "name": "mnist", "digest": "d1", "source_type": "local", "source": "/data/mnist"}}]}))
+        for _ in range(2):
+            create_version(name, "runs:/%s/model" % run)
+        out = self.cairn("promote", name, "1", "--alias", "champion")
+        self.assertEqual((out.returncode, out.stdout), (0, "%s@champion: none -> 1\n" % name),
+                         out.stderr)
+        out = self.cairn("promote", name, "2", "--alias", "champion")
+        self.assertEqual(out.stdout, "%s@champion: 1 -> 2\n" % name)
+        out = self.cairn("rollback", name, "--alias", "champion")
+        self.assertEqual((out.returncode, out.stdout), (0, "%s@champion: 2 -> 1\n" % name),
+                         out.stderr)
+        out = self.cairn("rollback", name, "--alias", "champion")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("no earlier version to roll back to", out.stderr)
+        out = self.cairn("show", name + "@champion")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        for text in ("version  1", "made by", run, "lr  0.1", "mnist  digest d1",
+                     "c0ffee12", "model/w.bin"):
+            self.assertIn(text, out.stdout)
+        out = self.cairn("show", name + "/2", "--json")
+        body = json.loads(out.stdout)
+        self.assertEqual(body["model_version"]["version"], "2")
+        self.assertEqual(body["run"]["run"]["info"]["run_id"], run)
+        out = self.cairn("show", name)
+        self.assertIn("champion=1", out.stdout)
+        out = self.cairn("history", name)
+        self.assertEqual([line.split()[3] for line in out.stdout.splitlines()[1:]],
+                         ["set", "set", "rollback"])
+        out = self.cairn("ls", "--filter", "name = '%s'" % name)
+        self.assertIn(name, out.stdout)
+        out = self.cairn("show", "nope-" + name)
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("not found", out.stderr)
 
 
 class AllowedSchemeTest(unittest.TestCase):
