@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -316,6 +317,62 @@ def bench_search(cairn, runs, repeats):
         s.stop()
 
 
+def bench_registry(cairn, versions, repeats, models=100, workers=4):
+    """model-versions/search over `versions` versions of `models` models, made through the
+    REST API from one run's files (each version's files copied into the registry)."""
+    s = Server(cairn)
+    try:
+        conn = s.conn()
+        run = create_run(conn)
+        conn.request("PUT", "/api/2.0/mlflow-artifacts/artifacts/0/%s/artifacts/model/w.bin" % run,
+                     body=b"weights")
+        conn.getresponse().read()
+        for m in range(models):
+            call(conn, "POST", "/api/2.0/mlflow/registered-models/create", {"name": "model-%03d" % m})
+
+        def work(start):
+            c = s.conn()
+            for i in range(start, versions, workers):
+                call(c, "POST", "/api/2.0/mlflow/model-versions/create",
+                     {"name": "model-%03d" % (i % models), "source": "runs:/%s/model" % run,
+                      "tags": [{"key": "batch", "value": str(i % 7)}]})
+
+        t0 = time.perf_counter()
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        populate_s = time.perf_counter() - t0
+        time.sleep(2)  # the writer's checkpoint of what the population wrote
+        conn = s.conn()
+        path = "/api/2.0/mlflow/model-versions/search?"
+
+        def timed(query, expect):
+            for _ in range(3):
+                call(conn, "GET", path + query)
+            times = []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                r = call(conn, "GET", path + query)
+                times.append((time.perf_counter() - t) * 1000)
+                if len(r.get("model_versions", [])) != expect:
+                    raise RuntimeError("%s returned %d versions, expected %d"
+                                       % (query, len(r.get("model_versions", [])), expect))
+            return statistics.median(times)
+
+        first = timed("max_results=1000", 1000)
+        per_model = versions // models
+        filtered = timed(urllib.parse.urlencode({
+            "max_results": 1000, "filter": "name = 'model-007' AND tags.batch != '3'",
+            "order_by": "version_number DESC"}), min(1000, per_model - per_model // 7))
+        token = base64.b64encode(json.dumps({"offset": versions // 2}).encode()).decode()
+        deep = timed(urllib.parse.urlencode({"max_results": 1000, "page_token": token}), 1000)
+        return first, filtered, deep, populate_s
+    finally:
+        s.stop()
+
+
 def bench_history(cairn, points, repeats):
     s = Server(cairn)
     try:
@@ -549,7 +606,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cairn", required=True)
     ap.add_argument("--only", action="append", default=[],
-                    help="ingest1000, ingest10, auth, latency, paced, idle, search, history, "
+                    help="ingest1000, ingest10, auth, latency, paced, idle, search, registry, history, "
                          "runoverhead, pyclient, envbuild, pipeline, coldstart")
     ap.add_argument("--seconds", type=int, default=10, help="wrk duration per load figure")
     ap.add_argument("--quick", action="store_true", help="smaller data sets (smoke test)")
@@ -606,6 +663,16 @@ def main():
         ms, pop = bench_search(args.cairn, 5000 if args.quick else 25000, 20)
         row("runs/search 1000 of %s runs, filter+order" % ("5k" if args.quick else "25k"),
             "%.1f" % ms, "ms", "<= 50", ms <= 50)
+    if want("registry"):
+        n = 20000 if args.quick else 100000
+        first, filtered, deep, pop = bench_registry(args.cairn, n, 20)
+        label = "%dk" % (n // 1000)
+        row("model-versions/search 1000 of %s versions" % label, "%.1f" % first, "ms", "<= 50",
+            first <= 50)
+        row("  the same, one model, tag filter, by version", "%.1f" % filtered, "ms", "(info)",
+            True)
+        row("  the same, the page at offset %s" % (n // 2), "%.1f" % deep, "ms", "(info)", True)
+        row("  making the %s versions through REST" % label, "%.0f" % pop, "s", "(info)", True)
     if want("history"):
         n = 100000 if args.quick else 1000000
         ms, mb, series_ms = bench_history(args.cairn, n, 5)
