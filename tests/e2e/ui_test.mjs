@@ -451,6 +451,136 @@ test("a pipeline run is drawn as its DAG with each step's state", async ({ page,
   await page.locator("h1", { hasText: "train[2]" }).waitFor();
 });
 
+// A model "fraud" with three versions made from one finished run (its code, environment,
+// dataset, a parameter and a metric recorded; a file of weights under model/), version 2 in
+// Staging; and a run of the same experiment that made no version.
+async function seedRegistry(base) {
+  const mlflow = (m, p, b) => api(base, m, "/api/2.0/mlflow/" + p, b);
+  const { experiment_id: exp } = await mlflow("POST", "experiments/create", { name: "fraud-training" });
+  const commit = "9b1e4c7d2a3f5e6b8c9d0a1b2c3d4e5f6a7b8c9d";
+  const { run } = await mlflow("POST", "runs/create", { experiment_id: exp, run_name: "trainer" });
+  const runId = run.info.run_id;
+  await mlflow("POST", "runs/log-batch", {
+    run_id: runId, params: [{ key: "max_depth", value: "6" }],
+    metrics: [{ key: "auc", value: 0.93, timestamp: Date.now(), step: 5 }],
+    tags: [{ key: "mlflow.source.git.commit", value: commit }, { key: "cairn.git.dirty", value: "false" },
+           { key: "cairn.env.hash", value: "5d41402abc4b2a76b9719d911017c592" }],
+  });
+  await mlflow("POST", "runs/log-inputs", { run_id: runId, datasets: [{
+    tags: [{ key: "mlflow.data.context", value: "training" }],
+    dataset: { name: "transactions", digest: "e4d909c2", source_type: "local",
+               source: '{"uri": "/data/transactions.parquet"}' },
+  }] });
+  const weights = new Uint8Array(5000).map((_, i) => (i * 13 + 5) % 256);
+  const root = run.info.artifact_uri.replace(/^mlflow-artifacts:\/*/, "");
+  await api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${root}/model/w.bin`, weights);
+  await mlflow("POST", "runs/update", { run_id: runId, status: "FINISHED", end_time: Date.now() });
+  await mlflow("POST", "registered-models/create", {
+    name: "fraud", description: "Flags card transactions for review.", tags: [{ key: "team", value: "risk" }],
+  });
+  for (let i = 0; i < 3; i++) {
+    await mlflow("POST", "model-versions/create", { name: "fraud", source: `runs:/${runId}/model`, run_id: runId });
+  }
+  await mlflow("POST", "model-versions/transition-stage",
+               { name: "fraud", version: "2", stage: "Staging", archive_existing_versions: false });
+  const { run: other } = await mlflow("POST", "runs/create", { experiment_id: exp, run_name: "unregistered" });
+  return { runId, commit, weights, other: other.info.run_id };
+}
+
+test("the model registry: an alias promoted and rolled back, a version's files and run, a run's versions", async ({ page, base, shot }) => {
+  const seeded = await seedRegistry(base);
+  await page.goto(base + "/");
+  await page.click("#models-link");
+  const listed = page.locator('#models tr[data-model="fraud"]');
+  await listed.waitFor();
+  assertEqual((await listed.locator("td").nth(1).textContent()).trim(), "3", "fraud's latest version");
+  await page.fill("#model-filter", "name >>> 'x'");
+  await page.press("#model-filter", "Enter");
+  await page.locator("#model-filter-error").waitFor();
+  await page.fill("#model-filter", "name LIKE 'fra%'");
+  await page.press("#model-filter", "Enter");
+  await listed.locator("a", { hasText: /^fraud$/ }).click();
+
+  await page.locator("h1", { hasText: "fraud" }).waitFor();
+  await page.locator("#model-description", { hasText: "Flags card transactions for review." }).waitFor();
+  await page.locator("#model-tags tr", { hasText: "team" }).locator("td", { hasText: "risk" }).waitFor();
+  const versions = await page.locator("#versions tbody tr").evaluateAll((rows) =>
+    rows.map((r) => [r.dataset.version, r.children[1].textContent]));
+  assertEqual(versions, [["3", "None"], ["2", "Staging"], ["1", "None"]], "versions and stages, newest first");
+  // Promote 2, then 3, to champion; roll back; a second rollback has nothing earlier.
+  const champion = (version) =>
+    page.locator('#aliases tr[data-alias="champion"] td.version', { hasText: new RegExp(`^${version}$`) });
+  for (const version of ["2", "3"]) {
+    await page.selectOption("#promote select[name=version]", version);
+    await page.fill("#promote input[name=alias]", "champion");
+    await page.click("#promote button[type=submit]");
+    await champion(version).waitFor();
+  }
+  await page.locator("#alias-notice", { hasText: "@champion now names version 3 (it named 2)" }).waitFor();
+  const rollBack = page.locator('#aliases tr[data-alias="champion"] button', { hasText: "Roll back" });
+  await rollBack.click();
+  await page.locator("#alias-notice", { hasText: "@champion is back at version 2" }).waitFor();
+  await champion("2").waitFor();
+  await page.locator('#versions tr[data-version="2"] .chip', { hasText: "@champion" }).waitFor();
+  const moves = await page.locator("#alias-history tbody tr").evaluateAll((rows) =>
+    rows.map((r) => [r.children[1].textContent, r.dataset.move, r.querySelector("td.version").textContent]));
+  assertEqual(moves, [["@champion", "rollback", "2"], ["@champion", "set", "3"], ["@champion", "set", "2"]],
+              "the alias's moves, newest first");
+  const { registered_model: model } = await api(base, "GET", "/api/2.0/mlflow/registered-models/get?name=fraud");
+  assertEqual(model.aliases, [{ alias: "champion", version: "2" }], "fraud's aliases through the API");
+  const { moves: history } = await api(base, "GET", "/api/cairn/v1/models/alias-history?name=fraud&alias=champion");
+  assertEqual(history.map((m) => [m.kind, m.version]), [["set", "2"], ["set", "3"], ["rollback", "2"]],
+              "champion's history through the API");
+  await shot("model");
+  await rollBack.click();
+  await page.locator("#alias-error", { hasText: "has no earlier version to roll back to" }).waitFor();
+  await champion("2").waitFor();
+
+  // The version: its stage and alias, its file downloading intact, and the run that made it.
+  await page.locator('#versions tr[data-version="2"] a', { hasText: /^2$/ }).click();
+  await page.locator("h1", { hasText: "version 2" }).waitFor();
+  await page.locator("#version tr", { hasText: "Stage" }).locator("td", { hasText: "Staging" }).waitFor();
+  await page.locator("#version .chip", { hasText: "@champion" }).waitFor();
+  const file = page.locator('#version-files tr[data-file="w.bin"]');
+  await file.locator("td.num", { hasText: "5,000 B" }).waitFor();
+  const [download] = await Promise.all([page.waitForEvent("download"),
+                                        file.locator("a", { hasText: "download" }).click()]);
+  assert(Buffer.compare(readFileSync(await download.path()), Buffer.from(seeded.weights)) === 0,
+         "the version's file downloads as the run logged it");
+  await page.locator("#lineage-code tr", { hasText: "mlflow.source.git.commit" })
+    .locator("td", { hasText: seeded.commit }).waitFor();
+  await page.locator("#lineage-env tr", { hasText: "cairn.env.hash" }).waitFor();
+  const dataset = await page.locator('#lineage-datasets tr[data-dataset="transactions"] td').allTextContents();
+  assertEqual(dataset, ["transactions", "e4d909c2", '{"uri": "/data/transactions.parquet"} (local)', "training"],
+              "the run's dataset");
+  await page.locator("#lineage-params tr", { hasText: "max_depth" }).locator("td", { hasText: "6" }).waitFor();
+  await page.locator("#lineage-metrics tr", { hasText: "auc" }).locator("td", { hasText: "0.93" }).waitFor();
+  await shot("model-version");
+  assertEqual(await page.getAttribute("#run-link", "href"), `#/runs/${seeded.runId}`, "the link to the version's run");
+  await page.click("#run-link");
+
+  // The run lists the versions made from it; a run that made none shows no such section.
+  await page.locator("h1", { hasText: "trainer" }).waitFor();
+  await page.locator('#registered-versions tr[data-version="fraud/2"]', { hasText: "@champion" }).waitFor();
+  const made = await page.locator("#registered-versions tbody tr").evaluateAll(
+    (rows) => rows.map((r) => r.dataset.version));
+  assertEqual(made, ["fraud/3", "fraud/2", "fraud/1"], "versions registered from the run");
+  await page.locator("#registered-versions a", { hasText: "version 3" }).click();
+  await page.locator("h1", { hasText: "version 3" }).waitFor();
+  const searched = page.waitForResponse((r) => r.url().includes("model-versions/search") &&
+                                               r.url().includes(seeded.other));
+  await page.goto(`${base}/#/runs/${seeded.other}`);
+  await searched;
+  await page.locator("h1", { hasText: "unregistered" }).waitFor();
+  await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+  assertEqual(await page.locator("h2", { hasText: "Registered versions" }).count(), 0,
+              "registered-version sections on a run that made none");
+
+  // Back on the list, the alias shows where it points.
+  await page.click("#models-link");
+  await page.locator('#models tr[data-model="fraud"] .chip', { hasText: "@champion → 2" }).waitFor();
+});
+
 authTest("sign-in: a wrong password is refused on the page, the right one leads where the person was going", async ({ page, base, data, shot }) => {
   // The browser must never be asked for a password itself: no answer may challenge it.
   const challenges = [];

@@ -1,6 +1,7 @@
-// The server's APIs, as the UI uses them: MLflow's REST API under /api/2.0/mlflow/ and cairn's
-// own under /api/cairn/v1/. Every call resolves to the JSON answer or throws an ApiError that
-// carries the server's message, so pages can show it where the user acted.
+// The server's APIs, as the UI uses them: MLflow's REST API under /api/2.0/mlflow/ (and its
+// artifact proxy under /api/2.0/mlflow-artifacts/) and cairn's own under /api/cairn/v1/. Every
+// call resolves to the JSON answer or throws an ApiError that carries the server's message, so
+// pages can show it where the user acted.
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -79,6 +80,12 @@ export const mlflow = {
   patch: (endpoint, body = {}) => call("PATCH", MLFLOW + endpoint, body),
   delete: (endpoint, body = {}) => call("DELETE", MLFLOW + endpoint, body),
 };
+
+// The files directly under `path` of the server's artifact store ("models/<id>/sub"), through
+// the artifact proxy: {files: [{path, is_dir, file_size}]}, each path relative to `path`.
+export function listArtifactStore(path) {
+  return call("GET", "/api/2.0/mlflow-artifacts/artifacts?" + query({ path }));
+}
 
 const CAIRN = "/api/cairn/v1/";
 export const cairn = {
@@ -167,6 +174,39 @@ export async function runLog(runId, offset = 0) {
     throw new ApiError(resp.status, json.error_code, json.message || resp.statusText);
   }
   return resp.json();
+}
+
+// The registry's searches are GETs (MLflow has no POST form of them), paged the same way.
+async function searchAllGet(endpoint, params, field) {
+  const out = [];
+  let token;
+  do {
+    const page = await mlflow.get(endpoint, { ...params, page_token: token });
+    out.push(...(page[field] || []));
+    token = page.next_page_token;
+  } while (token);
+  return out;
+}
+
+// Every registered model a registered-models/search filter matches, by name.
+export function searchRegisteredModels(filter) {
+  return searchAllGet("registered-models/search",
+                      { max_results: 1000, filter: filter || undefined, order_by: "name ASC" },
+                      "registered_models");
+}
+
+// Every model version a model-versions/search filter matches ("run_id = '...'").
+export function searchModelVersions(filter) {
+  return searchAllGet("model-versions/search", { max_results: 10000, filter }, "model_versions");
+}
+
+// The versions of one model, newest first. The filter grammar has no escapes, so a name that
+// holds a quote cannot be written in one: such a model's versions are picked from all.
+export async function modelVersions(name) {
+  const found = name.includes("'")
+    ? (await searchModelVersions(undefined)).filter((v) => v.name === name)
+    : await searchModelVersions(`name = '${name}'`);
+  return found.sort((a, b) => Number(b.version) - Number(a.version));
 }
 
 // Active runs, running ones and last activity of every experiment that has runs.

@@ -1,5 +1,10 @@
-// Artifacts of a run, through the server's artifact proxy.
-import { mlflow, uiFetch } from "./api.js";
+// Artifacts of a run, and the files of a model version, through the server's artifact proxy.
+import { listArtifactStore, mlflow, uiFetch } from "./api.js";
+
+// The proxy's address of `path` in the artifact store ("models/<id>/model.pkl").
+function storeUrl(path) {
+  return "/api/2.0/mlflow-artifacts/artifacts/" + path.split("/").map(encodeURIComponent).join("/");
+}
 
 // "mlflow-artifacts:/1/<run>/artifacts" -> "1/<run>/artifacts"
 function rootOf(run) {
@@ -7,8 +12,7 @@ function rootOf(run) {
 }
 
 export function artifactUrl(run, path) {
-  return "/api/2.0/mlflow-artifacts/artifacts/" +
-    (rootOf(run) + "/" + path).split("/").map(encodeURIComponent).join("/");
+  return storeUrl(rootOf(run) + "/" + path);
 }
 
 export async function listArtifacts(run, path = "") {
@@ -37,4 +41,39 @@ export function previewKind(path) {
     return "text";
   }
   return null;
+}
+
+// Where a model version's files are kept: "models/<id>" for a download URI
+// "mlflow-artifacts:/models/<id>", null when the server keeps none (a version whose source
+// the server was told to allow elsewhere, s3:// or the like, has that source as its URI).
+export function versionRoot(downloadUri) {
+  const m = /^mlflow-artifacts:\/*(.+)$/.exec(downloadUri || "");
+  return m ? m[1].replace(/\/+$/, "") : null;
+}
+
+export function versionFileUrl(root, path) {
+  return storeUrl(root + "/" + path);
+}
+
+// Every file under a version's root, directories walked in order ({path, file_size}, paths
+// relative to the root), and whether the walk stopped at `limit` files.
+export async function listVersionFiles(root, limit = 1000) {
+  const files = [];
+  let truncated = false;
+  const walk = async (dir) => {
+    const { files: entries = [] } = await listArtifactStore(dir ? root + "/" + dir : root);
+    for (const e of entries) {
+      const path = dir ? dir + "/" + e.path : e.path;
+      if (e.is_dir) {
+        await walk(path);
+      } else if (files.length < limit) {
+        files.push({ path, file_size: e.file_size });
+      } else {
+        truncated = true;
+      }
+      if (truncated) return;
+    }
+  };
+  await walk("");
+  return { files, truncated };
 }

@@ -5,11 +5,14 @@ import { Admin } from "./pages/Admin.jsx";
 import { Compare } from "./pages/Compare.jsx";
 import { Experiments } from "./pages/Experiments.jsx";
 import { Login } from "./pages/Login.jsx";
+import { Model } from "./pages/Model.jsx";
+import { Models } from "./pages/Models.jsx";
+import { ModelVersion } from "./pages/ModelVersion.jsx";
 import { Pipeline } from "./pages/Pipeline.jsx";
 import { Run } from "./pages/Run.jsx";
 import { Runs } from "./pages/Runs.jsx";
 import { Settings } from "./pages/Settings.jsx";
-import { useRoute } from "./router.js";
+import { href, useRoute } from "./router.js";
 import { SessionContext } from "./session.js";
 import "./style.css";
 
@@ -56,6 +59,12 @@ function App() {
     page = <Run key={parts[1]} runId={parts[1]} params={params} />;
   } else if (parts[0] === "pipelines" && parts[1]) {
     page = <Pipeline key={parts[1]} runId={parts[1]} />;
+  } else if (parts[0] === "models" && parts[1] && parts[2] === "versions" && parts[3]) {
+    page = <ModelVersion key={parts[1] + "/" + parts[3]} name={parts[1]} version={parts[3]} />;
+  } else if (parts[0] === "models" && parts[1]) {
+    page = <Model key={parts[1]} name={parts[1]} />;
+  } else if (parts[0] === "models") {
+    page = <Models params={params} />;
   } else if (parts[0] === "compare") {
     page = <Compare params={params} />;
   } else if (parts[0] === "settings") {
@@ -66,11 +75,21 @@ function App() {
     page = <Experiments />;
   }
   const signedIn = session && session.auth && session.signed_in;
+  // The sections, once there is something to show: with authentication off, or signed in.
+  const inside = session && (!session.auth || session.signed_in);
+  const section = parts[0] === "models" ? "models"
+    : ["settings", "admin"].includes(parts[0]) ? "" : "experiments";
   return (
     <SessionContext.Provider value={session || SIGNED_OUT}>
       <header class="top">
         <a href="#/" class="brand">cairn</a>
         <span class="muted">{version}</span>
+        {inside && (
+          <nav class="sections">
+            <a href="#/" id="experiments-link" class={section === "experiments" ? "active" : ""}>Experiments</a>
+            <a href={href("models")} id="models-link" class={section === "models" ? "active" : ""}>Models</a>
+          </nav>
+        )}
         {signedIn && (
           <nav class="who">
             {session.is_admin && <a href="#/admin" id="admin-link">Admin</a>}

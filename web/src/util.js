@@ -28,6 +28,11 @@ export function formatValue(v) {
   return v === undefined || v === null ? "" : String(v);
 }
 
+// Tags as the registry answers them ([{key, value}]) as a plain map.
+export function tagMap(tags) {
+  return Object.fromEntries((tags || []).map((t) => [t.key, t.value]));
+}
+
 // A run's fields as plain maps: {params: {k: v}, metrics: {k: v}, tags: {k: v}}.
 export function runFields(run) {
   const data = run.data || {};

@@ -1,4 +1,5 @@
-// The way back: Experiments, and the experiment when the page is inside one.
+// The way back: Experiments, and the experiment when the page is inside one; or Models, and the
+// model when the page is one of its versions.
 import { href } from "../router.js";
 
 export function Crumbs({ experimentId }) {
@@ -6,6 +7,15 @@ export function Crumbs({ experimentId }) {
     <p class="crumbs">
       <a href="#/">Experiments</a> /{" "}
       {experimentId && <><a href={href("experiments", experimentId)}>experiment {experimentId}</a> /</>}
+    </p>
+  );
+}
+
+export function ModelCrumbs({ model }) {
+  return (
+    <p class="crumbs">
+      <a href={href("models")}>Models</a> /{" "}
+      {model && <><a href={href("models", model)}>{model}</a> /</>}
     </p>
   );
 }

@@ -1,14 +1,15 @@
-// One run: overview (status, times, command, code state with the uncommitted diff),
-// parameters, metric charts, the console log (following it while the run is active),
-// artifacts with previews, and the environment it ran in.
+// One run: overview (status, times, command, code state with the uncommitted diff, the model
+// versions registered from it), parameters, metric charts, the console log (following it while
+// the run is active), artifacts with previews, and the environment it ran in.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { mlflow, runLog } from "../api.js";
+import { mlflow, runLog, searchModelVersions } from "../api.js";
 import { artifactUrl, fetchArtifactText, listArtifacts, previewKind } from "../artifacts.js";
 import { MetricChart } from "../components/Chart.jsx";
 import { Crumbs } from "../components/Crumbs.jsx";
 import { Diff } from "../components/Diff.jsx";
+import { KeyValues } from "../components/KeyValues.jsx";
 import { href } from "../router.js";
-import { formatDuration, formatTime, formatValue, runDuration, runFields, runName } from "../util.js";
+import { formatDuration, formatTime, runDuration, runFields, runName } from "../util.js";
 
 const REFRESH_MS = 5000;
 const TABS = ["overview", "parameters", "metrics", "log", "artifacts", "environment"];
@@ -58,18 +59,6 @@ export function Run({ runId, params }) {
   );
 }
 
-function KeyValues({ rows, id }) {
-  const keys = Object.keys(rows).sort();
-  if (!keys.length) return <p class="muted">None.</p>;
-  return (
-    <table class="table kv" id={id}>
-      <tbody>
-        {keys.map((k) => <tr key={k}><th>{k}</th><td>{formatValue(rows[k])}</td></tr>)}
-      </tbody>
-    </table>
-  );
-}
-
 function Overview({ run, f }) {
   const [diff, setDiff] = useState(null);
   const t = f.tags;
@@ -109,9 +98,47 @@ function Overview({ run, f }) {
         </tbody>
       </table>
       {diff !== null && <Diff text={diff} id="code-diff" />}
+      <RegisteredVersions runId={run.info.run_id} />
       <h2>Tags</h2>
       <KeyValues rows={Object.fromEntries(Object.entries(t).filter(([k]) => !k.startsWith("mlflow.log")))} id="tags" />
     </div>
+  );
+}
+
+// The model versions made from this run; nothing at all when there are none.
+function RegisteredVersions({ runId }) {
+  const [versions, setVersions] = useState(null);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    let live = true;
+    searchModelVersions(`run_id = '${runId}'`)
+      .then((v) => live && setVersions(v.sort((a, b) =>
+        a.name.localeCompare(b.name) || Number(b.version) - Number(a.version))))
+      .catch((e) => live && setError(e.message));
+    return () => {
+      live = false;
+    };
+  }, [runId]);
+  if (error) return <><h2>Registered versions</h2><p class="error">{error}</p></>;
+  if (!versions || !versions.length) return null;
+  return (
+    <>
+      <h2>Registered versions</h2>
+      <table class="table" id="registered-versions">
+        <thead><tr><th>Model</th><th>Version</th><th>Stage</th><th>Aliases</th><th>Created</th></tr></thead>
+        <tbody>
+          {versions.map((v) => (
+            <tr key={v.name + "/" + v.version} data-version={v.name + "/" + v.version}>
+              <td><a href={href("models", v.name)}>{v.name}</a></td>
+              <td><a href={href("models", v.name, "versions", v.version)}>version {v.version}</a></td>
+              <td>{v.current_stage}</td>
+              <td>{(v.aliases || []).map((a) => <span class="chip" key={a}>@{a}</span>)}</td>
+              <td>{formatTime(v.creation_timestamp)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
   );
 }
 
