@@ -64,17 +64,21 @@ bool ParseAliasMoveKind(std::string_view text, AliasMoveKind* out) {
   return false;
 }
 
-std::optional<std::optional<int64_t>> AliasRollbackTarget(const std::vector<AliasMove>& moves) {
+std::optional<std::optional<int64_t>> AliasRollbackTarget(
+    const std::vector<AliasMove>& moves, const std::function<bool(int64_t version)>& exists) {
   std::vector<std::optional<int64_t>> stack;
   for (const AliasMove& move : moves) {
     if (move.kind == AliasMoveKind::kRollback) {
       if (!stack.empty()) stack.pop_back();
-    } else {
+    } else if (stack.empty() || stack.back() != move.version) {
       stack.push_back(move.version);
     }
   }
-  if (stack.size() < 2) return std::nullopt;
-  return stack[stack.size() - 2];
+  if (stack.empty()) return std::nullopt;
+  stack.pop_back();  // where the alias is now
+  while (!stack.empty() && stack.back() && !exists(*stack.back())) stack.pop_back();
+  if (stack.empty()) return std::nullopt;
+  return stack.back();
 }
 
 }  // namespace cairn::core

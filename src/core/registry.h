@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,9 +87,11 @@ struct AliasMove {
 };
 
 // Where a rollback of an alias goes, from its moves in order: each set (or delete) stacks the
-// alias's new target over the one before, and each rollback pops the top, so that repeated
-// rollbacks walk back through what the alias held rather than swinging between two versions.
-// nullopt when nothing lies below the current target.
-std::optional<std::optional<int64_t>> AliasRollbackTarget(const std::vector<AliasMove>& moves);
+// alias's new target over the one before, unless it is the same target again, and each
+// rollback pops the top, so that repeated rollbacks walk back through what the alias held
+// rather than swinging between two versions. Targets that `exists` denies (deleted versions)
+// are passed over. nullopt when nothing lies below the current target.
+std::optional<std::optional<int64_t>> AliasRollbackTarget(
+    const std::vector<AliasMove>& moves, const std::function<bool(int64_t version)>& exists);
 
 }  // namespace cairn::core

@@ -916,18 +916,44 @@ TEST(AliasRollbackTest, RollbacksWalkBackRatherThanSwing) {
     m.version = v;
     return m;
   };
+  const auto all = [](int64_t) { return true; };
+  using Target = std::optional<std::optional<int64_t>>;
   std::vector<AliasMove> moves = {move(AliasMoveKind::kSet, 1)};
-  EXPECT_FALSE(AliasRollbackTarget(moves).has_value());
+  EXPECT_FALSE(AliasRollbackTarget(moves, all).has_value());
   moves.push_back(move(AliasMoveKind::kSet, 2));
   moves.push_back(move(AliasMoveKind::kSet, 3));
-  EXPECT_EQ(AliasRollbackTarget(moves), std::optional<std::optional<int64_t>>(2));
+  EXPECT_EQ(AliasRollbackTarget(moves, all), Target(2));
   moves.push_back(move(AliasMoveKind::kRollback, 2));
-  EXPECT_EQ(AliasRollbackTarget(moves), std::optional<std::optional<int64_t>>(1));
+  EXPECT_EQ(AliasRollbackTarget(moves, all), Target(1));
   moves.push_back(move(AliasMoveKind::kRollback, 1));
-  EXPECT_FALSE(AliasRollbackTarget(moves).has_value());
+  EXPECT_FALSE(AliasRollbackTarget(moves, all).has_value());
   // A delete stacks "no version"; rolling it back restores what was there.
   moves.push_back(move(AliasMoveKind::kDelete, std::nullopt));
-  EXPECT_EQ(AliasRollbackTarget(moves), std::optional<std::optional<int64_t>>(1));
+  EXPECT_EQ(AliasRollbackTarget(moves, all), Target(1));
+}
+
+TEST(AliasRollbackTest, SettingTheSameVersionAgainIsOneStep) {
+  auto set = [](int64_t v) {
+    AliasMove m;
+    m.version = v;
+    return m;
+  };
+  const auto all = [](int64_t) { return true; };
+  // A pipeline that sets champion on every run: 1, 2, 2, 2. One rollback reaches 1.
+  EXPECT_EQ(AliasRollbackTarget({set(1), set(2), set(2), set(2)}, all),
+            (std::optional<std::optional<int64_t>>(1)));
+}
+
+TEST(AliasRollbackTest, DeletedVersionsArePassedOver) {
+  auto set = [](int64_t v) {
+    AliasMove m;
+    m.version = v;
+    return m;
+  };
+  const auto not_two = [](int64_t v) { return v != 2; };
+  EXPECT_EQ(AliasRollbackTarget({set(1), set(2), set(3)}, not_two),
+            (std::optional<std::optional<int64_t>>(1)));
+  EXPECT_FALSE(AliasRollbackTarget({set(2), set(3)}, not_two).has_value());
 }
 
 TEST(ModelStageTest, ParsesAnyCaseAndNamesCanonically) {

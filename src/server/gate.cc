@@ -219,6 +219,10 @@ std::optional<Status> Gate::Authorize(const Caller& caller, const CallSubject& c
     case Target::kArtifactPath: {
       const std::string_view path = rule.field != nullptr ? std::string_view(field)
                                                           : call.artifact_path;
+      if (path == service::kRegistryArtifactRoot) {
+        // The list of every version's storage: for admins only.
+        return Denied();
+      }
       if (path.starts_with(std::string(service::kRegistryArtifactRoot) + "/")) {
         // A model version's files: read with the model's permission (the artifact service
         // refuses every change).

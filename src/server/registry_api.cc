@@ -67,11 +67,9 @@ Result<std::string> CreateRegisteredModel(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.RequiredStr("name"));
   CAIRN_ASSIGN_OR_RETURN(std::vector<core::Tag> tags, DecodeTags(f, "tags"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> description, f.Str("description"));
-  CAIRN_ASSIGN_OR_RETURN(RegisteredModel m, ctx.registry->CreateRegisteredModel(
-                                                name, tags, description.value_or(""), Actor(ctx)));
   // The creator manages what it made.
-  CAIRN_RETURN_IF_ERROR(
-      ctx.identity->GrantCreator(*ctx.caller, core::ResourceKind::kRegisteredModel, name));
+  CAIRN_ASSIGN_OR_RETURN(RegisteredModel m, ctx.registry->CreateRegisteredModel(
+                                                name, tags, description.value_or(""), *ctx.caller));
   return ModelResponse(m);
 }
 
@@ -84,10 +82,8 @@ Result<std::string> GetRegisteredModel(ApiContext& ctx, const Fields& f) {
 Result<std::string> RenameRegisteredModel(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.RequiredStr("name"));
   CAIRN_ASSIGN_OR_RETURN(std::string new_name, f.RequiredStr("new_name"));
-  CAIRN_ASSIGN_OR_RETURN(RegisteredModel m, ctx.registry->RenameRegisteredModel(name, new_name));
   // Permissions follow the model to its new name.
-  CAIRN_RETURN_IF_ERROR(
-      ctx.identity->MovePermissions(core::ResourceKind::kRegisteredModel, name, new_name));
+  CAIRN_ASSIGN_OR_RETURN(RegisteredModel m, ctx.registry->RenameRegisteredModel(name, new_name));
   return ModelResponse(m);
 }
 
@@ -101,10 +97,8 @@ Result<std::string> UpdateRegisteredModel(ApiContext& ctx, const Fields& f) {
 
 Result<std::string> DeleteRegisteredModel(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.RequiredStr("name"));
-  CAIRN_RETURN_IF_ERROR(ctx.registry->DeleteRegisteredModel(name));
   // Nobody keeps a permission on what is gone.
-  CAIRN_RETURN_IF_ERROR(
-      ctx.identity->DeletePermissionsOn(core::ResourceKind::kRegisteredModel, name));
+  CAIRN_RETURN_IF_ERROR(ctx.registry->DeleteRegisteredModel(name));
   return std::string(kEmpty);
 }
 

@@ -130,20 +130,31 @@ RangeDecision ApplyRange(const HttpRequest& req, int64_t size, HttpResponse& res
 }
 
 // An artifact PUT: streamed into a blob, indexed under its path once complete.
+// An upload through the artifact proxy (PUT), or through the UI's upload-artifact, which
+// MLflow answers with an empty body and refuses when empty.
 class ArtifactUpload : public UploadSink {
  public:
+  enum class Kind { kProxy, kUiUpload };
   ArtifactUpload(service::ArtifactService* artifacts, std::string path,
-                 std::unique_ptr<blob::BlobWriter> writer, Gate* gate, PendingAudit audit)
+                 std::unique_ptr<blob::BlobWriter> writer, Gate* gate, PendingAudit audit,
+                 Kind kind = Kind::kProxy)
       : artifacts_(artifacts),
         path_(std::move(path)),
         writer_(std::move(writer)),
         gate_(gate),
-        audit_(std::move(audit)) {}
-  Status Write(std::string_view piece) override { return writer_->Write(piece); }
+        audit_(std::move(audit)),
+        kind_(kind) {}
+  Status Write(std::string_view piece) override {
+    bytes_ += piece.size();
+    return writer_->Write(piece);
+  }
   HttpResponse Finish() override {
-    Status s = artifacts_->CommitUpload(path_, *writer_);
+    Status s = kind_ == Kind::kUiUpload && bytes_ == 0
+                   ? InvalidArgument("Request must specify data.")
+                   : artifacts_->CommitUpload(path_, *writer_);
     gate_->Record(std::move(audit_), s);
-    return s.ok() ? JsonOk(200, "{}") : ErrorResponse(s);
+    if (!s.ok()) return ErrorResponse(s);
+    return JsonOk(200, kind_ == Kind::kUiUpload ? "" : "{}");
   }
 
  private:
@@ -152,6 +163,8 @@ class ArtifactUpload : public UploadSink {
   std::unique_ptr<blob::BlobWriter> writer_;
   Gate* gate_;
   PendingAudit audit_;
+  Kind kind_;
+  uint64_t bytes_ = 0;
 };
 
 // Runs an answer-later handler and waits for its answer (on a handler thread).
@@ -649,16 +662,16 @@ struct Server::Impl : HttpHandler {
     Identified who = gate->Identify(req);
     if (std::holds_alternative<HttpResponse>(who)) return Unauthenticated("no valid credentials");
     const Caller& caller = std::get<Caller>(who);
-    CAIRN_ASSIGN_OR_RETURN(std::string path, PlainRouteFile("upload-artifact", fields));
     Status allowed = gate->Authorize(caller, call);
     if (!allowed.ok()) {
       gate->Audit(caller, req, call, allowed);
       return allowed;
     }
+    CAIRN_ASSIGN_OR_RETURN(std::string path, PlainRouteFile("upload-artifact", fields));
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, artifacts->NewUpload());
     return std::unique_ptr<UploadSink>(std::make_unique<ArtifactUpload>(
         artifacts.get(), std::move(path), std::move(writer), gate.get(),
-        gate->Describe(caller, req, call)));
+        gate->Describe(caller, req, call), ArtifactUpload::Kind::kUiUpload));
   }
 
   Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& req) override {
@@ -764,10 +777,6 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   impl->tracking = std::make_unique<service::TrackingService>(impl->store.get(), SystemClock());
   impl->artifacts =
       std::make_unique<service::ArtifactService>(impl->store.get(), impl->blobs.get());
-  service::RegistryOptions registry_options;
-  registry_options.allowed_source_schemes = options.model_source_schemes;
-  impl->registry = std::make_unique<service::RegistryService>(
-      impl->store.get(), impl->artifacts.get(), SystemClock(), registry_options);
   service::AccessOptions access_options;
   access_options.enabled = options.auth;
   access_options.default_permission = options.default_permission;
@@ -776,6 +785,11 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
                                                           access_options);
   impl->identity = std::make_unique<service::IdentityService>(impl->store.get(),
                                                               impl->access.get(), SystemClock());
+  service::RegistryOptions registry_options;
+  registry_options.allowed_source_schemes = options.model_source_schemes;
+  impl->registry = std::make_unique<service::RegistryService>(
+      impl->store.get(), impl->artifacts.get(), impl->identity.get(), SystemClock(),
+      registry_options);
   impl->gate = std::make_unique<Gate>(impl->access.get());
   if (!options.init_admin.empty()) {
     Result<service::UserDetails> existing = impl->identity->GetUser(options.init_admin);

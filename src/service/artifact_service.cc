@@ -1,8 +1,9 @@
 #include "service/artifact_service.h"
 
-#include "util/utf8.h"
-
+#include <deque>
 #include <mutex>
+
+#include "util/utf8.h"
 
 namespace cairn::service {
 
@@ -164,6 +165,44 @@ Status ArtifactService::DeleteFiles(const std::string& path) {
   std::vector<std::string> digests;
   for (const store::ArtifactFile& f : removed) digests.push_back(f.digest);
   return CollectBlobs(digests);
+}
+
+Result<int64_t> ArtifactService::CopyTree(const std::string& source, const std::string& dest,
+                                          int64_t max_files) {
+  std::shared_lock lock(gc_mu_);
+  std::vector<store::ArtifactFile> files;
+  std::string prefix = source;
+  if (Result<store::ArtifactFile> single = store_->GetArtifact(source); single.ok()) {
+    files.push_back(*std::move(single));
+    const size_t slash = source.rfind('/');
+    prefix = slash == std::string::npos ? std::string() : source.substr(0, slash);
+  } else {
+    std::deque<std::string> dirs = {source};
+    while (!dirs.empty()) {
+      const std::string dir = std::move(dirs.front());
+      dirs.pop_front();
+      CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactEntry> entries, store_->ListArtifacts(dir));
+      for (const store::ArtifactEntry& e : entries) {
+        const std::string child = dir + "/" + e.name;
+        if (e.is_dir) {
+          dirs.push_back(child);
+          continue;
+        }
+        if (static_cast<int64_t>(files.size()) >= max_files) {
+          return ResourceExhausted("more than " + std::to_string(max_files) + " files lie under " +
+                                   source);
+        }
+        CAIRN_ASSIGN_OR_RETURN(store::ArtifactFile f, store_->GetArtifact(child));
+        files.push_back(std::move(f));
+      }
+    }
+  }
+  for (const store::ArtifactFile& f : files) {
+    store::ArtifactFile copy = f;
+    copy.path = dest + (prefix.empty() ? "/" + f.path : f.path.substr(prefix.size()));
+    CAIRN_RETURN_IF_ERROR(store_->PutArtifact(copy).status());
+  }
+  return static_cast<int64_t>(files.size());
 }
 
 Status ArtifactService::CollectBlobs(const std::vector<std::string>& digests) {

@@ -62,6 +62,12 @@ class ArtifactService {
   // Deletes a file or a whole directory and collects blobs nothing references any more.
   // Uploads and deletes under kRegistryArtifactRoot are kPermissionDenied.
   Status Delete(const std::string& path);
+  // Records every file at or under `source` (a file or a directory) again under `dest`, by
+  // reference to the same blobs: a copy that costs no space. Blobs cannot be collected while
+  // it runs, so a delete of the source at the same time leaves the copies whole. Returns how
+  // many files were copied (0 when nothing is at `source`); kResourceExhausted past
+  // `max_files`, with nothing copied.
+  Result<int64_t> CopyTree(const std::string& source, const std::string& dest, int64_t max_files);
   // Deletes the files of a model version (its storage location under kRegistryArtifactRoot);
   // nothing there is no error.
   Status DeleteRegistryFiles(const std::string& storage);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <deque>
 
 #include "core/search.h"
 #include "service/tracking_service.h"
@@ -123,10 +122,12 @@ std::string_view FirstSegment(std::string_view path) { return path.substr(0, pat
 }  // namespace
 
 RegistryService::RegistryService(store::MetadataStore* store, ArtifactService* artifacts,
-                                 Clock* clock, RegistryOptions options)
+                                 IdentityService* identity, Clock* clock,
+                                 RegistryOptions options)
     : store_(store),
       registry_(&store->registry()),
       artifacts_(artifacts),
+      identity_(identity),
       clock_(clock),
       options_(std::move(options)) {}
 
@@ -135,7 +136,7 @@ RegistryService::RegistryService(store::MetadataStore* store, ArtifactService* a
 Result<RegisteredModel> RegistryService::CreateRegisteredModel(const std::string& name,
                                                                const std::vector<core::Tag>& tags,
                                                                const std::string& description,
-                                                               const std::string& user_id) {
+                                                               const core::Principal& creator) {
   CAIRN_RETURN_IF_ERROR(ValidateModelName(name));
   for (const core::Tag& t : tags) {
     CAIRN_RETURN_IF_ERROR(ValidateRegistryTag("Registered model", t));
@@ -144,10 +145,17 @@ Result<RegisteredModel> RegistryService::CreateRegisteredModel(const std::string
   m.name = name;
   m.creation_timestamp = m.last_updated_timestamp = clock_->NowMillis();
   m.description = description;
-  m.user_id = user_id;
+  m.user_id = creator.username;
   // The last value of a repeated key wins.
   for (const core::Tag& t : tags) store::UpsertTag(&m.tags, t);
-  CAIRN_RETURN_IF_ERROR(registry_->CreateRegisteredModel(m));
+  {
+    std::lock_guard lock(names_mu_);
+    CAIRN_RETURN_IF_ERROR(registry_->CreateRegisteredModel(m));
+    if (identity_ != nullptr) {
+      CAIRN_RETURN_IF_ERROR(
+          identity_->GrantCreator(creator, core::ResourceKind::kRegisteredModel, name));
+    }
+  }
   return registry_->GetRegisteredModel(name);
 }
 
@@ -167,7 +175,17 @@ Result<RegisteredModel> RegistryService::RenameRegisteredModel(const std::string
                                                                const std::string& new_name) {
   CAIRN_RETURN_IF_ERROR(ValidateModelName(name));
   CAIRN_RETURN_IF_ERROR(ValidateModelName(new_name));
-  CAIRN_RETURN_IF_ERROR(registry_->RenameRegisteredModel(name, new_name, clock_->NowMillis()));
+  {
+    std::lock_guard lock(names_mu_);
+    CAIRN_RETURN_IF_ERROR(registry_->RenameRegisteredModel(name, new_name, clock_->NowMillis()));
+    // The permissions follow the model to its new name.
+    if (identity_ != nullptr && name != new_name) {
+      CAIRN_RETURN_IF_ERROR(
+          identity_->DeletePermissionsOn(core::ResourceKind::kRegisteredModel, new_name));
+      CAIRN_RETURN_IF_ERROR(
+          identity_->MovePermissions(core::ResourceKind::kRegisteredModel, name, new_name));
+    }
+  }
   return GetRegisteredModel(new_name);
 }
 
@@ -180,9 +198,23 @@ Result<RegisteredModel> RegistryService::UpdateRegisteredModel(const std::string
 
 Status RegistryService::DeleteRegisteredModel(const std::string& name) {
   CAIRN_RETURN_IF_ERROR(ValidateModelName(name));
-  CAIRN_ASSIGN_OR_RETURN(std::vector<ModelVersion> removed, registry_->DeleteRegisteredModel(name));
-  for (const ModelVersion& v : removed) CAIRN_RETURN_IF_ERROR(RemoveFiles(v.storage_location));
-  return Status::Ok();
+  std::vector<ModelVersion> removed;
+  {
+    std::lock_guard lock(names_mu_);
+    CAIRN_ASSIGN_OR_RETURN(removed, registry_->DeleteRegisteredModel(name));
+    // Nobody keeps a permission on what is gone: a new model of this name starts with none.
+    if (identity_ != nullptr) {
+      CAIRN_RETURN_IF_ERROR(
+          identity_->DeletePermissionsOn(core::ResourceKind::kRegisteredModel, name));
+    }
+  }
+  // The model is gone; its files go too, as many as can be removed.
+  Status first_failure;
+  for (const ModelVersion& v : removed) {
+    Status s = RemoveFiles(v.storage_location);
+    if (!s.ok() && first_failure.ok()) first_failure = s;
+  }
+  return first_failure;
 }
 
 Result<RegistryPage<RegisteredModel>> RegistryService::SearchRegisteredModels(
@@ -244,28 +276,33 @@ Status RegistryService::DeleteRegisteredModelTag(const std::string& name, const 
 
 // --- Model versions ----------------------------------------------------------------------------
 
-Result<std::vector<store::ArtifactFile>> RegistryService::SourceFiles(
-    const CreateVersionRequest& req, std::string* prefix, std::string* experiment) {
+Result<std::string> RegistryService::SourcePath(const CreateVersionRequest& req) {
   const std::string& source = req.source;
   if (source.find('\0') != std::string::npos) return InvalidSource(source, "It holds a NUL.");
   std::string path;
   if (source.starts_with("models:/")) {
+    // The caller's permission on the other model comes first: what it holds is none of the
+    // caller's business otherwise.
+    std::string_view rest = std::string_view(source).substr(8);
+    while (rest.starts_with('/')) rest.remove_prefix(1);
+    const std::string other(rest.substr(0, std::min(rest.find('/'), rest.rfind('@'))));
+    if (req.may_read_model && !req.may_read_model(other)) {
+      return PermissionDenied("Permission denied: reading registered model '" + other + "'");
+    }
     CAIRN_ASSIGN_OR_RETURN(ModelVersion from, Resolve(source));
-    if (req.may_read_model && !req.may_read_model(from.name)) {
-      return PermissionDenied("Permission denied: reading registered model '" + from.name + "'");
+    if (from.status != core::ModelVersionStatus::kReady) {
+      return InvalidSource(source, "That version is not READY.");
     }
     if (from.storage_location.empty()) {
       return InvalidSource(source, "Its files are not on this server.");
     }
     path = from.storage_location;
-    experiment->clear();
   } else {
     if (source.starts_with("runs:/")) {
       std::string_view rest = std::string_view(source).substr(6);
-      const std::string run_id(rest.substr(0, rest.find('/')));
-      const std::string rel = rest.find('/') == std::string_view::npos
-                                  ? ""
-                                  : std::string(rest.substr(rest.find('/') + 1));
+      const size_t slash = rest.find('/');
+      const std::string run_id(rest.substr(0, slash));
+      const std::string rel = slash == std::string_view::npos ? "" : std::string(rest.substr(slash + 1));
       if (run_id.empty()) return InvalidSource(source, "It names no run: use runs:/RUN_ID/PATH.");
       CAIRN_ASSIGN_OR_RETURN(core::RunInfo info, store_->GetRunInfo(run_id));
       Result<std::string> root = ProxyPathOfUri(info.artifact_uri);
@@ -287,50 +324,27 @@ Result<std::vector<store::ArtifactFile>> RegistryService::SourceFiles(
                            "An absolute path without relative path references must be given.");
     }
     path = *normal;
-    if (FirstSegment(path) == kRegistryArtifactRoot) {
-      return InvalidSource(source, "Name another version as models:/NAME/VERSION.");
+    // A run's artifacts, EXPERIMENT/RUN/artifacts[/...], and nothing wider.
+    const size_t first = path.find('/');
+    const size_t second = first == std::string::npos ? first : path.find('/', first + 1);
+    const std::string_view third =
+        second == std::string::npos ? std::string_view() : std::string_view(path).substr(second + 1);
+    if (!(third == "artifacts" || third.starts_with("artifacts/"))) {
+      return InvalidSource(source, "Name a run's artifacts: runs:/RUN_ID/PATH.");
     }
-    *experiment = std::string(FirstSegment(path));
-    if (req.may_read_experiment && !req.may_read_experiment(*experiment)) {
+    const std::string experiment(FirstSegment(path));
+    if (req.may_read_experiment && !req.may_read_experiment(experiment)) {
       return PermissionDenied("Permission denied: reading the artifacts of experiment " +
-                              *experiment);
+                              experiment);
     }
   }
-  *prefix = path;
-  std::vector<store::ArtifactFile> files;
-  Result<store::ArtifactFile> single = store_->GetArtifact(path);
-  if (single.ok()) {
-    files.push_back(*single);
-    *prefix = path.substr(0, path.rfind('/'));
-    return files;
+  bool any = store_->GetArtifact(path).ok();
+  if (!any) {
+    Result<std::vector<store::ArtifactEntry>> entries = store_->ListArtifacts(path);
+    any = entries.ok() && !entries->empty();
   }
-  std::deque<std::string> dirs = {path};
-  while (!dirs.empty()) {
-    const std::string dir = std::move(dirs.front());
-    dirs.pop_front();
-    CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactEntry> entries, store_->ListArtifacts(dir));
-    for (const store::ArtifactEntry& e : entries) {
-      const std::string child = dir + "/" + e.name;
-      if (e.is_dir) {
-        dirs.push_back(child);
-        continue;
-      }
-      CAIRN_ASSIGN_OR_RETURN(store::ArtifactFile f, store_->GetArtifact(child));
-      files.push_back(std::move(f));
-    }
-  }
-  if (files.empty()) return InvalidSource(source, "No files lie there on this server.");
-  return files;
-}
-
-Status RegistryService::CopyFiles(const std::vector<store::ArtifactFile>& files,
-                                  const std::string& prefix, const std::string& storage) {
-  for (const store::ArtifactFile& f : files) {
-    store::ArtifactFile copy = f;
-    copy.path = storage + f.path.substr(prefix.size());
-    CAIRN_RETURN_IF_ERROR(store_->PutArtifact(copy).status());
-  }
-  return Status::Ok();
+  if (!any) return InvalidSource(source, "No files lie there on this server.");
+  return path;
 }
 
 Status RegistryService::RemoveFiles(const std::string& storage) {
@@ -361,24 +375,28 @@ Result<ModelVersion> RegistryService::CreateModelVersion(const CreateVersionRequ
       std::find(options_.allowed_source_schemes.begin(), options_.allowed_source_schemes.end(),
                 scheme) != options_.allowed_source_schemes.end();
   if (!external) {
-    std::string prefix, experiment;
-    CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> files,
-                           SourceFiles(req, &prefix, &experiment));
+    CAIRN_ASSIGN_OR_RETURN(std::string source_path, SourcePath(req));
     v.storage_location = std::string(kRegistryArtifactRoot) + "/" + RandomHex(16);
     // Pending until its files are in; a crash between leaves it visibly pending.
     v.status = core::ModelVersionStatus::kPendingRegistration;
     CAIRN_ASSIGN_OR_RETURN(ModelVersion stored, registry_->CreateModelVersion(v));
-    Status copied = CopyFiles(files, prefix, v.storage_location);
-    const int64_t now = clock_->NowMillis();
-    if (!copied.ok()) {
+    Result<int64_t> copied =
+        artifacts_->CopyTree(source_path, v.storage_location, kMaxVersionFiles);
+    Status done = copied.status();
+    if (done.ok() && *copied == 0) done = InvalidSource(req.source, "No files lie there now.");
+    if (done.ok()) {
+      done = registry_->UpdateModelVersion(v.name, stored.version, std::nullopt,
+                                           core::ModelVersionStatus::kReady, std::nullopt,
+                                           stored.last_updated_timestamp);
+    }
+    if (!done.ok()) {
+      // Nothing half-made stays behind: the files go, and the version says why it failed.
+      (void)RemoveFiles(v.storage_location);
       (void)registry_->UpdateModelVersion(v.name, stored.version, std::nullopt,
                                           core::ModelVersionStatus::kFailedRegistration,
-                                          copied.message(), now);
-      return copied;
+                                          done.message(), clock_->NowMillis());
+      return done;
     }
-    CAIRN_RETURN_IF_ERROR(registry_->UpdateModelVersion(
-        v.name, stored.version, std::nullopt, core::ModelVersionStatus::kReady, std::nullopt,
-        stored.last_updated_timestamp));
     return registry_->GetModelVersion(v.name, stored.version);
   }
   CAIRN_ASSIGN_OR_RETURN(ModelVersion stored, registry_->CreateModelVersion(v));

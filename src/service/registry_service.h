@@ -12,13 +12,16 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/identity.h"
 #include "core/registry.h"
 #include "service/artifact_service.h"
+#include "service/identity_service.h"
 #include "store/metadata_store.h"
 #include "util/clock.h"
 
@@ -28,6 +31,8 @@ inline constexpr int64_t kMaxRegisteredModelResults = 1000;
 inline constexpr int64_t kDefaultRegisteredModelResults = 100;
 inline constexpr int64_t kMaxModelVersionResults = 200000;
 inline constexpr int64_t kDefaultModelVersionResults = 10000;
+// At most this many files are copied into one version.
+inline constexpr int64_t kMaxVersionFiles = 100000;
 
 struct RegistryOptions {
   // URI schemes (e.g. "s3") a version's source may use without its files being copied here.
@@ -66,22 +71,25 @@ struct CreateVersionRequest {
 
 class RegistryService {
  public:
-  // None of the pointers is owned; all must outlive the service.
-  RegistryService(store::MetadataStore* store, ArtifactService* artifacts, Clock* clock,
-                  RegistryOptions options);
+  // None of the pointers is owned; all must outlive the service. `identity` keeps the models'
+  // permissions with them: the creator's MANAGE, and the grants following a rename and going
+  // with a delete, each in step with the model under one lock (nullptr: no permissions).
+  RegistryService(store::MetadataStore* store, ArtifactService* artifacts,
+                  IdentityService* identity, Clock* clock, RegistryOptions options);
 
   // --- Registered models -------------------------------------------------------------------
+  // The creator (its username, "" without authentication) manages the new model.
   Result<core::RegisteredModel> CreateRegisteredModel(const std::string& name,
                                                       const std::vector<core::Tag>& tags,
                                                       const std::string& description,
-                                                      const std::string& user_id);
+                                                      const core::Principal& creator);
   // With latest_versions.
   Result<core::RegisteredModel> GetRegisteredModel(const std::string& name);
   Result<core::RegisteredModel> RenameRegisteredModel(const std::string& name,
                                                       const std::string& new_name);
   Result<core::RegisteredModel> UpdateRegisteredModel(const std::string& name,
                                                       const std::string& description);
-  // Removes the model, its versions and their files.
+  // Removes the model, its versions, the permissions on it and its versions' files.
   Status DeleteRegisteredModel(const std::string& name);
   Result<RegistryPage<core::RegisteredModel>> SearchRegisteredModels(
       const RegistrySearchRequest& req);
@@ -131,21 +139,21 @@ class RegistryService {
   Result<core::ModelVersion> Resolve(std::string_view uri);
 
  private:
-  // The files a source names, as (artifact path, path within the version); the experiment
-  // they belong to in `experiment` ("" for another version's files).
-  Result<std::vector<store::ArtifactFile>> SourceFiles(const CreateVersionRequest& req,
-                                                       std::string* prefix,
-                                                       std::string* experiment);
-  Status CopyFiles(const std::vector<store::ArtifactFile>& files, const std::string& prefix,
-                   const std::string& storage);
+  // The artifact path (a file or a directory) a source names, once the caller may read it
+  // and something lies there.
+  Result<std::string> SourcePath(const CreateVersionRequest& req);
   Status RemoveFiles(const std::string& storage);
   Result<core::RegisteredModel> WithLatestVersions(core::RegisteredModel model);
 
   store::MetadataStore* store_;
   store::RegistryStore* registry_;
   ArtifactService* artifacts_;
+  IdentityService* identity_;
   Clock* clock_;
   RegistryOptions options_;
+  // Held while a model is created, renamed or deleted together with its permissions, so that
+  // a model made under a name in between never takes or loses another's grants.
+  std::mutex names_mu_;
 };
 
 }  // namespace cairn::service

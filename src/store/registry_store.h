@@ -118,8 +118,8 @@ class RegistryStore {
                                                             std::string_view alias) = 0;
   // Moves the alias to core::AliasRollbackTarget of its history, in one transaction, and
   // records the move. Returns the version it now names (nullopt: the alias was removed).
-  // kFailedPrecondition when there is nothing to go back to, or when that version has been
-  // deleted since.
+  // Versions deleted since are passed over; kFailedPrecondition when there is nothing to go
+  // back to.
   virtual Result<std::optional<int64_t>> RollbackAlias(std::string_view name,
                                                        std::string_view alias,
                                                        std::string_view actor, int64_t now) = 0;

@@ -92,12 +92,6 @@ Status NothingToRollBack(std::string_view name, std::string_view alias) {
                             std::string(name) + "' has no earlier version to roll back to");
 }
 
-Status RollbackTargetDeleted(std::string_view name, std::string_view alias, int64_t version) {
-  return FailedPrecondition("Alias '" + std::string(alias) + "' of registered model '" +
-                            std::string(name) + "' named version " + std::to_string(version) +
-                            " before, which has been deleted; set the alias instead");
-}
-
 Status ArtifactPathTaken(std::string_view path, std::string_view file) {
   if (path == file) {
     return FailedPrecondition("Cannot write artifact '" + std::string(path) +

@@ -40,7 +40,6 @@ Status RegisteredModelTaken(std::string_view name);
 Status ModelVersionNotFound(std::string_view name, int64_t version);
 Status AliasNotFound(std::string_view name, std::string_view alias);
 Status NothingToRollBack(std::string_view name, std::string_view alias);
-Status RollbackTargetDeleted(std::string_view name, std::string_view alias, int64_t version);
 
 // Experiment ids are decimal integers; false for anything else.
 bool ParseExperimentId(std::string_view id, int64_t* out);

@@ -509,9 +509,14 @@ class AuthOnTest(unittest.TestCase):
         r = outsider.post(API + "model-versions/create",
                           {"name": "outsiders-model", "source": "runs:/%s/model" % run["run_id"]})
         self.assertEqual(r.status, 403, r)
-        r = outsider.post(API + "model-versions/create",
-                          {"name": "outsiders-model", "source": "models:/editors-model/1"})
-        self.assertEqual(r.status, 403, r)
+        for source in ("models:/editors-model/1", "models:/editors-model/99",
+                       "models:/editors-model@nope"):
+            # Refused before anything about the other model is looked up.
+            r = outsider.post(API + "model-versions/create",
+                              {"name": "outsiders-model", "source": source})
+            self.assertEqual(r.status, 403, r)
+        # The list of every version's storage is not for everyone.
+        self.assertEqual(outsider.get(ARTIFACTS.rstrip("/"), {"path": "models"}).status, 403)
         # Every change to the model is in the audit log, refusals included.
         r = editor.post(API + "registered-models/alias",
                         {"name": "editors-model", "alias": "champion", "version": "1"})

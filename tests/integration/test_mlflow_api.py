@@ -389,7 +389,11 @@ class ServerBasicsTest(ApiTestCase):
         up = C.request("POST", AJAX + "upload-artifact", body=b"hello from the ui",
                        params={"run_uuid": run_id, "path": "notes/readme.txt"},
                        headers={"Content-Type": "application/octet-stream"}, raw=True)
-        self.assertEqual(up.status, 200, up)
+        self.assertEqual((up.status, up.body), (200, b""), up)
+        empty = C.request("POST", AJAX + "upload-artifact", body=b"",
+                          params={"run_uuid": run_id, "path": "empty.txt"},
+                          headers={"Content-Type": "application/octet-stream"})
+        self.assertError(empty, 400, "INVALID_PARAMETER_VALUE", mentions="must specify data")
         got = C.request("GET", "/get-artifact", params={"run_id": run_id, "path": "notes/readme.txt"},
                         raw=True)
         self.assertEqual((got.status, got.body), (200, b"hello from the ui"))

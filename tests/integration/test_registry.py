@@ -231,7 +231,8 @@ class ModelVersionTest(unittest.TestCase):
         for source in ["s3://bucket/model", "file:///etc/passwd", "/etc/passwd",
                        "mlflow-artifacts:/0/%s/artifacts/../../../etc" % run,
                        "runs:/%s/../../x" % run, "runs:/%s/empty" % run,
-                       "mlflow-artifacts:/models/x", "models:/%s/9" % name, "runs://m"]:
+                       "mlflow-artifacts:/models/x", "models:/%s/9" % name, "runs://m",
+                       "mlflow-artifacts:/0", "mlflow-artifacts:/0/%s" % run]:
             resp = C.post(API + "model-versions/create", {"name": name, "source": source})
             self.assertIn(resp.status, (400, 404), "%s: %s" % (source, resp.text))
             self.assertNotEqual(resp.status, 200, source)

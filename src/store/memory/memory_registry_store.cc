@@ -272,10 +272,10 @@ class MemoryRegistryStore : public RegistryStore {
     for (const AliasMove& m : e->history) {
       if (m.alias == alias) moves.push_back(m);
     }
-    std::optional<std::optional<int64_t>> target = core::AliasRollbackTarget(moves);
+    std::optional<std::optional<int64_t>> target = core::AliasRollbackTarget(
+        moves, [e](int64_t version) { return e->versions.count(version) != 0; });
     if (!target) return NothingToRollBack(name, alias);
     if (*target) {
-      if (e->versions.count(**target) == 0) return RollbackTargetDeleted(name, alias, **target);
       PutAlias(e, alias, **target);
     } else {
       EraseAlias(e, alias);

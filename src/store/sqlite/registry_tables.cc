@@ -629,17 +629,25 @@ class SqliteRegistryStore : public RegistryStore {
     CAIRN_RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
       CAIRN_ASSIGN_OR_RETURN(int64_t id, ModelId(c, name));
       CAIRN_ASSIGN_OR_RETURN(std::vector<AliasMove> moves, Moves(c, id, alias));
-      std::optional<std::optional<int64_t>> found = core::AliasRollbackTarget(moves);
+      Status lookup;
+      std::optional<std::optional<int64_t>> found =
+          core::AliasRollbackTarget(moves, [&](int64_t version) {
+            Result<Stmt*> s = c.Prepare("SELECT 1 FROM model_versions WHERE model = ? AND "
+                                        "version = ?");
+            if (!s.ok()) {
+              lookup = s.status();
+              return false;
+            }
+            (*s)->Bind(1, id).Bind(2, version);
+            const bool there = (*s)->Step();
+            if (!(*s)->status().ok()) lookup = (*s)->status();
+            (*s)->Reset();
+            return there;
+          });
+      CAIRN_RETURN_IF_ERROR(lookup);
       if (!found) return NothingToRollBack(name, alias);
       target = *found;
       if (target) {
-        CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT 1 FROM model_versions WHERE model "
-                                                   "= ? AND version = ?"));
-        s->Bind(1, id).Bind(2, *target);
-        if (!s->Step()) {
-          CAIRN_RETURN_IF_ERROR(s->status());
-          return RollbackTargetDeleted(name, alias, *target);
-        }
         CAIRN_RETURN_IF_ERROR(ExecStmt(c,
                                        "INSERT OR REPLACE INTO model_aliases (model, alias, "
                                        "version) VALUES (?, ?, ?)",
