@@ -317,7 +317,7 @@ def bench_search(cairn, runs, repeats):
         s.stop()
 
 
-def bench_registry(cairn, versions, repeats, models=100, workers=4):
+def bench_registry(cairn, versions, repeats, models=100, workers=16):
     """model-versions/search over `versions` versions of `models` models, made through the
     REST API from one run's files (each version's files copied into the registry)."""
     s = Server(cairn)

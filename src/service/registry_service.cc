@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 
 #include "core/search.h"
 #include "service/tracking_service.h"
@@ -114,6 +115,16 @@ std::string RunOfSource(std::string_view source) {
     return "";
   }
   return std::string(rest.substr(0, rest.find('/')));
+}
+
+// Where a new version's files go: the creation time first (12 hex digits of milliseconds), so
+// that the artifact index and the storage index grow at their ends instead of taking every
+// insert at a random place, then 64 random bits, so that ids cannot be guessed.
+std::string NewStorageId(int64_t now_millis) {
+  char time_part[13];
+  std::snprintf(time_part, sizeof(time_part), "%012llx",
+                static_cast<unsigned long long>(now_millis) & 0xffffffffffffULL);
+  return std::string(time_part) + RandomHex(8);
 }
 
 // The first segment of an artifact path: the experiment of a run's artifacts.
@@ -376,7 +387,7 @@ Result<ModelVersion> RegistryService::CreateModelVersion(const CreateVersionRequ
                 scheme) != options_.allowed_source_schemes.end();
   if (!external) {
     CAIRN_ASSIGN_OR_RETURN(std::string source_path, SourcePath(req));
-    v.storage_location = std::string(kRegistryArtifactRoot) + "/" + RandomHex(16);
+    v.storage_location = std::string(kRegistryArtifactRoot) + "/" + NewStorageId(v.creation_timestamp);
     // Pending until its files are in; a crash between leaves it visibly pending.
     v.status = core::ModelVersionStatus::kPendingRegistration;
     CAIRN_ASSIGN_OR_RETURN(ModelVersion stored, registry_->CreateModelVersion(v));
