@@ -24,6 +24,12 @@ void AddTrackingUriOption(CLI::App* cmd, std::string* uri) {
       ->check(CLI::ExistingFile);
 }
 
+void PrintText(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+void PrintError(const Status& status) {
+  std::fprintf(stderr, "error: %s\n", status.message().c_str());
+}
+
 std::unique_ptr<client::TrackingClient> ConnectOrExplain(const std::string& tracking_uri_flag) {
   client::ClientOptions options;
   options.tracking_uri = client::ResolveTrackingUri(tracking_uri_flag);

@@ -6,7 +6,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "util/status.h"
 
 namespace cairn::client {
 class TrackingClient;
@@ -22,6 +25,23 @@ std::unique_ptr<client::TrackingClient> ConnectOrExplain(const std::string& trac
 
 // The action of the chosen subcommand; it returns the exit code.
 using Action = std::function<int()>;
+
+// Adds subcommand `name` to `group` with fresh flags; when it is chosen, `action` becomes
+// `run` on the flags as parsed. The caller adds the subcommand's options.
+template <typename Flags>
+std::pair<CLI::App*, std::shared_ptr<Flags>> AddSubcommand(CLI::App* group, Action* action,
+                                                           const std::string& name,
+                                                           const std::string& help,
+                                                           std::function<int(const Flags&)> run) {
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = group->add_subcommand(name, help);
+  cmd->callback([flags, action, run] { *action = [flags, run] { return run(*flags); }; });
+  return {cmd, flags};
+}
+
+// Writes text to stdout as it is; "error: MESSAGE" to stderr.
+void PrintText(const std::string& text);
+void PrintError(const Status& status);
 
 void RegisterServer(CLI::App& app, Action* action);
 // `after_dashes`: the arguments after `cairn run ... --`, split off before parsing.

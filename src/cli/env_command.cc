@@ -36,12 +36,10 @@ int Fail(const Status& s) {
 std::pair<CLI::App*, std::shared_ptr<EnvFlags>> AddEnvCommand(
     CLI::App* group, Action* action, const std::string& name, const std::string& help,
     std::function<int(const EnvFlags&)> run) {
-  auto flags = std::make_shared<EnvFlags>();
-  CLI::App* cmd = group->add_subcommand(name, help);
-  cmd->add_option("--project", flags->project,
-                  "Project directory (default: the nearest with cairn.yaml, from here up)");
-  cmd->callback([flags, action, run] { *action = [flags, run] { return run(*flags); }; });
-  return {cmd, flags};
+  auto added = AddSubcommand<EnvFlags>(group, action, name, help, std::move(run));
+  added.first->add_option("--project", added.second->project,
+                          "Project directory (default: the nearest with cairn.yaml, from here up)");
+  return added;
 }
 
 std::string ProjectDir(const EnvFlags& flags) { return env::FindProjectDir(flags.project); }

@@ -22,10 +22,8 @@ struct ModelsFlags {
   bool json = false;
 };
 
-void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
-
 int Fail(const Status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  PrintError(s);
   return 1;
 }
 
@@ -40,7 +38,7 @@ int ListModels(const ModelsFlags& flags) {
   if (client == nullptr) return 2;
   auto models = client->SearchRegisteredModels(flags.filter, flags.max);
   if (!models.ok()) return Fail(models.status());
-  Print(flags.json ? report::ModelsJsonLines(*models)
+  PrintText(flags.json ? report::ModelsJsonLines(*models)
                    : report::FormatModelTable(*models, report::DetectOutputStyle(),
                                               SystemClock()->NowMillis()));
   return 0;
@@ -56,10 +54,10 @@ int ShowModel(client::TrackingClient& client, const std::string& name, const Mod
     versions = std::move(found).value();
   }
   if (flags.json) {
-    Print(report::ModelsJsonLines(std::span(&*model, 1)));
+    PrintText(report::ModelsJsonLines(std::span(&*model, 1)));
     return 0;
   }
-  Print(report::FormatModelDetails(*model, versions, report::DetectOutputStyle(),
+  PrintText(report::FormatModelDetails(*model, versions, report::DetectOutputStyle(),
                                    SystemClock()->NowMillis()));
   return 0;
 }
@@ -78,7 +76,7 @@ int ShowVersion(client::TrackingClient& client, const Result<core::ModelVersion>
       return Fail(run.status());
     }
   }
-  Print(flags.json ? report::VersionDetailsJson(*version, details)
+  PrintText(flags.json ? report::VersionDetailsJson(*version, details)
                    : report::FormatVersionDetails(*version, details, report::DetectOutputStyle(),
                                                   SystemClock()->NowMillis()));
   return 0;
@@ -133,16 +131,15 @@ int History(const ModelsFlags& flags) {
   if (client == nullptr) return 2;
   auto moves = client->ModelAliasHistory(flags.ref, flags.alias);
   if (!moves.ok()) return Fail(moves.status());
-  Print(report::FormatAliasHistory(*moves, report::DetectOutputStyle()));
+  PrintText(report::FormatAliasHistory(*moves, report::DetectOutputStyle()));
   return 0;
 }
 
 CLI::App* AddModelsCommand(CLI::App* group, Action* action, const char* name, const char* help,
                            int (*run)(const ModelsFlags&), std::shared_ptr<ModelsFlags>* flags) {
-  *flags = std::make_shared<ModelsFlags>();
-  CLI::App* cmd = group->add_subcommand(name, help);
-  AddTrackingUriOption(cmd, &(*flags)->tracking_uri);
-  cmd->callback([action, run, f = *flags] { *action = [run, f] { return run(*f); }; });
+  auto [cmd, added] = AddSubcommand<ModelsFlags>(group, action, name, help, run);
+  AddTrackingUriOption(cmd, &added->tracking_uri);
+  *flags = added;
   return cmd;
 }
 

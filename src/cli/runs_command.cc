@@ -32,11 +32,6 @@ struct RunsFlags {
   bool only_diff = false;
 };
 
-void PrintError(const Status& status) {
-  std::fprintf(stderr, "error: %s\n", status.message().c_str());
-}
-
-void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
 // The client for the flags' tracking URI; nullptr (after saying why) when the URI is bad.
 std::unique_ptr<client::TrackingClient> Connect(const RunsFlags& flags) {
@@ -123,11 +118,11 @@ int ListRuns(const RunsFlags& flags) {
     runs = std::move(found).value();
   }
   if (flags.json) {
-    Print(report::RunsJsonLines(runs));
+    PrintText(report::RunsJsonLines(runs));
   } else if (runs.empty()) {
     std::fprintf(stderr, "no runs found\n");
   } else {
-    Print(report::FormatRunTable(runs, columns, options));
+    PrintText(report::FormatRunTable(runs, columns, options));
   }
   if (more) {
     std::fprintf(stderr, "(showing %zu runs; more match: raise --max or narrow --filter)\n",
@@ -149,7 +144,7 @@ int ShowRun(const RunsFlags& flags) {
     PrintError(details.status());
     return 1;
   }
-  Print(flags.json ? report::RunDetailsJson(*details)
+  PrintText(flags.json ? report::RunDetailsJson(*details)
                    : report::FormatRunDetails(*details, report::DetectOutputStyle(),
                                               SystemClock()->NowMillis()));
   return 0;
@@ -181,7 +176,7 @@ int CompareRuns(const RunsFlags& flags) {
   if (!runs) return 1;
   const int64_t now = SystemClock()->NowMillis();
   std::vector<report::CompareRow> rows = report::CompareRuns(*runs, now);
-  Print(report::FormatComparison(*runs, rows, flags.only_diff, report::DetectOutputStyle()));
+  PrintText(report::FormatComparison(*runs, rows, flags.only_diff, report::DetectOutputStyle()));
   return 0;
 }
 
@@ -208,7 +203,7 @@ int DiffEnv(const RunsFlags& flags) {
     labels.push_back(run.info.run_id + (name.empty() ? "" : " (" + name + ")"));
   }
   env::EnvDiff diff = env::DiffEnvironments(environments[0], environments[1]);
-  Print(env::FormatEnvDiff(diff, labels[0], labels[1], report::DetectOutputStyle().color));
+  PrintText(env::FormatEnvDiff(diff, labels[0], labels[1], report::DetectOutputStyle().color));
   return diff.empty() ? 0 : 1;
 }
 
@@ -218,11 +213,9 @@ std::pair<CLI::App*, std::shared_ptr<RunsFlags>> AddRunsCommand(CLI::App* group,
                                                                 const std::string& name,
                                                                 const std::string& help,
                                                                 int (*run)(const RunsFlags&)) {
-  auto flags = std::make_shared<RunsFlags>();
-  CLI::App* cmd = group->add_subcommand(name, help);
-  AddTrackingUriOption(cmd, &flags->tracking_uri);
-  cmd->callback([flags, action, run] { *action = [flags, run] { return run(*flags); }; });
-  return {cmd, flags};
+  auto added = AddSubcommand<RunsFlags>(group, action, name, help, run);
+  AddTrackingUriOption(added.first, &added.second->tracking_uri);
+  return added;
 }
 
 }  // namespace
