@@ -39,8 +39,8 @@ int ListModels(const ModelsFlags& flags) {
   auto models = client->SearchRegisteredModels(flags.filter, flags.max);
   if (!models.ok()) return Fail(models.status());
   PrintText(flags.json ? report::ModelsJsonLines(*models)
-                   : report::FormatModelTable(*models, report::DetectOutputStyle(),
-                                              SystemClock()->NowMillis()));
+                       : report::FormatModelTable(*models, report::DetectOutputStyle(),
+                                                  SystemClock()->NowMillis()));
   return 0;
 }
 
@@ -58,7 +58,7 @@ int ShowModel(client::TrackingClient& client, const std::string& name, const Mod
     return 0;
   }
   PrintText(report::FormatModelDetails(*model, versions, report::DetectOutputStyle(),
-                                   SystemClock()->NowMillis()));
+                                       SystemClock()->NowMillis()));
   return 0;
 }
 
@@ -76,9 +76,10 @@ int ShowVersion(client::TrackingClient& client, const Result<core::ModelVersion>
       return Fail(run.status());
     }
   }
-  PrintText(flags.json ? report::VersionDetailsJson(*version, details)
-                   : report::FormatVersionDetails(*version, details, report::DetectOutputStyle(),
-                                                  SystemClock()->NowMillis()));
+  PrintText(flags.json
+                ? report::VersionDetailsJson(*version, details)
+                : report::FormatVersionDetails(*version, details, report::DetectOutputStyle(),
+                                               SystemClock()->NowMillis()));
   return 0;
 }
 
@@ -87,8 +88,8 @@ int Show(const ModelsFlags& flags) {
   if (client == nullptr) return 2;
   const std::string& ref = flags.ref;
   if (const size_t at = ref.rfind('@'); at != std::string::npos && at > 0) {
-    return ShowVersion(*client,
-                       client->GetModelVersionByAlias(ref.substr(0, at), ref.substr(at + 1)), flags);
+    return ShowVersion(
+        *client, client->GetModelVersionByAlias(ref.substr(0, at), ref.substr(at + 1)), flags);
   }
   if (const size_t slash = ref.rfind('/'); slash != std::string::npos && slash > 0) {
     return ShowVersion(*client,
@@ -170,8 +171,8 @@ void RegisterModels(CLI::App& app, Action* action) {
 
   CLI::App* promote = AddModelsCommand(
       group, action, "promote",
-      "Point an alias at a version (one call; the move is kept in the alias's history)",
-      Promote, &f);
+      "Point an alias at a version (one call; the move is kept in the alias's history)", Promote,
+      &f);
   promote->add_option("model", f->ref, "Registered model name")->required();
   promote->add_option("version", f->version, "Version number")->required();
   promote->add_option("--alias", f->alias, "The alias to move, e.g. champion")->required();
@@ -182,8 +183,8 @@ void RegisterModels(CLI::App& app, Action* action) {
   rollback->add_option("model", f->ref, "Registered model name")->required();
   rollback->add_option("--alias", f->alias, "The alias to move back")->required();
 
-  CLI::App* history = AddModelsCommand(group, action, "history",
-                                       "Every move of a model's aliases, oldest first", History, &f);
+  CLI::App* history = AddModelsCommand(
+      group, action, "history", "Every move of a model's aliases, oldest first", History, &f);
   history->add_option("model", f->ref, "Registered model name")->required();
   history->add_option("--alias", f->alias, "Only this alias");
 }

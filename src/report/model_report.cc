@@ -75,16 +75,21 @@ std::string FormatModelDetails(const core::RegisteredModel& model,
     out += "\ntags\n" + KeyValueBlock(tags, "  ");
   }
   Table table;
-  table.columns = {{"VERSION", true, false}, {"STAGE", false, false}, {"STATUS", false, false},
-                   {"ALIASES"},           {"RUN", false, false},   {"CREATED", false, false},
+  table.columns = {{"VERSION", true, false},
+                   {"STAGE", false, false},
+                   {"STATUS", false, false},
+                   {"ALIASES"},
+                   {"RUN", false, false},
+                   {"CREATED", false, false},
                    {"SOURCE"}};
   for (const core::ModelVersion& v : versions) {
     std::vector<std::string> aliases;
     for (const core::ModelAlias& a : model.aliases) {
       if (a.version == v.version) aliases.push_back(a.alias);
     }
-    table.rows.push_back({std::to_string(v.version), std::string(core::ModelStageName(v.current_stage)),
-                          StatusText(v), aliases.empty() ? "-" : Joined(aliases),
+    table.rows.push_back({std::to_string(v.version),
+                          std::string(core::ModelStageName(v.current_stage)), StatusText(v),
+                          aliases.empty() ? "-" : Joined(aliases),
                           v.run_id.empty() ? "-" : ShortRunId(v.run_id),
                           FormatCompactTime(v.creation_timestamp, now_millis), v.source});
   }
@@ -142,13 +147,12 @@ std::string VersionDetailsJson(const core::ModelVersion& version,
 std::string FormatAliasHistory(std::span<const core::AliasMove> moves, const OutputStyle& style) {
   if (moves.empty()) return "no alias moves\n";
   Table table;
-  table.columns = {{"TIME", false, false}, {"ALIAS"}, {"MOVE", false, false},
-                   {"VERSION", true, false}, {"BY"}};
+  table.columns = {
+      {"TIME", false, false}, {"ALIAS"}, {"MOVE", false, false}, {"VERSION", true, false}, {"BY"}};
   for (const core::AliasMove& m : moves) {
-    table.rows.push_back({FormatFullTime(m.time), m.alias,
-                          std::string(core::AliasMoveKindName(m.kind)),
-                          m.version ? std::to_string(*m.version) : "-",
-                          m.actor.empty() ? "-" : m.actor});
+    table.rows.push_back(
+        {FormatFullTime(m.time), m.alias, std::string(core::AliasMoveKindName(m.kind)),
+         m.version ? std::to_string(*m.version) : "-", m.actor.empty() ? "-" : m.actor});
   }
   return RenderTable(table, style);
 }
