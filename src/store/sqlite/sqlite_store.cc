@@ -75,12 +75,17 @@ Result<int64_t> RunLogLength(Connection& c, int64_t run) {
 }
 
 // Artifact files whose path starts with `prefix` ("" selects all), in path order.
+// Both bounds are plain comparisons so that SQLite seeks the range in the primary key: an
+// upper bound behind an OR would read every path after the prefix.
 Result<Stmt*> SelectUnder(Connection& c, const std::string& prefix) {
+  if (prefix.empty()) {
+    return c.Prepare("SELECT path, digest, size FROM artifacts ORDER BY path");
+  }
   CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT path, digest, size FROM artifacts WHERE "
-                                             "path >= ? AND (? OR path < ?) ORDER BY path"));
+                                             "path >= ? AND path < ? ORDER BY path"));
   std::string upper = prefix;
-  if (!upper.empty()) upper.back() = static_cast<char>(upper.back() + 1);
-  s->Bind(1, prefix).Bind(2, prefix.empty() ? 1 : 0).Bind(3, upper);
+  upper.back() = static_cast<char>(upper.back() + 1);
+  s->Bind(1, prefix).Bind(2, upper);
   return s;
 }
 
