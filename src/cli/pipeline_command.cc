@@ -2,6 +2,7 @@
 // layer (pipeline/launch.h, run_history.h, budget.h) and what it prints. See docs/pipelines.md.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -130,6 +131,7 @@ class TerminalProgress : public pipeline::Progress {
   }
   void FailedLog(const std::string&, const std::string& path) override { line.FailedLog(path); }
   void Warning(const std::string& text) override { line.Warning(text); }
+  void Note(const std::string& text) override { line.Note(text); }
   void Tick() override { line.Tick(); }
   report::ProgressLine line;
 };
@@ -153,6 +155,11 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
   Result<std::unique_ptr<pipeline::Tracker>> tracker =
       pipeline::StartTracker(p, state.info(), progress);
   if (!tracker.ok()) return Error(tracker.status(), 2);
+  if (*tracker == nullptr &&
+      std::any_of(p.steps.begin(), p.steps.end(),
+                  [](const pipeline::Step& s) { return s.registration.has_value(); })) {
+    progress.Warning("this run is not tracked: steps with `register` register nothing");
+  }
   pipeline::RunnerOptions options{.budget = budget,
                                   .cwd = cwd,
                                   .sbatch_args = flags.sbatch_args,

@@ -16,6 +16,7 @@
 #include "core/mlflow_json.h"
 #include "util/clock.h"
 #include "util/file.h"
+#include "util/hash.h"
 #include "util/json_writer.h"
 
 namespace cairn::client {
@@ -26,6 +27,7 @@ using nlohmann::json;
 
 constexpr std::string_view kJournalSuffix = ".journal";
 constexpr std::string_view kSentSuffix = ".sent";
+constexpr std::string_view kFilesSuffix = ".files";
 constexpr std::string_view kEndPrefix = R"({"op":"end")";
 constexpr std::string_view kHeaderPrefix = R"({"cairn_journal":)";
 
@@ -47,8 +49,48 @@ std::vector<KeyValue> KeyValues(const json& record, const char* name) {
   return out;
 }
 
-// Sends one record; the record was written by this file, so its shape is known.
-Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::string_view line) {
+// The artifact URI a record names, or, for one recorded before the run existed on the
+// server, the run's.
+Result<std::string> ArtifactUriOf(TrackingClient& client, const std::string& run_id,
+                                  const json& record) {
+  std::string artifact_uri = record.value("artifact_uri", "");
+  if (!artifact_uri.empty()) return artifact_uri;
+  CAIRN_ASSIGN_OR_RETURN(core::Run run, client.GetRun(run_id));
+  return run.info.artifact_uri;
+}
+
+// A version of `model` from `source`. Delivered twice (acknowledged, but the count not yet
+// saved when the process died), the version the first delivery made is found and kept.
+Status Register(TrackingClient& client, const std::string& run_id, const json& record,
+                const RunJournal::Notice& notice) {
+  const std::string model = record.value("model", "");
+  const std::string source = record.value("source", "");
+  const std::string alias = record.value("alias", "");
+  Status made = client.CreateRegisteredModel(model);
+  if (!made.ok() && made.code() != StatusCode::kAlreadyExists) return made;
+  std::string version;
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::ModelVersion> earlier,
+                         client.SearchModelVersions("run_id = '" + run_id + "'", 1000));
+  for (const core::ModelVersion& v : earlier) {
+    if (v.name == model && v.source == source) version = std::to_string(v.version);
+  }
+  if (version.empty()) {
+    CAIRN_ASSIGN_OR_RETURN(core::ModelVersion v, client.CreateModelVersion(model, source, run_id));
+    version = std::to_string(v.version);
+  }
+  std::string note = "registered model " + model + " version " + version;
+  if (!alias.empty()) {
+    CAIRN_RETURN_IF_ERROR(client.SetModelAlias(model, alias, version));
+    note += ", alias " + alias;
+  }
+  if (notice) notice(note);
+  return Status::Ok();
+}
+
+// Sends one record; the record was written by this file, so its shape is known. Files of
+// artifact_file records lie in `files`.
+Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::string_view line,
+                     const fs::path& files, const RunJournal::Notice& notice) {
   json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!record.is_object()) return Internal("unreadable journal record for run " + run_id);
   const std::string op = record.value("op", "");
@@ -61,8 +103,8 @@ Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::str
     // MLflow takes at most 1000 metrics, 100 params and 100 tags per request.
     const std::vector<core::Param> params = KeyValues<core::Param>(record, "params");
     const std::vector<core::Tag> tags = KeyValues<core::Tag>(record, "tags");
-    for (size_t i = 0; i < std::max({metrics.size(), params.size() * 10, tags.size() * 10, 
-                                     size_t{1}});
+    for (size_t i = 0;
+         i < std::max({metrics.size(), params.size() * 10, tags.size() * 10, size_t{1}});
          i += 1000) {
       auto slice = [](const auto& v, size_t from, size_t n) {
         using V = std::decay_t<decltype(v)>;
@@ -98,8 +140,8 @@ Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::str
         chunk.offset += static_cast<int64_t>(kRequestBytes);
         CAIRN_RETURN_IF_ERROR(client.AppendRunLog(run_id, {head}).status());
       }
-      if (!part.empty() && (bytes + chunk.data.size() > kRequestBytes ||
-                            part.size() == kRequestChunks)) {
+      if (!part.empty() &&
+          (bytes + chunk.data.size() > kRequestBytes || part.size() == kRequestChunks)) {
         CAIRN_RETURN_IF_ERROR(client.AppendRunLog(run_id, part).status());
         part.clear();
         bytes = 0;
@@ -111,14 +153,20 @@ Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::str
     return client.AppendRunLog(run_id, part).status();
   }
   if (op == "artifact") {
-    std::string artifact_uri = record.value("artifact_uri", "");
-    if (artifact_uri.empty()) {  // recorded before the run existed on the server
-      CAIRN_ASSIGN_OR_RETURN(core::Run run, client.GetRun(run_id));
-      artifact_uri = run.info.artifact_uri;
-    }
+    CAIRN_ASSIGN_OR_RETURN(std::string artifact_uri, ArtifactUriOf(client, run_id, record));
     return client.UploadArtifact(artifact_uri, record.value("path", ""),
                                  record.value("content", ""));
   }
+  if (op == "artifact_file") {
+    CAIRN_ASSIGN_OR_RETURN(std::string artifact_uri, ArtifactUriOf(client, run_id, record));
+    const fs::path file = files / record.value("file", "");
+    if (!fs::is_regular_file(file)) {
+      return NotFound("the file kept for artifact " + record.value("path", "") + " of run " +
+                      run_id + " is gone: " + file.string());
+    }
+    return client.UploadArtifactFile(artifact_uri, record.value("path", ""), file.string());
+  }
+  if (op == "register") return Register(client, run_id, record, notice);
   if (op == "create") {
     std::vector<core::Tag> tags = KeyValues<core::Tag>(record, "tags");
     // The heartbeat recorded at the start may be old by now; the server would fail the run
@@ -128,8 +176,7 @@ Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::str
     }
     return client
         .CreateRunWithId(run_id, "", record.value("experiment_name", ""),
-                         record.value("run_name", ""), record.value("start_time", int64_t{0}),
-                         tags)
+                         record.value("run_name", ""), record.value("start_time", int64_t{0}), tags)
         .status();
   }
   if (op == "end") {
@@ -282,6 +329,40 @@ Status RunJournal::AppendArtifact(const std::string& artifact_uri, const std::st
   return Append(w.Take());
 }
 
+Status RunJournal::AppendArtifactFile(const std::string& artifact_uri, const std::string& path,
+                                      const std::string& local_path) {
+  const fs::path files = fs::path(dir_) / (run_id_ + std::string(kFilesSuffix));
+  CAIRN_RETURN_IF_ERROR(MakeDirs(files.string()));
+  const std::string name = RandomHex(16);
+  const fs::path kept = files / name;
+  // A hard link costs nothing and keeps the bytes even when the file is removed; where the
+  // file lies on another filesystem, it is copied.
+  if (linkat(AT_FDCWD, local_path.c_str(), AT_FDCWD, kept.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+    std::error_code ec;
+    fs::copy_file(local_path, kept, ec);
+    if (ec) {
+      return Internal("keeping " + local_path + " for run " + run_id_ + ": " + ec.message());
+    }
+  }
+  JsonWriter w;
+  w.BeginObject().Key("op").String("artifact_file").Key("artifact_uri").String(artifact_uri);
+  w.Key("path").String(path).Key("file").String(name).EndObject();
+  return Append(w.Take());
+}
+
+Status RunJournal::AppendRegister(const std::string& model, const std::string& source,
+                                  const std::string& alias) {
+  JsonWriter w;
+  w.BeginObject().Key("op").String("register").Key("model").String(model);
+  w.Key("source").String(source).Key("alias").String(alias).EndObject();
+  return Append(w.Take());
+}
+
+void RunJournal::SetNotice(Notice notice) {
+  std::lock_guard<std::mutex> lock(mu_);
+  notice_ = std::move(notice);
+}
+
 Status RunJournal::AppendEnd(core::RunStatus status, int64_t end_time) {
   JsonWriter w;
   w.BeginObject().Key("op").String("end").Key("status").String(core::RunStatusName(status));
@@ -290,7 +371,7 @@ Status RunJournal::AppendEnd(core::RunStatus status, int64_t end_time) {
 }
 
 Status RunJournal::AppendCreate(const std::string& experiment_name, const std::string& run_name,
-                               int64_t start_time, const std::vector<core::Tag>& tags) {
+                                int64_t start_time, const std::vector<core::Tag>& tags) {
   JsonWriter w;
   w.BeginObject().Key("op").String("create").Key("experiment_name").String(experiment_name);
   w.Key("run_name").String(run_name).Key("start_time").Int(start_time);
@@ -311,14 +392,20 @@ Status RunJournal::Deliver(TrackingClient& client) {
       if (sent_ >= records_.size()) break;
       // Records are read back from the file: only their places are kept in memory.
       record.resize(records_[sent_].second);
-      ssize_t got = pread(fd_, record.data(), record.size(),
-                          static_cast<off_t>(records_[sent_].first));
+      ssize_t got =
+          pread(fd_, record.data(), record.size(), static_cast<off_t>(records_[sent_].first));
       if (got != static_cast<ssize_t>(record.size())) {
         result = ErrnoStatus("read", fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)));
         break;
       }
     }
-    result = DeliverRecord(client, run_id_, record);
+    Notice notice;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      notice = notice_;
+    }
+    result = DeliverRecord(client, run_id_, record,
+                           fs::path(dir_) / (run_id_ + std::string(kFilesSuffix)), notice);
     // Refusals of who is asking are kept: with the credentials fixed, `cairn sync` delivers.
     if (!result.ok() && result.code() != StatusCode::kUnavailable &&
         result.code() != StatusCode::kInternal && result.code() != StatusCode::kUnauthenticated &&
@@ -346,8 +433,7 @@ Status RunJournal::Deliver(TrackingClient& client) {
       sent = sent_;
     }
     // Not synced: a count lost in a crash only makes records be delivered again.
-    std::ofstream(fs::path(dir_) / (run_id_ + std::string(kSentSuffix)), std::ios::trunc)
-        << sent;
+    std::ofstream(fs::path(dir_) / (run_id_ + std::string(kSentSuffix)), std::ios::trunc) << sent;
   }
   return result;
 }
@@ -366,6 +452,7 @@ Status RunJournal::Remove() {
   std::error_code ec;
   fs::remove(fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)), ec);
   fs::remove(fs::path(dir_) / (run_id_ + std::string(kSentSuffix)), ec);
+  if (!ec) fs::remove_all(fs::path(dir_) / (run_id_ + std::string(kFilesSuffix)), ec);
   if (ec) return Internal("removing the journal of run " + run_id_ + ": " + ec.message());
   return Status::Ok();
 }
@@ -383,9 +470,9 @@ std::vector<std::string> RunJournal::List(const std::string& dir) {
   return ids;
 }
 
-SyncResult SyncJournals(const std::vector<std::string>& dirs, TrackingClient& client,
-                        const std::function<void(const std::string&, size_t, size_t,
-                                                 const Status&)>& progress) {
+SyncResult SyncJournals(
+    const std::vector<std::string>& dirs, TrackingClient& client,
+    const std::function<void(const std::string&, size_t, size_t, const Status&)>& progress) {
   SyncResult result;
   bool away = false;  // the server cannot be reached: the other journals only wait for it too
   for (const std::string& dir : dirs) {

@@ -10,7 +10,8 @@
 // before Append returns (so a killed wrapper loses nothing) and flushed to disk with
 // fdatasync as soon as a delivery fails (records that must wait survive a crash of the
 // machine too; records the server takes at once need not); <run_id>.sent holds how many
-// records the server has acknowledged. A record delivered twice (acknowledged, but the
+// records the server has acknowledged; <run_id>.files/ holds the files artifact_file records
+// upload. A record delivered twice (acknowledged, but the
 // count not yet saved when the process died) does no harm: every record is idempotent on the
 // server (metric points are deduplicated, params and tags are set to the same values, console
 // chunks carry their offsets, artifacts are replaced by the same bytes).
@@ -18,12 +19,15 @@
 // Records: {"op": "batch", "metrics": [...], "params": [...], "tags": [...]},
 // {"op": "log", "chunks": [{"offset", "stream", "timestamp", "data"}]},
 // {"op": "artifact", "artifact_uri", "path", "content"} (an empty artifact_uri is looked up
-// when delivered), {"op": "end", "status", "end_time"}, and first, for a run started while the
-// server was unreachable, {"op": "create", "experiment_name", "run_name", "start_time",
-// "tags"} (the run id is the journal's).
+// when delivered), {"op": "artifact_file", "artifact_uri", "path", "file"} (the file's bytes
+// kept in <run_id>.files/<file>), {"op": "register", "model", "source", "alias"},
+// {"op": "end", "status", "end_time"}, and first, for a run started while the server was
+// unreachable, {"op": "create", "experiment_name", "run_name", "start_time", "tags"} (the run
+// id is the journal's).
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -58,10 +62,24 @@ class RunJournal {
   Status AppendLog(const std::vector<core::ConsoleChunk>& chunks);
   Status AppendArtifact(const std::string& artifact_uri, const std::string& path,
                         const std::string& content);
+  // The file at `local_path` as the artifact at `path`. The file is kept beside the journal
+  // now (hard-linked where it can be, else copied), so that what is delivered is what it
+  // held when appended.
+  Status AppendArtifactFile(const std::string& artifact_uri, const std::string& path,
+                            const std::string& local_path);
+  // A new version of the registered model `model` (created when missing) from `source`, one
+  // of this run's artifacts (runs:/RUN_ID/PATH), with `alias` (optional) moved to it.
+  Status AppendRegister(const std::string& model, const std::string& source,
+                        const std::string& alias);
   Status AppendEnd(core::RunStatus status, int64_t end_time);
   // The run's creation, for a run started while the server was unreachable: the first record.
   Status AppendCreate(const std::string& experiment_name, const std::string& run_name,
                       int64_t start_time, const std::vector<core::Tag>& tags);
+
+  // Told what a delivered record did, for a person ("registered model m version 3"). By
+  // default such notes go to stderr.
+  using Notice = std::function<void(const std::string&)>;
+  void SetNotice(Notice notice);
 
   // Delivers the records not yet acknowledged, in order, stopping at the first that fails
   // (its error is returned). One delivery at a time; thread-safe.
@@ -87,12 +105,15 @@ class RunJournal {
   const std::string run_id_;
   std::string tracking_uri_;
   int fd_ = -1;
-  mutable std::mutex mu_;  // guards the fields below and appends
+  mutable std::mutex mu_;                             // guards the fields below and appends
   std::vector<std::pair<uint64_t, size_t>> records_;  // (offset, length) of each record
-  uint64_t end_ = 0;                                   // the file's length
+  uint64_t end_ = 0;                                  // the file's length
   size_t sent_ = 0;
   bool ended_ = false;
   bool synced_ = true;  // everything written is on disk
+  Notice notice_ = [](const std::string& text) {
+    std::fprintf(stderr, "cairn: %s\n", text.c_str());
+  };
   std::mutex deliver_mu_;  // one delivery at a time
 };
 
@@ -106,9 +127,9 @@ struct SyncResult {
 // Delivers every journal under `dirs` that has records pending for the client's server,
 // removing the ones that are complete; journals of other servers are left alone. Reports each
 // run delivered to through `progress` (run id, delivered, still pending, error).
-SyncResult SyncJournals(const std::vector<std::string>& dirs, TrackingClient& client,
-                        const std::function<void(const std::string&, size_t, size_t,
-                                                 const Status&)>& progress);
+SyncResult SyncJournals(
+    const std::vector<std::string>& dirs, TrackingClient& client,
+    const std::function<void(const std::string&, size_t, size_t, const Status&)>& progress);
 
 // <data dir>/journal, the data dir being $CAIRN_HOME or ./.cairn, as for the server.
 std::string DefaultJournalDir();

@@ -42,6 +42,29 @@ TEST_F(RunJournalTest, RecordsSurviveReopenAndAPartialLastLineIsDropped) {
   EXPECT_EQ(RunJournal::List(dir_), std::vector<std::string>{"r1"});
 }
 
+TEST_F(RunJournalTest, AFileArtifactKeepsTheBytesItHadWhenAppendedUntilRemoved) {
+  fs::create_directories(dir_);
+  const fs::path file = fs::path(dir_) / "weights.bin";
+  std::ofstream(file) << "first";
+  auto j = RunJournal::Open(dir_, "r5");
+  ASSERT_TRUE(j.ok());
+  ASSERT_TRUE((*j)->AppendArtifactFile("", "outputs/weights.bin", file.string()).ok());
+  ASSERT_TRUE((*j)->AppendRegister("clf", "runs:/r5/outputs/weights.bin", "candidate").ok());
+  EXPECT_EQ((*j)->pending(), 2u);
+  // The step's next run removes its outputs and writes new ones.
+  fs::remove(file);
+  std::ofstream(file) << "second";
+  std::vector<std::string> kept;
+  for (const auto& e : fs::directory_iterator(fs::path(dir_) / "r5.files")) {
+    std::ifstream in(e.path());
+    kept.push_back(std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+  EXPECT_EQ(kept, std::vector<std::string>{"first"});
+  EXPECT_FALSE((*j)->AppendArtifactFile("", "x", (fs::path(dir_) / "missing").string()).ok());
+  ASSERT_TRUE((*j)->Remove().ok());
+  EXPECT_FALSE(fs::exists(fs::path(dir_) / "r5.files"));
+}
+
 TEST_F(RunJournalTest, AJournalInUseCannotBeOpenedTwice) {
   auto first = RunJournal::Open(dir_, "r2");
   ASSERT_TRUE(first.ok());
@@ -68,8 +91,7 @@ TEST_F(RunJournalTest, UnreachableServerLeavesEverythingPending) {
   size_t reported = 0;
   j->reset();
   SyncResult result = SyncJournals(
-      {dir_}, **client,
-      [&](const std::string& run, size_t delivered, size_t left, const Status&) {
+      {dir_}, **client, [&](const std::string& run, size_t delivered, size_t left, const Status&) {
         EXPECT_EQ(run, "r3");
         EXPECT_EQ(delivered, 0u);
         EXPECT_EQ(left, 2u);
@@ -95,7 +117,8 @@ TEST_F(RunJournalTest, RecordsGoOnlyToTheServerTheRunWasStartedAgainst) {
   reopened->reset();
   // A journal without a header (written before journals named their server) goes anywhere.
   std::ofstream(fs::path(dir_) / "r5.journal") << R"({"op":"batch","metrics":[],"params":[],)"
-                                               << R"("tags":[]})" << "\n";
+                                               << R"("tags":[]})"
+                                               << "\n";
 
   ClientOptions options;
   options.tracking_uri = "http://127.0.0.1:9";  // nothing listens there
@@ -103,8 +126,8 @@ TEST_F(RunJournalTest, RecordsGoOnlyToTheServerTheRunWasStartedAgainst) {
   auto client = TrackingClient::Create(options);
   ASSERT_TRUE(client.ok());
   std::vector<std::string> delivered_to;
-  SyncResult result = SyncJournals(
-      {dir_}, **client, [&](const std::string& run, size_t, size_t, const Status& s) {
+  SyncResult result =
+      SyncJournals({dir_}, **client, [&](const std::string& run, size_t, size_t, const Status& s) {
         EXPECT_EQ(s.code(), StatusCode::kUnavailable);
         delivered_to.push_back(run);
       });

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -137,8 +137,8 @@ core::Run DecodeRun(const json& j) {
   auto data = j.find("data");
   if (data == j.end()) return run;
   for (const json& m : data->value("metrics", json::array())) {
-    run.data.metrics.push_back({Str(m, "key"), Number(m, "value"), Int(m, "timestamp"),
-                                Int(m, "step")});
+    run.data.metrics.push_back(
+        {Str(m, "key"), Number(m, "value"), Int(m, "timestamp"), Int(m, "step")});
   }
   for (const json& p : data->value("params", json::array())) {
     run.data.params.push_back({Str(p, "key"), Str(p, "value")});
@@ -375,10 +375,9 @@ struct TrackingClient::Impl {
     if (headers != nullptr) api.slist_free_all(headers);
     if (file != nullptr) std::fclose(file);
     if (rc != CURLE_OK) {
-      return Unavailable("cannot reach the tracking server at " + options.tracking_uri + " (" +
-                         (error[0] != '\0' ? std::string(error)
-                                           : std::string(api.easy_strerror(rc))) +
-                         ")");
+      return Unavailable(
+          "cannot reach the tracking server at " + options.tracking_uri + " (" +
+          (error[0] != '\0' ? std::string(error) : std::string(api.easy_strerror(rc))) + ")");
     }
     api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
     return reply;
@@ -434,8 +433,7 @@ struct TrackingClient::Impl {
     return PostText(endpoint, prefix + "/api/2.0/mlflow/" + endpoint, text);
   }
 
-  Result<json> PostText(const std::string& what, const std::string& path,
-                        std::string_view text) {
+  Result<json> PostText(const std::string& what, const std::string& path, std::string_view text) {
     Request r;
     r.method = "POST";
     r.path = path;
@@ -538,8 +536,8 @@ Result<std::string> TrackingClient::GetOrCreateExperiment(const std::string& nam
 }
 
 Result<core::Experiment> TrackingClient::GetExperiment(const std::string& experiment_id) {
-  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("experiments/get",
-                                            "experiment_id=" + PercentEncode(experiment_id)));
+  CAIRN_ASSIGN_OR_RETURN(
+      json r, impl_->Get("experiments/get", "experiment_id=" + PercentEncode(experiment_id)));
   const json& e = r["experiment"];
   core::Experiment out;
   out.experiment_id = Str(e, "experiment_id");
@@ -607,8 +605,8 @@ Result<std::string> TrackingClient::DownloadArtifact(const std::string& artifact
 }
 
 Result<core::RunInfo> TrackingClient::CreateRun(const std::string& experiment_id,
-                                                 const std::string& run_name, int64_t start_time,
-                                                 const std::vector<core::Tag>& tags) {
+                                                const std::string& run_name, int64_t start_time,
+                                                const std::vector<core::Tag>& tags) {
   JsonWriter w;
   w.BeginObject().Key("experiment_id").String(experiment_id);
   WriteRunStart(w, run_name, start_time, tags);
@@ -617,12 +615,9 @@ Result<core::RunInfo> TrackingClient::CreateRun(const std::string& experiment_id
   return DecodeRunInfo(r["run"]["info"]);
 }
 
-Result<core::RunInfo> TrackingClient::CreateRunWithId(const std::string& run_id,
-                                                       const std::string& experiment_id,
-                                                       const std::string& experiment_name,
-                                                       const std::string& run_name,
-                                                       int64_t start_time,
-                                                       const std::vector<core::Tag>& tags) {
+Result<core::RunInfo> TrackingClient::CreateRunWithId(
+    const std::string& run_id, const std::string& experiment_id, const std::string& experiment_name,
+    const std::string& run_name, int64_t start_time, const std::vector<core::Tag>& tags) {
   JsonWriter w;
   w.BeginObject().Key("run_id").String(run_id);
   if (!experiment_id.empty()) w.Key("experiment_id").String(experiment_id);
@@ -670,17 +665,17 @@ Result<core::RegisteredModel> TrackingClient::GetRegisteredModel(const std::stri
 
 Result<core::ModelVersion> TrackingClient::GetModelVersion(const std::string& name,
                                                            const std::string& version) {
-  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("model-versions/get",
-                                            "name=" + PercentEncode(name) +
-                                                "&version=" + PercentEncode(version)));
+  CAIRN_ASSIGN_OR_RETURN(
+      json r, impl_->Get("model-versions/get",
+                         "name=" + PercentEncode(name) + "&version=" + PercentEncode(version)));
   return DecodeModelVersion(r["model_version"]);
 }
 
 Result<core::ModelVersion> TrackingClient::GetModelVersionByAlias(const std::string& name,
                                                                   const std::string& alias) {
-  CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("registered-models/alias",
-                                            "name=" + PercentEncode(name) +
-                                                "&alias=" + PercentEncode(alias)));
+  CAIRN_ASSIGN_OR_RETURN(
+      json r, impl_->Get("registered-models/alias",
+                         "name=" + PercentEncode(name) + "&alias=" + PercentEncode(alias)));
   return DecodeModelVersion(r["model_version"]);
 }
 
@@ -696,18 +691,31 @@ Result<std::vector<core::ModelVersion>> TrackingClient::SearchModelVersions(
   return out;
 }
 
+Status TrackingClient::CreateRegisteredModel(const std::string& name) {
+  return impl_->Post("registered-models/create", json{{"name", name}}).status();
+}
+
+Result<core::ModelVersion> TrackingClient::CreateModelVersion(const std::string& name,
+                                                              const std::string& source,
+                                                              const std::string& run_id) {
+  CAIRN_ASSIGN_OR_RETURN(json r,
+                         impl_->Post("model-versions/create",
+                                     json{{"name", name}, {"source", source}, {"run_id", run_id}}));
+  return DecodeModelVersion(r["model_version"]);
+}
+
 Status TrackingClient::SetModelAlias(const std::string& name, const std::string& alias,
                                      const std::string& version) {
-  return impl_->Post("registered-models/alias",
-                     json{{"name", name}, {"alias", alias}, {"version", version}})
+  return impl_
+      ->Post("registered-models/alias",
+             json{{"name", name}, {"alias", alias}, {"version", version}})
       .status();
 }
 
 Result<std::optional<int64_t>> TrackingClient::RollbackModelAlias(const std::string& name,
                                                                   const std::string& alias) {
-  CAIRN_ASSIGN_OR_RETURN(std::string body,
-                         CallJson("POST", "/api/cairn/v1/models/rollback",
-                                  json{{"name", name}, {"alias", alias}}.dump()));
+  CAIRN_ASSIGN_OR_RETURN(std::string body, CallJson("POST", "/api/cairn/v1/models/rollback",
+                                                    json{{"name", name}, {"alias", alias}}.dump()));
   json r = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (r.is_discarded() || !r.contains("version")) return Unavailable("unreadable answer: " + body);
   if (r["version"].is_null()) return std::optional<int64_t>();
@@ -735,8 +743,7 @@ Result<std::vector<core::AliasMove>> TrackingClient::ModelAliasHistory(const std
   return out;
 }
 
-Status TrackingClient::LogBatch(const std::string& run_id,
-                                const std::vector<core::Metric>& metrics,
+Status TrackingClient::LogBatch(const std::string& run_id, const std::vector<core::Metric>& metrics,
                                 const std::vector<core::Param>& params,
                                 const std::vector<core::Tag>& tags) {
   JsonWriter w;
@@ -752,8 +759,7 @@ Status TrackingClient::LogBatch(const std::string& run_id,
 
 Status TrackingClient::SetTag(const std::string& run_id, const std::string& key,
                               const std::string& value) {
-  return impl_->Post("runs/set-tag", {{"run_id", run_id}, {"key", key}, {"value", value}})
-      .status();
+  return impl_->Post("runs/set-tag", {{"run_id", run_id}, {"key", key}, {"value", value}}).status();
 }
 
 Status TrackingClient::UpdateRun(const std::string& run_id, core::RunStatus status,

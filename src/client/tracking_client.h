@@ -60,8 +60,7 @@ class TrackingClient {
   // experiment `experiment_id`, else the one named `experiment_name` (created when missing),
   // else Default. A run that exists already is returned as it is. Fills run_id,
   // experiment_id and artifact_uri.
-  Result<core::RunInfo> CreateRunWithId(const std::string& run_id,
-                                        const std::string& experiment_id,
+  Result<core::RunInfo> CreateRunWithId(const std::string& run_id, const std::string& experiment_id,
                                         const std::string& experiment_name,
                                         const std::string& run_name, int64_t start_time,
                                         const std::vector<core::Tag>& tags);
@@ -73,13 +72,17 @@ class TrackingClient {
                                                                     int64_t max_results);
   // With its latest version in each stage and its aliases.
   Result<core::RegisteredModel> GetRegisteredModel(const std::string& name);
-  Result<core::ModelVersion> GetModelVersion(const std::string& name,
-                                             const std::string& version);
+  Result<core::ModelVersion> GetModelVersion(const std::string& name, const std::string& version);
   Result<core::ModelVersion> GetModelVersionByAlias(const std::string& name,
                                                     const std::string& alias);
   // One page of versions matching the filter, in the server's default order (newest first).
   Result<std::vector<core::ModelVersion>> SearchModelVersions(const std::string& filter,
                                                               int64_t max_results);
+  // AlreadyExists when a model has that name.
+  Status CreateRegisteredModel(const std::string& name);
+  // A new version of `name` made from `source` (runs:/RUN_ID/PATH), linked to `run_id`.
+  Result<core::ModelVersion> CreateModelVersion(const std::string& name, const std::string& source,
+                                                const std::string& run_id);
   Status SetModelAlias(const std::string& name, const std::string& alias,
                        const std::string& version);
   // cairn's rollback: the version the alias names afterwards (nullopt: none).

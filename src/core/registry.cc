@@ -1,8 +1,42 @@
 #include "core/registry.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "util/strings.h"
 
 namespace cairn::core {
+
+namespace {
+
+constexpr size_t kMaxAliasLength = 255;
+
+bool IsWordChar(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
+
+}  // namespace
+
+Status ValidateModelAlias(std::string_view alias) {
+  const std::string text(alias);
+  if (text.empty()) return InvalidArgument("Registered model alias name cannot be empty.");
+  if (!std::all_of(text.begin(), text.end(),
+                   [](unsigned char c) { return IsWordChar(c) || c == '-'; })) {
+    return InvalidArgument("Invalid alias name: '" + text +
+                           "'. Names may only contain alphanumerics, underscores (_), and "
+                           "dashes (-).");
+  }
+  if (text.size() > kMaxAliasLength) {
+    return InvalidArgument("Registered model alias name '" + text.substr(0, 250) + "' had length " +
+                           std::to_string(text.size()) + ", which exceeded length limit of 255");
+  }
+  if (AsciiLower(text) == "latest") {
+    return InvalidArgument("'latest' alias name (case insensitive) is reserved.");
+  }
+  if (text.size() > 1 && (text[0] == 'v' || text[0] == 'V') &&
+      std::all_of(text.begin() + 1, text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return InvalidArgument("Version alias name '" + text + "' is reserved.");
+  }
+  return Status::Ok();
+}
 
 std::string_view ModelStageName(ModelStage stage) {
   switch (stage) {

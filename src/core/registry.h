@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "util/status.h"
 
 namespace cairn::core {
 
@@ -21,6 +22,10 @@ enum class ModelStage { kNone, kStaging, kProduction, kArchived };
 std::string_view ModelStageName(ModelStage stage);  // "None", "Staging", ...
 // Case-insensitive, as MLflow reads them.
 bool ParseModelStage(std::string_view text, ModelStage* out);
+
+// MLflow's rules for an alias: word characters and '-', at most 255 of them, and neither
+// "latest" nor a version's own name ("v3"). InvalidArgument in MLflow's words otherwise.
+Status ValidateModelAlias(std::string_view alias);
 
 enum class ModelVersionStatus { kPendingRegistration, kFailedRegistration, kReady };
 std::string_view ModelVersionStatusName(ModelVersionStatus status);  // "READY", ...

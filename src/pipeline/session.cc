@@ -8,9 +8,9 @@
 
 #include "capture/code_state.h"
 #include "env/env_store.h"
+#include "env/install/venv_layout.h"
 #include "env/lock.h"
 #include "env/project_env.h"
-#include "env/install/venv_layout.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -310,6 +310,9 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
     r.cached_from_run = cached_from_run_[index];
     if (started_.count(index) != 0) r.log_path = state_.log_dir() + "/" + LogFileName(step.id);
     r.outputs_json = outputs_json_[index];
+    if (state == StepState::kDone && step.registration) {
+      r.registered_output = (fs::path(options_.workdir) / step.registration->path).string();
+    }
     options_.tracker->StepEnded(step, r);
     e.run_id = options_.tracker->StepRun(step);
   }

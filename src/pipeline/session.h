@@ -36,6 +36,8 @@ class Progress {
   // A failed step's log file.
   virtual void FailedLog(const std::string& step, const std::string& log_path) {}
   virtual void Warning(const std::string& text) = 0;
+  // Something done on the side, for a person: "registered model m version 3, alias a".
+  virtual void Note(const std::string& text) {}
   // Called while steps run, at least every 100 ms: a moment to redraw a live display.
   virtual void Tick() {}
 };

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "core/registry.h"
 #include "env/yaml_document.h"
 
 namespace cairn::pipeline {
@@ -124,7 +125,7 @@ class Reader {
     }
     if (!CheckKeys(node, at,
                    {"run", "needs", "inputs", "outputs", "code", "params", "variables", "env",
-                    "resources", "retries", "timeout", "cache", "foreach"})) {
+                    "resources", "retries", "timeout", "cache", "foreach", "register"})) {
       return s;
     }
     if (const YAML::Node n = node["run"]; n) {
@@ -148,6 +149,8 @@ class Reader {
       s.foreach = Scalars(n, at + ".foreach");
       if (s.foreach.empty() && n.IsSequence()) Problem(at + ".foreach", "is an empty list");
     }
+    if (const YAML::Node n = node["register"]; n)
+      s.registration = ReadRegister(n, at + ".register");
     return s;
   }
 
@@ -244,6 +247,28 @@ class Reader {
     } else {
       Problem(field, "must be true or false, got '" + text + "'");
     }
+  }
+
+  // `register: {model: NAME, path: OUTPUT, alias: ALIAS}`; the path is checked against the
+  // outputs once parameters are substituted.
+  std::optional<Registration> ReadRegister(const YAML::Node& n, const std::string& field) {
+    if (!CheckKeys(n, field, {"model", "path", "alias"})) return std::nullopt;
+    Registration r;
+    bool ok = true;
+    const std::pair<const char*, std::string*> fields[] = {
+        {"model", &r.model}, {"path", &r.path}, {"alias", &r.alias}};
+    for (const auto& [key, out] : fields) {
+      if (n[key] && !Scalar(n[key], field + "." + key, out)) ok = false;
+    }
+    if (ok && r.model.empty()) {
+      Problem(field + ".model", "is missing: the registered model the output becomes a version of");
+      ok = false;
+    }
+    if (ok && r.path.empty()) {
+      Problem(field + ".path", "is missing: the output that becomes the version's files");
+      ok = false;
+    }
+    return ok ? std::optional<Registration>(r) : std::nullopt;
   }
 
   std::vector<std::string>* problems_;
@@ -565,6 +590,40 @@ class PathResolver {
   std::string base_;  // `dir` normalised when absolute, else ""
 };
 
+// A step's `register` with parameters substituted, its path resolved and checked: it must be
+// one of the step's outputs or lie inside one.
+std::optional<Registration> Register(const Step& step, const Registration& spec, Substituter& sub,
+                                     const PathResolver& resolver,
+                                     std::vector<std::string>* problems) {
+  const std::string at = "steps." + step.spec_name + ".register";
+  Registration r;
+  r.model = sub.Apply(spec.model, at + ".model");
+  r.alias = sub.Apply(spec.alias, at + ".alias");
+  bool ok = true;
+  if (r.model.empty()) {
+    problems->push_back(at + ".model: is empty once parameters are substituted");
+    ok = false;
+  }
+  if (!r.alias.empty()) {
+    if (Status valid = core::ValidateModelAlias(r.alias); !valid.ok()) {
+      problems->push_back(at + ".alias: " + valid.message());
+      ok = false;
+    }
+  }
+  std::vector<std::string> path = resolver.Resolve({spec.path}, sub, at + ".path", true, problems);
+  if (path.empty()) return std::nullopt;
+  r.path = path[0];
+  const bool among = std::any_of(step.outputs.begin(), step.outputs.end(),
+                                 [&](const std::string& out) { return Within(r.path, out); });
+  if (!among) {
+    problems->push_back(at + ".path: " + r.path + " is not among the step's outputs (" +
+                        (step.outputs.empty() ? "it declares none" : Join(step.outputs, ", ")) +
+                        ")");
+    ok = false;
+  }
+  return ok ? std::optional<Registration>(r) : std::nullopt;
+}
+
 // One runnable instance of `s`; `item` is null outside a fan-out.
 Step Instantiate(const StepSpec& s, const std::string& pipeline_env, const std::string* item,
                  const std::map<std::string, std::string>& own, const PathResolver& resolver,
@@ -588,6 +647,8 @@ Step Instantiate(const StepSpec& s, const std::string& pipeline_env, const std::
   step.retries = s.retries;
   step.timeout_ms = s.timeout_ms;
   step.cache = s.cache;
+  // After `params` is taken: parameters used only here do not change the cache key.
+  if (s.registration) step.registration = Register(step, *s.registration, sub, resolver, problems);
   return step;
 }
 

@@ -2,10 +2,10 @@
 //
 // The spec names steps; each has a command (`run`), the steps it waits for (`needs`), the
 // files and directories it reads (`inputs`) and writes (`outputs`), its own parameters,
-// environment variables, Python environment, resources, retries, timeout and whether it is
-// cached. `foreach` fans a step out into one instance per item. ${params.NAME} and, in a
-// fan-out, ${item} are substituted into commands, paths and variables; any other ${...} is
-// left for the shell.
+// environment variables, Python environment, resources, retries, timeout, whether it is
+// cached and which output, if any, it registers as a model version. `foreach` fans a step out into
+// one instance per item. ${params.NAME} and, in a fan-out, ${item} are substituted into commands,
+// paths and variables; any other ${...} is left for the shell.
 //
 // Reading happens in two stages, each collecting every problem instead of stopping at the
 // first, so that `cairn pipeline validate` names them all at once:
@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,15 @@ struct RetryPolicy {
   int64_t backoff_ms = 0;  // wait before the first retry; doubles for each later one
 };
 
+// `register`: when the step runs (not when its outputs come from the cache), the output at
+// `path` becomes a new version of the registered model `model`, and `alias`, when given,
+// moves to it.
+struct Registration {
+  std::string model;
+  std::string path;   // one of the step's outputs, or a path inside one
+  std::string alias;  // "" for none
+};
+
 struct StepSpec {
   std::string name;
   int line = 0;  // where the step starts in the file (1-based), for messages
@@ -64,6 +74,7 @@ struct StepSpec {
   bool cache = true;
   bool has_foreach = false;
   std::vector<std::string> foreach;  // the items, or one "${params.NAME}" to expand later
+  std::optional<Registration> registration;
 };
 
 struct PipelineSpec {
@@ -104,6 +115,9 @@ struct Step {
   RetryPolicy retries;
   int64_t timeout_ms = 0;
   bool cache = true;
+  // With parameters substituted and the path normalised like `outputs`. Not part of the
+  // step's cache key: registering changes nothing the step writes.
+  std::optional<Registration> registration;
   std::vector<size_t> deps;  // indexes of the steps this one waits for, sorted
 };
 

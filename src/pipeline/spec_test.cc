@@ -290,6 +290,70 @@ TEST(PipelineSpecTest, ShapeProblems) {
                   "must be inside it"));
 }
 
+TEST(PipelineSpecTest, RegisterNamesAnOutputAndTakesParameters) {
+  std::vector<std::string> problems;
+  Pipeline p = Expand(R"(
+name: n
+params: {model: clf, alias: candidate, size: small}
+steps:
+  train:
+    foreach: [a, b]
+    run: python train.py --out out/${item}/
+    outputs: ["out/${item}/"]
+    register:
+      model: ${params.model}-${item}
+      path: ./out/${item}/weights
+      alias: ${params.alias}
+  plain:
+    run: echo ${params.size} > size.txt
+    outputs: [size.txt]
+)",
+                      &problems);
+  ASSERT_THAT(problems, IsEmpty());
+  ASSERT_EQ(p.steps.size(), 3u);
+  ASSERT_TRUE(p.steps[1].registration.has_value());
+  EXPECT_EQ(p.steps[1].registration->model, "clf-b");
+  EXPECT_EQ(p.steps[1].registration->path, "out/b/weights");
+  EXPECT_EQ(p.steps[1].registration->alias, "candidate");
+  // Parameters used only by `register` stay out of the cache key.
+  EXPECT_EQ(p.steps[1].params.count("model"), 0u);
+  EXPECT_EQ(p.steps[1].params.count("alias"), 0u);
+  EXPECT_FALSE(p.steps[2].registration.has_value());
+}
+
+TEST(PipelineSpecTest, RegisterProblems) {
+  std::vector<std::string> problems;
+  Expand(R"(
+name: n
+steps:
+  a:
+    run: x
+    outputs: [model/]
+    register: {model: m, path: other.pt, alias: latest}
+  b:
+    run: x
+    register: {path: model.pt, colour: red}
+  c:
+    run: x
+    outputs: [c.pt]
+    register: {model: m, path: c.pt, alias: v2}
+  d:
+    run: x
+    outputs: [d.pt]
+    register: d.pt
+)",
+         &problems);
+  EXPECT_THAT(problems,
+              UnorderedElementsAre(
+                  "steps.a.register.alias: 'latest' alias name (case insensitive) is reserved.",
+                  "steps.a.register.path: other.pt is not among the step's outputs (model)",
+                  "steps.b.register.colour: is not a known key (known: model, path, alias)",
+                  "steps.b.register.model: is missing: the registered model the output becomes "
+                  "a version of",
+                  "steps.c.register.alias: Version alias name 'v2' is reserved.",
+                  "steps.d.register: must be a mapping"));
+}
+
 TEST(PipelineSpecTest, DurationsAndMemory) {
   EXPECT_EQ(*ParseDuration("90"), 90'000);
   EXPECT_EQ(*ParseDuration("1.5"), 1'500);

@@ -1,7 +1,9 @@
 #include "pipeline/tracker.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,8 @@
 
 namespace cairn::pipeline {
 namespace {
+
+namespace fs = std::filesystem;
 
 // A step's console log goes up in pieces of this size.
 constexpr size_t kLogChunkBytes = 1 << 20;
@@ -72,6 +76,35 @@ struct Tracker::Impl {
     return s;
   }
 
+  // The output's files as the run's artifacts under outputs/, then a version made of them.
+  Status Register(RunRecords& j, const Registration& reg, const std::string& local) {
+    const std::string artifact = "outputs/" + reg.path;
+    std::error_code ec;
+    size_t files = 0;
+    if (fs::is_regular_file(local, ec)) {
+      CAIRN_RETURN_IF_ERROR(j.AppendArtifactFile(artifact, local));
+      ++files;
+    } else if (fs::is_directory(local, ec)) {
+      std::vector<std::string> paths;
+      for (auto it = fs::recursive_directory_iterator(local, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec)) paths.push_back(it->path().string());
+      }
+      std::sort(paths.begin(), paths.end());
+      for (const std::string& p : paths) {
+        const std::string rel = fs::path(p).lexically_relative(local).generic_string();
+        CAIRN_RETURN_IF_ERROR(j.AppendArtifactFile(artifact + "/" + rel, p));
+        ++files;
+      }
+    }
+    if (files == 0) {
+      progress->Warning("step output " + reg.path + " holds no files; nothing was registered as " +
+                        reg.model);
+      return Status::Ok();
+    }
+    return j.AppendRegister(reg.model, "runs:/" + j.run_id() + "/" + artifact, reg.alias);
+  }
+
   void Work() {
     for (;;) {
       RunRecords* journal = nullptr;
@@ -117,7 +150,9 @@ std::string Tracker::ExperimentId() const { return impl_->experiment_id; }
 Result<std::unique_ptr<Tracker>> Tracker::Start(const std::string& tracking_uri,
                                                 const Pipeline& pipeline, const RunInfo& run,
                                                 Progress& progress) {
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingSink> sink, NewJournalSink(tracking_uri));
+  CAIRN_ASSIGN_OR_RETURN(
+      std::unique_ptr<TrackingSink> sink,
+      NewJournalSink(tracking_uri, [&progress](const std::string& text) { progress.Note(text); }));
   return Start(std::move(sink), pipeline, run, progress);
 }
 
@@ -225,6 +260,9 @@ void Tracker::StepEnded(const Step& step, const StepRecord& r) {
     }
   }
   if (s.ok() && !r.outputs_json.empty()) s = j.AppendArtifact("cairn/outputs.json", r.outputs_json);
+  if (s.ok() && step.registration && !r.registered_output.empty()) {
+    s = d.Register(j, *step.registration, r.registered_output);
+  }
   if (s.ok()) s = j.AppendEnd(StatusOf(r.state), SystemClock()->NowMillis());
   if (!s.ok()) d.progress->Warning("cannot record step " + step.id + ": " + s.message());
   d.Enqueue(&j);

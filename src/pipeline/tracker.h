@@ -3,7 +3,8 @@
 // is restored from the cache is a child run (`mlflow.parentRunId`) with its command,
 // parameters, state, exit code, cache key, console log (the step's log file) and the list of
 // its outputs (cairn/outputs.json). A cached step's run names the run that produced its
-// outputs (cairn.step.cached_from_run).
+// outputs (cairn.step.cached_from_run). A step that ran and has `register` uploads that output
+// as its run's artifacts under outputs/ and makes it a version of the registered model.
 //
 // Everything goes through a TrackingSink (tracking_sink.h), by default run journals, so that a
 // tracking server that is down or goes away loses nothing: records wait and `cairn sync`
@@ -34,6 +35,9 @@ struct StepRecord {
   std::string cached_from_run;  // a cached step: the tracking run of the step that produced it
   std::string log_path;         // uploaded as the run's console log
   std::string outputs_json;     // cairn/outputs.json, when the step has outputs
+  // Where the output the step registers (Step::registration) lies on this machine; empty when
+  // there is none or the step did not run.
+  std::string registered_output;
   int64_t start_ms = 0;
 };
 

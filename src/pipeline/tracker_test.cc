@@ -210,5 +210,50 @@ TEST(TrackerTest, AServerThatIsDownKeepsTheRecordsAndWarnsOnce) {
   EXPECT_THAT(f.progress.warnings[1], HasSubstr("2 run(s) of this pipeline are not on the"));
 }
 
+TEST(TrackerTest, AStepThatRanRegistersItsOutputFromItsOwnRun) {
+  fakes::TempDir dir("tracker-register");
+  std::filesystem::create_directories(dir / "model" / "sub");
+  std::ofstream(dir / "model" / "weights.bin") << "w1";
+  std::ofstream(dir / "model" / "sub" / "config.json") << "{}";
+  Fixture f;
+  f.pipeline.steps[1].registration = Registration{"clf", "model", "candidate"};
+  std::unique_ptr<Tracker> tracker = f.Start();
+  ASSERT_NE(tracker, nullptr);
+  const std::string train_run = tracker->StepRun(f.pipeline.steps[1]);
+  StepRecord trained = Record("done");
+  trained.registered_output = (dir / "model").string();
+  tracker->StepEnded(f.pipeline.steps[1], trained);
+  // Changed after the step ended: what was recorded is what the step wrote.
+  std::ofstream(dir / "model" / "weights.bin") << "changed";
+  tracker->Finish(true, false);
+
+  const fakes::FakeRun run = f.server->Runs().at(train_run);
+  EXPECT_EQ(run.artifacts.at("outputs/model/weights.bin"), "w1");
+  EXPECT_EQ(run.artifacts.at("outputs/model/sub/config.json"), "{}");
+  ASSERT_THAT(run.registered, SizeIs(1));
+  EXPECT_EQ(run.registered[0].model, "clf");
+  EXPECT_EQ(run.registered[0].source, "runs:/" + train_run + "/outputs/model");
+  EXPECT_EQ(run.registered[0].alias, "candidate");
+}
+
+TEST(TrackerTest, ACachedStepOrAnEmptyOutputRegistersNothing) {
+  fakes::TempDir dir("tracker-register-none");
+  std::filesystem::create_directories(dir / "empty");
+  Fixture f;
+  f.pipeline.steps[0].registration = Registration{"clf", "model", ""};
+  f.pipeline.steps[1].registration = Registration{"clf", "empty", ""};
+  std::unique_ptr<Tracker> tracker = f.Start();
+  ASSERT_NE(tracker, nullptr);
+  StepRecord cached = Record("cached");  // the session gives no registered_output
+  tracker->StepEnded(f.pipeline.steps[0], cached);
+  StepRecord empty = Record("done");
+  empty.registered_output = (dir / "empty").string();
+  tracker->StepEnded(f.pipeline.steps[1], empty);
+  tracker->Finish(true, false);
+  for (const auto& [id, run] : f.server->Runs()) EXPECT_THAT(run.registered, IsEmpty()) << id;
+  ASSERT_THAT(f.progress.warnings, SizeIs(1));
+  EXPECT_THAT(f.progress.warnings[0], HasSubstr("step output empty holds no files"));
+}
+
 }  // namespace
 }  // namespace cairn::pipeline

@@ -29,6 +29,13 @@ class JournalRecords : public RunRecords {
   Status AppendArtifact(const std::string& path, const std::string& content) override {
     return journal_->AppendArtifact("", path, content);
   }
+  Status AppendArtifactFile(const std::string& path, const std::string& local_path) override {
+    return journal_->AppendArtifactFile("", path, local_path);
+  }
+  Status AppendRegister(const std::string& model, const std::string& source,
+                        const std::string& alias) override {
+    return journal_->AppendRegister(model, source, alias);
+  }
   Status AppendEnd(core::RunStatus status, int64_t end_ms) override {
     return journal_->AppendEnd(status, end_ms);
   }
@@ -43,7 +50,8 @@ class JournalRecords : public RunRecords {
 
 class JournalSink : public TrackingSink {
  public:
-  explicit JournalSink(std::unique_ptr<TrackingClient> client) : client_(std::move(client)) {}
+  JournalSink(std::unique_ptr<TrackingClient> client, RunJournal::Notice notice)
+      : client_(std::move(client)), notice_(std::move(notice)) {}
 
   const std::string& tracking_uri() const override { return client_->tracking_uri(); }
 
@@ -54,6 +62,7 @@ class JournalSink : public TrackingSink {
       j = RunJournal::Open(client::FallbackJournalDir(), run_id, client_->tracking_uri());
     }
     if (!j.ok()) return j.status();
+    if (notice_) (*j)->SetNotice(notice_);
     return std::unique_ptr<RunRecords>(new JournalRecords(std::move(*j), *client_));
   }
 
@@ -64,15 +73,17 @@ class JournalSink : public TrackingSink {
 
  private:
   std::unique_ptr<TrackingClient> client_;
+  RunJournal::Notice notice_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<TrackingSink>> NewJournalSink(const std::string& tracking_uri) {
+Result<std::unique_ptr<TrackingSink>> NewJournalSink(
+    const std::string& tracking_uri, std::function<void(const std::string&)> notice) {
   client::ClientOptions options;
   options.tracking_uri = tracking_uri;
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingClient> client, TrackingClient::Create(options));
-  return std::unique_ptr<TrackingSink>(new JournalSink(std::move(client)));
+  return std::unique_ptr<TrackingSink>(new JournalSink(std::move(client), std::move(notice)));
 }
 
 }  // namespace cairn::pipeline

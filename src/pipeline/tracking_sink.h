@@ -1,8 +1,8 @@
 // Where the pipeline tracker (tracker.h) sends its records: one RunRecords per tracking run,
 // each keeping its records until a tracking server acknowledges them, so that a server that is
 // down or goes away loses nothing. The records are those of the MLflow run model the tracker
-// uses: the run's creation with its tags, parameters and tags, console log pieces, an artifact,
-// and the run's end with its status.
+// uses: the run's creation with its tags, parameters and tags, console log pieces, artifacts,
+// a model version registered from the run, and the run's end with its status.
 //
 // The real sink keeps records in run journals (client/run_journal.h; `cairn sync` delivers
 // what is left) and delivers them with the tracking client; tests use an in-memory fake
@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,12 @@ class RunRecords {
   virtual Status AppendLog(const std::vector<core::ConsoleChunk>& chunks) = 0;
   // An artifact of the run at `path`, with its whole content.
   virtual Status AppendArtifact(const std::string& path, const std::string& content) = 0;
+  // The file at `local_path` as the artifact at `path`, kept as it is now.
+  virtual Status AppendArtifactFile(const std::string& path, const std::string& local_path) = 0;
+  // A new version of the registered model `model` (created when missing) from `source`, one of
+  // this run's artifacts (runs:/RUN_ID/PATH), with `alias` (optional) moved to it.
+  virtual Status AppendRegister(const std::string& model, const std::string& source,
+                                const std::string& alias) = 0;
   virtual Status AppendEnd(core::RunStatus status, int64_t end_ms) = 0;
 
   // Delivers the records not yet acknowledged, in order, stopping at the first the server
@@ -61,7 +68,9 @@ class TrackingSink {
 };
 
 // Run journals under client::DefaultJournalDir() (or the fallback directory when that cannot be
-// written), delivered to the tracking server at `tracking_uri`.
-Result<std::unique_ptr<TrackingSink>> NewJournalSink(const std::string& tracking_uri);
+// written), delivered to the tracking server at `tracking_uri`. `notice` (optional) is told
+// what a delivered record did, for a person ("registered model m version 3").
+Result<std::unique_ptr<TrackingSink>> NewJournalSink(
+    const std::string& tracking_uri, std::function<void(const std::string&)> notice = nullptr);
 
 }  // namespace cairn::pipeline

@@ -92,6 +92,14 @@ void ProgressLine::Warning(const std::string& text) {
   std::fflush(options_.out);
 }
 
+void ProgressLine::Note(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ClearStatus();
+  std::fprintf(options_.out, "  %s\n", text.c_str());
+  DrawStatus();
+  std::fflush(options_.out);
+}
+
 void ProgressLine::Tick() {
   std::lock_guard<std::mutex> lock(mu_);
   if (options_.live && began_ && !running_.empty() && clock_->NowMillis() - drawn_ms_ >= 1000) {

@@ -46,6 +46,8 @@ class ProgressLine {
   // The path of a failed step's log and its last lines, so that the reason is on screen.
   void FailedLog(const std::string& log_path);
   void Warning(const std::string& text);
+  // A line of its own, indented like the events: something done on the side.
+  void Note(const std::string& text);
   // Redraws the running times when the line is more than a second old.
   void Tick();
   void Begin();

@@ -1,5 +1,6 @@
 // One run's details and the side-by-side comparison of runs (run_report.h).
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/mlflow_json.h"
@@ -11,11 +12,11 @@
 namespace cairn::report {
 
 using client::TrackingClient;
-using internal::kMissing;
-using internal::RunName;
 using internal::ExactMetric;
 using internal::IsSystemMetric;
 using internal::KeyValueBlock;
+using internal::kMissing;
+using internal::RunName;
 
 // ---------------------------------------------------------------------------------------------
 // One run
@@ -44,6 +45,19 @@ std::string FormatRunDetails(const RunDetails& details, const OutputStyle& style
   head.push_back({"experiment", details.experiment_name.empty()
                                     ? info.experiment_id
                                     : details.experiment_name + " (" + info.experiment_id + ")"});
+  // A pipeline step's run: which pipeline run made it, and as which step.
+  std::map<std::string_view, std::string_view> pipeline_tags;
+  for (const core::Tag& t : run.data.tags) {
+    if (t.key == "cairn.pipeline.name" || t.key == "cairn.pipeline.run" ||
+        t.key == "cairn.step.id") {
+      pipeline_tags[t.key] = t.value;
+    }
+  }
+  if (pipeline_tags.count("cairn.step.id") != 0 && pipeline_tags.count("cairn.pipeline.run") != 0) {
+    head.push_back({"pipeline", std::string(pipeline_tags["cairn.pipeline.name"]) + " run " +
+                                    std::string(pipeline_tags["cairn.pipeline.run"]) + ", step " +
+                                    std::string(pipeline_tags["cairn.step.id"])});
+  }
   std::string status(core::RunStatusName(info.status));
   if (info.lifecycle_stage == core::LifecycleStage::kDeleted) status += " (deleted)";
   head.push_back({"status", status});

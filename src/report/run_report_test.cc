@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "env/host_facts.h"
-#include "env/standards/pep440.h"
 #include "env/python_env.h"
+#include "env/standards/pep440.h"
 
 namespace cairn::report {
 namespace {
@@ -316,6 +316,18 @@ TEST_F(RunReportTest, RunDetailsListSectionsAndArtifacts) {
   std::string json = RunDetailsJson(details);
   EXPECT_THAT(json, HasSubstr("\"experiment_name\":\"mnist\""));
   EXPECT_THAT(json, HasSubstr("{\"path\":\"model.bin\",\"file_size\":5242880}"));
+}
+
+TEST_F(RunReportTest, RunDetailsNameThePipelineRunAndStepThatMadeTheRun) {
+  RunDetails details;
+  details.run = SampleRuns()[0];
+  OutputStyle style{.width = 80, .truncate = false, .color = false};
+  EXPECT_THAT(FormatRunDetails(details, style, kNow), Not(HasSubstr("pipeline")));
+  details.run.data.tags = {{"cairn.pipeline.name", "train-eval"},
+                           {"cairn.pipeline.run", "20240517-100000-ab12"},
+                           {"cairn.step.id", "train[small]"}};
+  EXPECT_THAT(FormatRunDetails(details, style, kNow),
+              HasSubstr("pipeline      train-eval run 20240517-100000-ab12, step train[small]\n"));
 }
 
 // --- comparison ------------------------------------------------------------------------------

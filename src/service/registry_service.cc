@@ -18,7 +18,6 @@ using core::ModelVersion;
 using core::RegisteredModel;
 
 constexpr size_t kMaxRegistryTagValueLength = 5000;
-constexpr size_t kMaxAliasLength = 255;
 
 Status ValidateModelName(const std::string& name) {
   if (name.empty()) return InvalidArgument("Registered model name cannot be empty.");
@@ -51,31 +50,6 @@ Status ValidateRegistryTag(std::string_view entity, const core::Tag& tag) {
                            "' had length " + std::to_string(tag.value.size()) +
                            ", which exceeded length limit of " +
                            std::to_string(kMaxRegistryTagValueLength));
-  }
-  return Status::Ok();
-}
-
-bool IsWordChar(unsigned char c) { return std::isalnum(c) || c == '_' || c >= 0x80; }
-
-Status ValidateAlias(const std::string& alias) {
-  if (alias.empty()) return InvalidArgument("Registered model alias name cannot be empty.");
-  if (!std::all_of(alias.begin(), alias.end(),
-                   [](unsigned char c) { return IsWordChar(c) || c == '-'; })) {
-    return InvalidArgument("Invalid alias name: '" + alias +
-                           "'. Names may only contain alphanumerics, underscores (_), and "
-                           "dashes (-).");
-  }
-  if (alias.size() > kMaxAliasLength) {
-    return InvalidArgument("Registered model alias name '" + alias.substr(0, 250) +
-                           "' had length " + std::to_string(alias.size()) +
-                           ", which exceeded length limit of 255");
-  }
-  if (AsciiLower(alias) == "latest") {
-    return InvalidArgument("'latest' alias name (case insensitive) is reserved.");
-  }
-  if (alias.size() > 1 && (alias[0] == 'v' || alias[0] == 'V') &&
-      std::all_of(alias.begin() + 1, alias.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return InvalidArgument("Version alias name '" + alias + "' is reserved.");
   }
   return Status::Ok();
 }
@@ -133,8 +107,7 @@ std::string_view FirstSegment(std::string_view path) { return path.substr(0, pat
 }  // namespace
 
 RegistryService::RegistryService(store::MetadataStore* store, ArtifactService* artifacts,
-                                 IdentityService* identity, Clock* clock,
-                                 RegistryOptions options)
+                                 IdentityService* identity, Clock* clock, RegistryOptions options)
     : store_(store),
       registry_(&store->registry()),
       artifacts_(artifacts),
@@ -313,7 +286,8 @@ Result<std::string> RegistryService::SourcePath(const CreateVersionRequest& req)
       std::string_view rest = std::string_view(source).substr(6);
       const size_t slash = rest.find('/');
       const std::string run_id(rest.substr(0, slash));
-      const std::string rel = slash == std::string_view::npos ? "" : std::string(rest.substr(slash + 1));
+      const std::string rel =
+          slash == std::string_view::npos ? "" : std::string(rest.substr(slash + 1));
       if (run_id.empty()) return InvalidSource(source, "It names no run: use runs:/RUN_ID/PATH.");
       CAIRN_ASSIGN_OR_RETURN(core::RunInfo info, store_->GetRunInfo(run_id));
       Result<std::string> root = ProxyPathOfUri(info.artifact_uri);
@@ -338,8 +312,9 @@ Result<std::string> RegistryService::SourcePath(const CreateVersionRequest& req)
     // A run's artifacts, EXPERIMENT/RUN/artifacts[/...], and nothing wider.
     const size_t first = path.find('/');
     const size_t second = first == std::string::npos ? first : path.find('/', first + 1);
-    const std::string_view third =
-        second == std::string::npos ? std::string_view() : std::string_view(path).substr(second + 1);
+    const std::string_view third = second == std::string::npos
+                                       ? std::string_view()
+                                       : std::string_view(path).substr(second + 1);
     if (!(third == "artifacts" || third.starts_with("artifacts/"))) {
       return InvalidSource(source, "Name a run's artifacts: runs:/RUN_ID/PATH.");
     }
@@ -387,7 +362,8 @@ Result<ModelVersion> RegistryService::CreateModelVersion(const CreateVersionRequ
                 scheme) != options_.allowed_source_schemes.end();
   if (!external) {
     CAIRN_ASSIGN_OR_RETURN(std::string source_path, SourcePath(req));
-    v.storage_location = std::string(kRegistryArtifactRoot) + "/" + NewStorageId(v.creation_timestamp);
+    v.storage_location =
+        std::string(kRegistryArtifactRoot) + "/" + NewStorageId(v.creation_timestamp);
     // Pending until its files are in; a crash between leaves it visibly pending.
     v.status = core::ModelVersionStatus::kPendingRegistration;
     CAIRN_ASSIGN_OR_RETURN(ModelVersion stored, registry_->CreateModelVersion(v));
@@ -522,7 +498,7 @@ Status RegistryService::DeleteModelVersionTag(const std::string& name, const std
 Status RegistryService::SetAlias(const std::string& name, const std::string& alias,
                                  const std::string& version, const std::string& actor) {
   CAIRN_RETURN_IF_ERROR(ValidateModelName(name));
-  CAIRN_RETURN_IF_ERROR(ValidateAlias(alias));
+  CAIRN_RETURN_IF_ERROR(core::ValidateModelAlias(alias));
   CAIRN_ASSIGN_OR_RETURN(int64_t number, ParseVersion(version));
   return registry_->SetAlias(name, alias, number, actor, clock_->NowMillis());
 }
@@ -530,14 +506,14 @@ Status RegistryService::SetAlias(const std::string& name, const std::string& ali
 Status RegistryService::DeleteAlias(const std::string& name, const std::string& alias,
                                     const std::string& actor) {
   CAIRN_RETURN_IF_ERROR(ValidateModelName(name));
-  CAIRN_RETURN_IF_ERROR(ValidateAlias(alias));
+  CAIRN_RETURN_IF_ERROR(core::ValidateModelAlias(alias));
   return registry_->DeleteAlias(name, alias, actor, clock_->NowMillis());
 }
 
 Result<ModelVersion> RegistryService::GetModelVersionByAlias(const std::string& name,
                                                              const std::string& alias) {
   CAIRN_RETURN_IF_ERROR(ValidateModelName(name));
-  CAIRN_RETURN_IF_ERROR(ValidateAlias(alias));
+  CAIRN_RETURN_IF_ERROR(core::ValidateModelAlias(alias));
   return registry_->GetModelVersionByAlias(name, alias);
 }
 
@@ -551,7 +527,7 @@ Result<std::optional<int64_t>> RegistryService::RollbackAlias(const std::string&
                                                               const std::string& alias,
                                                               const std::string& actor) {
   CAIRN_RETURN_IF_ERROR(ValidateModelName(name));
-  CAIRN_RETURN_IF_ERROR(ValidateAlias(alias));
+  CAIRN_RETURN_IF_ERROR(core::ValidateModelAlias(alias));
   return registry_->RollbackAlias(name, alias, actor, clock_->NowMillis());
 }
 

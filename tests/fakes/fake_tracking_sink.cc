@@ -3,6 +3,8 @@
 #include <deque>
 #include <functional>
 
+#include "util/file.h"
+
 namespace cairn::fakes {
 namespace {
 
@@ -15,8 +17,8 @@ class FakeRecords : public pipeline::RunRecords {
 
   const std::string& run_id() const override { return run_id_; }
 
-  Status AppendCreate(const std::string& experiment, const std::string& run_name,
-                      int64_t start_ms, const std::vector<core::Tag>& tags) override {
+  Status AppendCreate(const std::string& experiment, const std::string& run_name, int64_t start_ms,
+                      const std::vector<core::Tag>& tags) override {
     return Append([=](Server& s, FakeRun& run) {
       auto [it, added] =
           s.experiments.emplace(experiment, std::to_string(s.experiments.size() + 1));
@@ -41,6 +43,14 @@ class FakeRecords : public pipeline::RunRecords {
   }
   Status AppendArtifact(const std::string& path, const std::string& content) override {
     return Append([=](Server&, FakeRun& run) { run.artifacts[path] = content; });
+  }
+  Status AppendArtifactFile(const std::string& path, const std::string& local_path) override {
+    CAIRN_ASSIGN_OR_RETURN(std::string content, ReadFile(local_path));  // kept as it is now
+    return AppendArtifact(path, content);
+  }
+  Status AppendRegister(const std::string& model, const std::string& source,
+                        const std::string& alias) override {
+    return Append([=](Server&, FakeRun& run) { run.registered.push_back({model, source, alias}); });
   }
   Status AppendEnd(core::RunStatus status, int64_t) override {
     return Append([=](Server&, FakeRun& run) { run.status = status; }, /*end=*/true);
@@ -92,8 +102,7 @@ class FakeRecords : public pipeline::RunRecords {
 FakeTrackingSink::FakeTrackingSink() : server_(std::make_shared<Server>()) {}
 FakeTrackingSink::~FakeTrackingSink() = default;
 
-Result<std::unique_ptr<pipeline::RunRecords>> FakeTrackingSink::OpenRun(
-    const std::string& run_id) {
+Result<std::unique_ptr<pipeline::RunRecords>> FakeTrackingSink::OpenRun(const std::string& run_id) {
   return std::unique_ptr<pipeline::RunRecords>(new FakeRecords(run_id, server_));
 }
 

@@ -26,7 +26,11 @@ struct FakeRun {
   std::map<std::string, std::string> params;
   std::string console;
   std::map<std::string, std::string> artifacts;  // path -> content
-  std::optional<core::RunStatus> status;         // set by the run's end
+  struct Registered {
+    std::string model, source, alias;
+  };
+  std::vector<Registered> registered;     // model versions made from the run, in order
+  std::optional<core::RunStatus> status;  // set by the run's end
 };
 
 class FakeTrackingSink : public pipeline::TrackingSink {

@@ -5,7 +5,8 @@ names the input, a fan-out, a failing step with retries, a timeout that kills th
 process group, Ctrl-C stopping every step, validate naming every problem, resume after the
 runner is killed with SIGKILL, and the live status line on a terminal; and the records in the tracking server: a parent run per pipeline run, a child run
 per step with its log, state and cache key, a cached step linked to the run that produced its
-outputs, and records kept for `cairn sync` when the server is away.
+outputs, records kept for `cairn sync` when the server is away, and a step's `register`
+making a model version from its output when it runs.
 
 Usage: test_pipeline.py --cairn build/release/cairn
 """
@@ -212,6 +213,62 @@ class PipelineTest(unittest.TestCase):
         _, steps = self.runs_of_pipeline(run_id)
         metrics = {m["key"]: m["value"] for m in steps["score"][0]["data"].get("metrics", [])}
         self.assertEqual(metrics, {"acc": 0.9})
+
+    def test_a_step_that_runs_registers_its_output_as_a_model_version(self):
+        spec = ("name: reg\nparams: {lr: 0.1}\nsteps:\n"
+                "  train:\n"
+                "    run: mkdir -p model/cfg && echo lr=${params.lr} > model/w.txt"
+                " && echo {} > model/cfg/c.json\n"
+                "    outputs: [model/]\n"
+                "    register: {model: reg-clf, path: model, alias: candidate}\n")
+        project = self.project(spec)
+        first = self.ok("run", cwd=project)
+        self.assertIn("registered model reg-clf version 1, alias candidate", first.stdout)
+        _, steps = self.runs_of_pipeline(run_id_of(first.stdout))
+        train_run = steps["train"][0]["info"]["run_id"]
+        v1 = self.api("registered-models/alias", {"name": "reg-clf", "alias": "candidate"})
+        self.assertEqual(v1["model_version"]["version"], "1")
+        self.assertEqual(v1["model_version"]["run_id"], train_run)
+        self.assertEqual(v1["model_version"]["source"], "runs:/%s/outputs/model" % train_run)
+        self.assertEqual(v1["model_version"]["status"], "READY")
+
+        def version_file(version, path):
+            r = self.server.client().get("/model-versions/get-artifact", {
+                "name": "reg-clf", "version": version, "path": path})
+            self.assertEqual(r.status, 200, r.text)
+            return r.text
+
+        self.assertEqual(version_file("1", "w.txt"), "lr=0.1\n")
+        self.assertEqual(version_file("1", "cfg/c.json"), "{}\n")
+
+        # Taken from the cache, the step does not run and registers nothing.
+        second = self.ok("run", cwd=project)
+        self.assertEqual(self.states(second.stdout), {"train": "cached"})
+        self.assertNotIn("registered", second.stdout)
+        versions = self.api("model-versions/search", {"filter": "name = 'reg-clf'"})
+        self.assertEqual(len(versions["model_versions"]), 1)
+
+        # Run again with another parameter: version 2, and the alias moves to it.
+        third = self.ok("run", "-p", "lr=0.5", cwd=project)
+        self.assertIn("registered model reg-clf version 2, alias candidate", third.stdout)
+        v2 = self.api("registered-models/alias", {"name": "reg-clf", "alias": "candidate"})
+        self.assertEqual(v2["model_version"]["version"], "2")
+        self.assertEqual(version_file("2", "w.txt"), "lr=0.5\n")
+        self.assertEqual(version_file("1", "w.txt"), "lr=0.1\n", "version 1 keeps its files")
+
+        # Its lineage names the pipeline run and the step.
+        shown = subprocess.run([tl.CONFIG.cairn, "models", "show", "reg-clf@candidate"],
+                               env=self.env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(shown.returncode, 0, shown.stderr)
+        self.assertIn("pipeline      reg run %s, step train" % run_id_of(third.stdout),
+                      shown.stdout)
+
+        # `path` must name one of the step's outputs.
+        bad = self.project(spec.replace("path: model,", "path: weights.bin,"))
+        p = self.cairn("validate", cwd=bad)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("steps.train.register.path: weights.bin is not among the step's outputs "
+                      "(model)", p.stdout + p.stderr)
 
     def test_a_terminal_gets_a_live_status_line(self):
         project = self.project("name: live\nsteps:\n  slow: {run: sleep 1.6}\n"
