@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/mlflow_json.h"
@@ -49,48 +51,162 @@ std::vector<KeyValue> KeyValues(const json& record, const char* name) {
   return out;
 }
 
-// The artifact URI a record names, or, for one recorded before the run existed on the
-// server, the run's.
-Result<std::string> ArtifactUriOf(TrackingClient& client, const std::string& run_id,
-                                  const json& record) {
-  std::string artifact_uri = record.value("artifact_uri", "");
-  if (!artifact_uri.empty()) return artifact_uri;
-  CAIRN_ASSIGN_OR_RETURN(core::Run run, client.GetRun(run_id));
-  return run.info.artifact_uri;
-}
-
-// A version of `model` from `source`. Delivered twice (acknowledged, but the count not yet
-// saved when the process died), the version the first delivery made is found and kept.
-Status Register(TrackingClient& client, const std::string& run_id, const json& record,
-                const RunJournal::Notice& notice) {
-  const std::string model = record.value("model", "");
-  const std::string source = record.value("source", "");
-  const std::string alias = record.value("alias", "");
-  Status made = client.CreateRegisteredModel(model);
-  if (!made.ok() && made.code() != StatusCode::kAlreadyExists) return made;
-  std::string version;
-  CAIRN_ASSIGN_OR_RETURN(std::vector<core::ModelVersion> earlier,
-                         client.SearchModelVersions("run_id = '" + run_id + "'", 1000));
-  for (const core::ModelVersion& v : earlier) {
-    if (v.name == model && v.source == source) version = std::to_string(v.version);
+// A journal directory only its owner can write: its records decide which local files are
+// uploaded. Created 0700; one that exists must be a real directory of this user that others
+// cannot write (the fallback directory lies in the shared temporary directory).
+Status PrivateDir(const std::string& dir) {
+  std::error_code ec;
+  const bool existed = fs::exists(dir, ec);
+  CAIRN_RETURN_IF_ERROR(MakeDirs(dir));
+  if (!existed && chmod(dir.c_str(), 0700) != 0) return ErrnoStatus("chmod", dir);
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return ErrnoStatus("stat", dir);
+  if (!S_ISDIR(st.st_mode))
+    return FailedPrecondition("journal directory " + dir + " is not a directory");
+  if (st.st_uid != geteuid()) {
+    return FailedPrecondition("journal directory " + dir + " belongs to another user");
   }
-  if (version.empty()) {
-    CAIRN_ASSIGN_OR_RETURN(core::ModelVersion v, client.CreateModelVersion(model, source, run_id));
-    version = std::to_string(v.version);
+  if ((st.st_mode & S_IWOTH) != 0) {
+    return FailedPrecondition("journal directory " + dir + " can be written by other users");
   }
-  std::string note = "registered model " + model + " version " + version;
-  if (!alias.empty()) {
-    CAIRN_RETURN_IF_ERROR(client.SetModelAlias(model, alias, version));
-    note += ", alias " + alias;
-  }
-  if (notice) notice(note);
   return Status::Ok();
 }
 
-// Sends one record; the record was written by this file, so its shape is known. Files of
-// artifact_file records lie in `files`.
-Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::string_view line,
-                     const fs::path& files, const RunJournal::Notice& notice) {
+// What the records of one delivery share.
+struct Delivery {
+  TrackingClient& client;
+  const std::string& run_id;
+  fs::path files;  // where artifact_file records' files are kept
+  const RunJournal::Notice& notice;
+  std::string artifact_uri;  // the run's, once looked up
+};
+
+// The artifact URI a record names, or, for one recorded before the run existed on the
+// server, the run's (looked up once per delivery).
+Result<std::string> ArtifactUriOf(Delivery& d, const json& record) {
+  std::string artifact_uri = record.value("artifact_uri", "");
+  if (!artifact_uri.empty()) return artifact_uri;
+  if (d.artifact_uri.empty()) {
+    CAIRN_ASSIGN_OR_RETURN(core::Run run, d.client.GetRun(d.run_id));
+    d.artifact_uri = run.info.artifact_uri;
+  }
+  return d.artifact_uri;
+}
+
+// Kept files are named by RandomHex(16): anything else in a record is not one of ours.
+bool IsKeptFileName(std::string_view name) {
+  return name.size() == 32 && std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+Status UploadKeptFile(Delivery& d, const json& record) {
+  const std::string path = record.value("path", "");
+  const std::string name = record.value("file", "");
+  if (!IsKeptFileName(name)) {
+    return InvalidArgument("journal record of run " + d.run_id + " names no kept file");
+  }
+  const fs::path file = d.files / name;
+  struct stat st {};
+  if (lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return NotFound("the file kept for artifact " + path + " of run " + d.run_id +
+                    " is gone: " + file.string());
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::string artifact_uri, ArtifactUriOf(d, record));
+  return d.client.UploadArtifactFile(artifact_uri, path, file.string());
+}
+
+// The run's artifact files under `dir`, with their sizes.
+Result<std::map<std::string, int64_t>> ArtifactsUnder(TrackingClient& client,
+                                                      const std::string& run_id,
+                                                      const std::string& dir) {
+  std::map<std::string, int64_t> out;
+  std::vector<std::string> dirs = {dir};
+  while (!dirs.empty()) {
+    const std::string at = dirs.back();
+    dirs.pop_back();
+    CAIRN_ASSIGN_OR_RETURN(std::vector<TrackingClient::ArtifactFile> listed,
+                           client.ListArtifacts(run_id, at));
+    for (const TrackingClient::ArtifactFile& f : listed) {
+      if (f.is_dir) {
+        dirs.push_back(f.path);
+      } else {
+        out[f.path] = f.file_size;
+      }
+    }
+  }
+  return out;
+}
+
+// A version of `model` from `source`, made only when every file the record lists reached the
+// server: a file refused on the way would otherwise leave a version without it. Delivered
+// twice (acknowledged, but the count not yet saved when the process died), the READY version
+// the first delivery made is found and kept. The alias moves to the version unless it already
+// names a newer one (a later run's, delivered first).
+Status Register(Delivery& d, const json& record) {
+  TrackingClient& client = d.client;
+  const std::string model = record.value("model", "");
+  const std::string source = record.value("source", "");
+  const std::string alias = record.value("alias", "");
+  const std::string prefix = "runs:/" + d.run_id + "/";
+  if (!source.starts_with(prefix)) {
+    return InvalidArgument("journal record of run " + d.run_id + " registers another run's files");
+  }
+  const std::string root = source.substr(prefix.size());
+  const size_t slash = root.rfind('/');
+  using Sizes = std::map<std::string, int64_t>;
+  CAIRN_ASSIGN_OR_RETURN(
+      Sizes arrived,
+      ArtifactsUnder(client, d.run_id, slash == std::string::npos ? "" : root.substr(0, slash)));
+  size_t missing = 0;
+  std::string first_missing;
+  const json files = record.value("files", json::array());
+  for (const json& f : files) {
+    const std::string path = f.value("path", "");
+    auto it = arrived.find(path);
+    if (it == arrived.end() || it->second != f.value("size", int64_t{-1})) {
+      if (missing++ == 0) first_missing = path;
+    }
+  }
+  if (missing > 0) {
+    return InvalidArgument("model " + model + " was not registered from run " + d.run_id + ": " +
+                           std::to_string(missing) + " of its " + std::to_string(files.size()) +
+                           " files did not reach the server whole (" + first_missing + ")");
+  }
+  Status made = client.CreateRegisteredModel(model);
+  if (!made.ok() && made.code() != StatusCode::kAlreadyExists) return made;
+  int64_t version = 0;
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::ModelVersion> earlier,
+                         client.SearchModelVersions("run_id = '" + d.run_id + "'", 1000));
+  for (const core::ModelVersion& v : earlier) {
+    if (v.name == model && v.source == source && v.status == core::ModelVersionStatus::kReady) {
+      version = v.version;
+    }
+  }
+  if (version == 0) {
+    CAIRN_ASSIGN_OR_RETURN(core::ModelVersion v,
+                           client.CreateModelVersion(model, source, d.run_id));
+    version = v.version;
+  }
+  std::string note = "registered model " + model + " version " + std::to_string(version);
+  if (!alias.empty()) {
+    Result<core::ModelVersion> current = client.GetModelVersionByAlias(model, alias);
+    if (current.ok() && current->version > version) {
+      note +=
+          "; alias " + alias + " stays on the newer version " + std::to_string(current->version);
+    } else {
+      CAIRN_RETURN_IF_ERROR(client.SetModelAlias(model, alias, std::to_string(version)));
+      note += ", alias " + alias;
+    }
+  }
+  if (d.notice) d.notice(note);
+  return Status::Ok();
+}
+
+// Sends one record; the record was written by this file, so its shape is known.
+Status DeliverRecord(Delivery& d, std::string_view line) {
+  TrackingClient& client = d.client;
+  const std::string& run_id = d.run_id;
   json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!record.is_object()) return Internal("unreadable journal record for run " + run_id);
   const std::string op = record.value("op", "");
@@ -153,20 +269,12 @@ Status DeliverRecord(TrackingClient& client, const std::string& run_id, std::str
     return client.AppendRunLog(run_id, part).status();
   }
   if (op == "artifact") {
-    CAIRN_ASSIGN_OR_RETURN(std::string artifact_uri, ArtifactUriOf(client, run_id, record));
+    CAIRN_ASSIGN_OR_RETURN(std::string artifact_uri, ArtifactUriOf(d, record));
     return client.UploadArtifact(artifact_uri, record.value("path", ""),
                                  record.value("content", ""));
   }
-  if (op == "artifact_file") {
-    CAIRN_ASSIGN_OR_RETURN(std::string artifact_uri, ArtifactUriOf(client, run_id, record));
-    const fs::path file = files / record.value("file", "");
-    if (!fs::is_regular_file(file)) {
-      return NotFound("the file kept for artifact " + record.value("path", "") + " of run " +
-                      run_id + " is gone: " + file.string());
-    }
-    return client.UploadArtifactFile(artifact_uri, record.value("path", ""), file.string());
-  }
-  if (op == "register") return Register(client, run_id, record, notice);
+  if (op == "artifact_file") return UploadKeptFile(d, record);
+  if (op == "register") return Register(d, record);
   if (op == "create") {
     std::vector<core::Tag> tags = KeyValues<core::Tag>(record, "tags");
     // The heartbeat recorded at the start may be old by now; the server would fail the run
@@ -198,7 +306,7 @@ RunJournal::~RunJournal() {
 
 Result<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& dir, std::string run_id,
                                                      const std::string& tracking_uri) {
-  CAIRN_RETURN_IF_ERROR(MakeDirs(dir));
+  CAIRN_RETURN_IF_ERROR(PrivateDir(dir));
   std::unique_ptr<RunJournal> j(new RunJournal(dir, std::move(run_id)));
   const fs::path path = fs::path(dir) / (j->run_id_ + std::string(kJournalSuffix));
   j->fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -329,32 +437,44 @@ Status RunJournal::AppendArtifact(const std::string& artifact_uri, const std::st
   return Append(w.Take());
 }
 
-Status RunJournal::AppendArtifactFile(const std::string& artifact_uri, const std::string& path,
-                                      const std::string& local_path) {
+Result<int64_t> RunJournal::AppendArtifactFile(const std::string& artifact_uri,
+                                               const std::string& path,
+                                               const std::string& local_path) {
   const fs::path files = fs::path(dir_) / (run_id_ + std::string(kFilesSuffix));
   CAIRN_RETURN_IF_ERROR(MakeDirs(files.string()));
   const std::string name = RandomHex(16);
   const fs::path kept = files / name;
-  // A hard link costs nothing and keeps the bytes even when the file is removed; where the
-  // file lies on another filesystem, it is copied.
+  // A hard link costs nothing, and keeps the bytes when the file is removed or replaced (as
+  // cairn does with a step's outputs before the step runs again); where the file lies on
+  // another filesystem, it is copied.
   if (linkat(AT_FDCWD, local_path.c_str(), AT_FDCWD, kept.c_str(), AT_SYMLINK_FOLLOW) != 0) {
     std::error_code ec;
     fs::copy_file(local_path, kept, ec);
     if (ec) {
+      fs::remove(kept, ec);
       return Internal("keeping " + local_path + " for run " + run_id_ + ": " + ec.message());
     }
   }
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(kept, ec);
+  if (ec) return Internal("reading the size of " + kept.string() + ": " + ec.message());
   JsonWriter w;
   w.BeginObject().Key("op").String("artifact_file").Key("artifact_uri").String(artifact_uri);
   w.Key("path").String(path).Key("file").String(name).EndObject();
-  return Append(w.Take());
+  CAIRN_RETURN_IF_ERROR(Append(w.Take()));
+  return static_cast<int64_t>(size);
 }
 
 Status RunJournal::AppendRegister(const std::string& model, const std::string& source,
-                                  const std::string& alias) {
+                                  const std::string& alias,
+                                  const std::vector<RegisteredFile>& files) {
   JsonWriter w;
   w.BeginObject().Key("op").String("register").Key("model").String(model);
-  w.Key("source").String(source).Key("alias").String(alias).EndObject();
+  w.Key("source").String(source).Key("alias").String(alias).Key("files").BeginArray();
+  for (const RegisteredFile& f : files) {
+    w.BeginObject().Key("path").String(f.path).Key("size").Int(f.size).EndObject();
+  }
+  w.EndArray().EndObject();
   return Append(w.Take());
 }
 
@@ -385,6 +505,12 @@ Status RunJournal::Deliver(TrackingClient& client) {
   std::lock_guard<std::mutex> delivering(deliver_mu_);
   Status result;
   size_t delivered = 0;
+  Notice notice;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    notice = notice_;
+  }
+  Delivery d{client, run_id_, fs::path(dir_) / (run_id_ + std::string(kFilesSuffix)), notice, ""};
   for (;;) {
     std::string record;
     {
@@ -399,13 +525,7 @@ Status RunJournal::Deliver(TrackingClient& client) {
         break;
       }
     }
-    Notice notice;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      notice = notice_;
-    }
-    result = DeliverRecord(client, run_id_, record,
-                           fs::path(dir_) / (run_id_ + std::string(kFilesSuffix)), notice);
+    result = DeliverRecord(d, record);
     // Refusals of who is asking are kept: with the credentials fixed, `cairn sync` delivers.
     if (!result.ok() && result.code() != StatusCode::kUnavailable &&
         result.code() != StatusCode::kInternal && result.code() != StatusCode::kUnauthenticated &&
@@ -450,9 +570,10 @@ bool RunJournal::complete() const {
 
 Status RunJournal::Remove() {
   std::error_code ec;
-  fs::remove(fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)), ec);
-  fs::remove(fs::path(dir_) / (run_id_ + std::string(kSentSuffix)), ec);
-  if (!ec) fs::remove_all(fs::path(dir_) / (run_id_ + std::string(kFilesSuffix)), ec);
+  // The kept files first: a journal left behind by a crash is found again, its files not.
+  fs::remove_all(fs::path(dir_) / (run_id_ + std::string(kFilesSuffix)), ec);
+  if (!ec) fs::remove(fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)), ec);
+  if (!ec) fs::remove(fs::path(dir_) / (run_id_ + std::string(kSentSuffix)), ec);
   if (ec) return Internal("removing the journal of run " + run_id_ + ": " + ec.message());
   return Status::Ok();
 }

@@ -4,23 +4,25 @@
 // nothing is lost: records wait in the journal until a later delivery (the wrapper keeps
 // trying while the command runs; `cairn sync`, or the next `cairn run`, finishes the job).
 //
-// Layout, under <data dir>/journal/: <run_id>.journal starts with a header line naming the
+// Layout, under <data dir>/journal/ (0700; a directory other users can write is refused):
+// <run_id>.journal starts with a header line naming the
 // tracking server the run belongs to, {"cairn_journal": 1, "tracking_uri": "..."}, so that
 // its records go to that server only, and then holds one JSON record per line, written
 // before Append returns (so a killed wrapper loses nothing) and flushed to disk with
 // fdatasync as soon as a delivery fails (records that must wait survive a crash of the
 // machine too; records the server takes at once need not); <run_id>.sent holds how many
 // records the server has acknowledged; <run_id>.files/ holds the files artifact_file records
-// upload. A record delivered twice (acknowledged, but the
-// count not yet saved when the process died) does no harm: every record is idempotent on the
-// server (metric points are deduplicated, params and tags are set to the same values, console
-// chunks carry their offsets, artifacts are replaced by the same bytes).
+// upload. A record delivered twice (acknowledged, but the count not yet saved when the process
+// died) does no harm: metric points are deduplicated, params and tags are set to the same
+// values, console chunks carry their offsets, artifacts are replaced by the same bytes, and a
+// register finds the version its first delivery made.
 //
 // Records: {"op": "batch", "metrics": [...], "params": [...], "tags": [...]},
 // {"op": "log", "chunks": [{"offset", "stream", "timestamp", "data"}]},
 // {"op": "artifact", "artifact_uri", "path", "content"} (an empty artifact_uri is looked up
 // when delivered), {"op": "artifact_file", "artifact_uri", "path", "file"} (the file's bytes
-// kept in <run_id>.files/<file>), {"op": "register", "model", "source", "alias"},
+// kept in <run_id>.files/<file>), {"op": "register", "model", "source", "alias", "files":
+// [{"path", "size"}]},
 // {"op": "end", "status", "end_time"}, and first, for a run started while the server was
 // unreachable, {"op": "create", "experiment_name", "run_name", "start_time", "tags"} (the run
 // id is the journal's).
@@ -42,6 +44,12 @@
 
 namespace cairn::client {
 
+// An artifact a registered version is made of: its path in the run's artifacts and its size.
+struct RegisteredFile {
+  std::string path;
+  int64_t size = 0;
+};
+
 class RunJournal {
  public:
   // Opens the journal of `run_id` under `dir` (created when missing), keeping what an earlier
@@ -62,15 +70,16 @@ class RunJournal {
   Status AppendLog(const std::vector<core::ConsoleChunk>& chunks);
   Status AppendArtifact(const std::string& artifact_uri, const std::string& path,
                         const std::string& content);
-  // The file at `local_path` as the artifact at `path`. The file is kept beside the journal
-  // now (hard-linked where it can be, else copied), so that what is delivered is what it
-  // held when appended.
-  Status AppendArtifactFile(const std::string& artifact_uri, const std::string& path,
-                            const std::string& local_path);
+  // The file at `local_path` as the artifact at `path`; returns its size. The file is kept
+  // beside the journal now, hard-linked where it can be (removing or replacing the file later
+  // keeps these bytes; writing into it in place does not), else copied.
+  Result<int64_t> AppendArtifactFile(const std::string& artifact_uri, const std::string& path,
+                                     const std::string& local_path);
   // A new version of the registered model `model` (created when missing) from `source`, one
-  // of this run's artifacts (runs:/RUN_ID/PATH), with `alias` (optional) moved to it.
+  // of this run's artifacts (runs:/RUN_ID/PATH), with `alias` (optional) moved to it unless it
+  // names a newer version. Made only when every one of `files` reached the server whole.
   Status AppendRegister(const std::string& model, const std::string& source,
-                        const std::string& alias);
+                        const std::string& alias, const std::vector<RegisteredFile>& files);
   Status AppendEnd(core::RunStatus status, int64_t end_time);
   // The run's creation, for a run started while the server was unreachable: the first record.
   Status AppendCreate(const std::string& experiment_name, const std::string& run_name,

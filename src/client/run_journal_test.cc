@@ -1,5 +1,6 @@
 #include "client/run_journal.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -48,8 +49,12 @@ TEST_F(RunJournalTest, AFileArtifactKeepsTheBytesItHadWhenAppendedUntilRemoved) 
   std::ofstream(file) << "first";
   auto j = RunJournal::Open(dir_, "r5");
   ASSERT_TRUE(j.ok());
-  ASSERT_TRUE((*j)->AppendArtifactFile("", "outputs/weights.bin", file.string()).ok());
-  ASSERT_TRUE((*j)->AppendRegister("clf", "runs:/r5/outputs/weights.bin", "candidate").ok());
+  Result<int64_t> size = (*j)->AppendArtifactFile("", "outputs/weights.bin", file.string());
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  EXPECT_EQ(*size, 5);
+  ASSERT_TRUE((*j)->AppendRegister("clf", "runs:/r5/outputs/weights.bin", "candidate",
+                                   {{"outputs/weights.bin", 5}})
+                  .ok());
   EXPECT_EQ((*j)->pending(), 2u);
   // The step's next run removes its outputs and writes new ones.
   fs::remove(file);
@@ -63,6 +68,20 @@ TEST_F(RunJournalTest, AFileArtifactKeepsTheBytesItHadWhenAppendedUntilRemoved) 
   EXPECT_FALSE((*j)->AppendArtifactFile("", "x", (fs::path(dir_) / "missing").string()).ok());
   ASSERT_TRUE((*j)->Remove().ok());
   EXPECT_FALSE(fs::exists(fs::path(dir_) / "r5.files"));
+}
+
+TEST_F(RunJournalTest, AJournalDirectoryOthersCanWriteIsRefused) {
+  ASSERT_TRUE(RunJournal::Open(dir_, "r6").ok());
+  EXPECT_EQ(fs::status(dir_).permissions() & fs::perms::all, fs::perms::owner_all)
+      << "made private";
+  fs::permissions(dir_, fs::perms::others_write, fs::perm_options::add);
+  Result<std::unique_ptr<RunJournal>> shared = RunJournal::Open(dir_, "r7");
+  EXPECT_EQ(shared.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(shared.status().message(), ::testing::HasSubstr("can be written by other users"));
+  const std::string link = dir_ + "-link";
+  fs::create_directory_symlink(dir_, link);
+  EXPECT_EQ(RunJournal::Open(link, "r8").status().code(), StatusCode::kFailedPrecondition);
+  fs::remove(link);
 }
 
 TEST_F(RunJournalTest, AJournalInUseCannotBeOpenedTwice) {

@@ -310,9 +310,8 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
     r.cached_from_run = cached_from_run_[index];
     if (started_.count(index) != 0) r.log_path = state_.log_dir() + "/" + LogFileName(step.id);
     r.outputs_json = outputs_json_[index];
-    if (state == StepState::kDone && step.registration) {
-      r.registered_output = (fs::path(options_.workdir) / step.registration->path).string();
-    }
+    if (state == StepState::kDone && step.registration)
+      r.registered_output = RegisteredOutput(step);
     options_.tracker->StepEnded(step, r);
     e.run_id = options_.tracker->StepRun(step);
   }
@@ -321,6 +320,19 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
   if (state == StepState::kFailed && started_.count(index) != 0) {
     progress_.FailedLog(step.id, state_.log_dir() + "/" + LogFileName(step.id));
   }
+}
+
+std::string Session::RegisteredOutput(const Step& step) {
+  std::error_code ec;
+  const fs::path base = fs::canonical(options_.workdir.empty() ? "." : options_.workdir, ec);
+  const fs::path out = fs::weakly_canonical(base / step.registration->path, ec);
+  const std::string b = base.string(), o = out.string();
+  if (ec || !(o.size() > b.size() && o.starts_with(b) && (b == "/" || o[b.size()] == '/'))) {
+    progress_.Warning("step " + step.id + ": output " + step.registration->path +
+                      " leads outside the pipeline's directory; nothing was registered");
+    return "";
+  }
+  return o;
 }
 
 void Session::BeforeWait() {

@@ -85,6 +85,9 @@ class Session : public StepHooks {
   Result<std::pair<std::string, std::string>> EnvironmentOf(const Step& step);
   void Record(StepEvent event);
   void FlushCache();
+  // Where the output `step` registers lies, resolved; "" (with a warning) when it leads out
+  // of the pipeline's directory.
+  std::string RegisteredOutput(const Step& step);
   static std::string OutputsJson(const std::vector<CachedOutput>& outputs);
 
   const Pipeline& pipeline_;

@@ -77,32 +77,58 @@ struct Tracker::Impl {
   }
 
   // The output's files as the run's artifacts under outputs/, then a version made of them.
+  // A link is followed only to a file inside the output: the registry gets what the step
+  // wrote, never a file from elsewhere on the machine.
   Status Register(RunRecords& j, const Registration& reg, const std::string& local) {
     const std::string artifact = "outputs/" + reg.path;
     std::error_code ec;
-    size_t files = 0;
-    if (fs::is_regular_file(local, ec)) {
-      CAIRN_RETURN_IF_ERROR(j.AppendArtifactFile(artifact, local));
-      ++files;
-    } else if (fs::is_directory(local, ec)) {
-      std::vector<std::string> paths;
-      for (auto it = fs::recursive_directory_iterator(local, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_regular_file(ec)) paths.push_back(it->path().string());
+    const fs::path root = fs::canonical(local, ec);
+    if (ec) return NotFound("the output is missing: " + ec.message());
+    std::vector<std::pair<std::string, fs::path>> files;  // artifact path, the file
+    std::vector<std::string> skipped;
+    if (fs::is_regular_file(root, ec)) {
+      files.push_back({artifact, root});
+    } else if (fs::is_directory(root, ec)) {
+      fs::recursive_directory_iterator it(root, ec);
+      for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        const fs::file_status st = it->symlink_status(ec);
+        if (ec) break;
+        const std::string rel = it->path().lexically_relative(root).generic_string();
+        if (fs::is_regular_file(st)) {
+          files.push_back({artifact + "/" + rel, it->path()});
+        } else if (fs::is_symlink(st)) {
+          std::error_code link_ec;
+          const fs::path target = fs::canonical(it->path(), link_ec);
+          const std::string t = target.string(), r = root.string();
+          const bool inside =
+              !link_ec && t.size() > r.size() && t.starts_with(r) && t[r.size()] == '/';
+          if (inside && fs::is_regular_file(target, link_ec)) {
+            files.push_back({artifact + "/" + rel, target});
+          } else {
+            skipped.push_back(rel);
+          }
+        }
       }
-      std::sort(paths.begin(), paths.end());
-      for (const std::string& p : paths) {
-        const std::string rel = fs::path(p).lexically_relative(local).generic_string();
-        CAIRN_RETURN_IF_ERROR(j.AppendArtifactFile(artifact + "/" + rel, p));
-        ++files;
-      }
+      if (ec) return Internal("reading the output: " + ec.message());
     }
-    if (files == 0) {
+    if (!skipped.empty()) {
+      progress->Warning(
+          "step output " + reg.path + ": links that lead outside it are not " +
+          "registered: " + skipped.front() +
+          (skipped.size() > 1 ? " and " + std::to_string(skipped.size() - 1) + " more" : ""));
+    }
+    if (files.empty()) {
       progress->Warning("step output " + reg.path + " holds no files; nothing was registered as " +
                         reg.model);
       return Status::Ok();
     }
-    return j.AppendRegister(reg.model, "runs:/" + j.run_id() + "/" + artifact, reg.alias);
+    std::sort(files.begin(), files.end());
+    std::vector<client::RegisteredFile> kept;
+    for (const auto& [path, file] : files) {
+      CAIRN_ASSIGN_OR_RETURN(int64_t size, j.AppendArtifactFile(path, file.string()));
+      kept.push_back({path, size});
+    }
+    return j.AppendRegister(reg.model, "runs:/" + j.run_id() + "/" + artifact, reg.alias, kept);
   }
 
   void Work() {
@@ -261,7 +287,11 @@ void Tracker::StepEnded(const Step& step, const StepRecord& r) {
   }
   if (s.ok() && !r.outputs_json.empty()) s = j.AppendArtifact("cairn/outputs.json", r.outputs_json);
   if (s.ok() && step.registration && !r.registered_output.empty()) {
-    s = d.Register(j, *step.registration, r.registered_output);
+    // The run ends either way: a failure here costs the version, not the run's records.
+    if (Status reg = d.Register(j, *step.registration, r.registered_output); !reg.ok()) {
+      d.progress->Warning("step " + step.id + ": nothing registered as " +
+                          step.registration->model + ": " + reg.message());
+    }
   }
   if (s.ok()) s = j.AppendEnd(StatusOf(r.state), SystemClock()->NowMillis());
   if (!s.ok()) d.progress->Warning("cannot record step " + step.id + ": " + s.message());

@@ -215,6 +215,9 @@ TEST(TrackerTest, AStepThatRanRegistersItsOutputFromItsOwnRun) {
   std::filesystem::create_directories(dir / "model" / "sub");
   std::ofstream(dir / "model" / "weights.bin") << "w1";
   std::ofstream(dir / "model" / "sub" / "config.json") << "{}";
+  std::ofstream(dir / "secret.txt") << "not the step's";
+  std::filesystem::create_symlink("../secret.txt", dir / "model" / "leak");
+  std::filesystem::create_symlink("sub/config.json", dir / "model" / "config.json");
   Fixture f;
   f.pipeline.steps[1].registration = Registration{"clf", "model", "candidate"};
   std::unique_ptr<Tracker> tracker = f.Start();
@@ -223,17 +226,23 @@ TEST(TrackerTest, AStepThatRanRegistersItsOutputFromItsOwnRun) {
   StepRecord trained = Record("done");
   trained.registered_output = (dir / "model").string();
   tracker->StepEnded(f.pipeline.steps[1], trained);
-  // Changed after the step ended: what was recorded is what the step wrote.
-  std::ofstream(dir / "model" / "weights.bin") << "changed";
   tracker->Finish(true, false);
 
   const fakes::FakeRun run = f.server->Runs().at(train_run);
   EXPECT_EQ(run.artifacts.at("outputs/model/weights.bin"), "w1");
   EXPECT_EQ(run.artifacts.at("outputs/model/sub/config.json"), "{}");
+  EXPECT_EQ(run.artifacts.at("outputs/model/config.json"), "{}") << "a link inside the output";
+  EXPECT_EQ(run.artifacts.count("outputs/model/leak"), 0u) << "a link leading out of it";
+  ASSERT_THAT(f.progress.warnings, SizeIs(1));
+  EXPECT_THAT(f.progress.warnings[0],
+              HasSubstr("links that lead outside it are not registered: leak"));
   ASSERT_THAT(run.registered, SizeIs(1));
   EXPECT_EQ(run.registered[0].model, "clf");
   EXPECT_EQ(run.registered[0].source, "runs:/" + train_run + "/outputs/model");
   EXPECT_EQ(run.registered[0].alias, "candidate");
+  ASSERT_THAT(run.registered[0].files, SizeIs(3));
+  EXPECT_EQ(run.registered[0].files[2].path, "outputs/model/weights.bin");
+  EXPECT_EQ(run.registered[0].files[2].size, 2);
 }
 
 TEST(TrackerTest, ACachedStepOrAnEmptyOutputRegistersNothing) {

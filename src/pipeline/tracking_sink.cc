@@ -29,12 +29,14 @@ class JournalRecords : public RunRecords {
   Status AppendArtifact(const std::string& path, const std::string& content) override {
     return journal_->AppendArtifact("", path, content);
   }
-  Status AppendArtifactFile(const std::string& path, const std::string& local_path) override {
+  Result<int64_t> AppendArtifactFile(const std::string& path,
+                                     const std::string& local_path) override {
     return journal_->AppendArtifactFile("", path, local_path);
   }
   Status AppendRegister(const std::string& model, const std::string& source,
-                        const std::string& alias) override {
-    return journal_->AppendRegister(model, source, alias);
+                        const std::string& alias,
+                        const std::vector<client::RegisteredFile>& files) override {
+    return journal_->AppendRegister(model, source, alias, files);
   }
   Status AppendEnd(core::RunStatus status, int64_t end_ms) override {
     return journal_->AppendEnd(status, end_ms);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "client/run_journal.h"
 #include "core/model.h"
 #include "util/status.h"
 
@@ -37,12 +38,15 @@ class RunRecords {
   virtual Status AppendLog(const std::vector<core::ConsoleChunk>& chunks) = 0;
   // An artifact of the run at `path`, with its whole content.
   virtual Status AppendArtifact(const std::string& path, const std::string& content) = 0;
-  // The file at `local_path` as the artifact at `path`, kept as it is now.
-  virtual Status AppendArtifactFile(const std::string& path, const std::string& local_path) = 0;
+  // The file at `local_path` as the artifact at `path`, kept as it is now; returns its size.
+  virtual Result<int64_t> AppendArtifactFile(const std::string& path,
+                                             const std::string& local_path) = 0;
   // A new version of the registered model `model` (created when missing) from `source`, one of
-  // this run's artifacts (runs:/RUN_ID/PATH), with `alias` (optional) moved to it.
+  // this run's artifacts (runs:/RUN_ID/PATH), with `alias` (optional) moved to it unless it
+  // names a newer version; made only when every one of `files` reached the server whole.
   virtual Status AppendRegister(const std::string& model, const std::string& source,
-                                const std::string& alias) = 0;
+                                const std::string& alias,
+                                const std::vector<client::RegisteredFile>& files) = 0;
   virtual Status AppendEnd(core::RunStatus status, int64_t end_ms) = 0;
 
   // Delivers the records not yet acknowledged, in order, stopping at the first the server

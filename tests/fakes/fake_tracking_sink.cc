@@ -44,13 +44,18 @@ class FakeRecords : public pipeline::RunRecords {
   Status AppendArtifact(const std::string& path, const std::string& content) override {
     return Append([=](Server&, FakeRun& run) { run.artifacts[path] = content; });
   }
-  Status AppendArtifactFile(const std::string& path, const std::string& local_path) override {
+  Result<int64_t> AppendArtifactFile(const std::string& path,
+                                     const std::string& local_path) override {
     CAIRN_ASSIGN_OR_RETURN(std::string content, ReadFile(local_path));  // kept as it is now
-    return AppendArtifact(path, content);
+    CAIRN_RETURN_IF_ERROR(AppendArtifact(path, content));
+    return static_cast<int64_t>(content.size());
   }
   Status AppendRegister(const std::string& model, const std::string& source,
-                        const std::string& alias) override {
-    return Append([=](Server&, FakeRun& run) { run.registered.push_back({model, source, alias}); });
+                        const std::string& alias,
+                        const std::vector<client::RegisteredFile>& files) override {
+    return Append([=](Server&, FakeRun& run) {
+      run.registered.push_back({model, source, alias, files});
+    });
   }
   Status AppendEnd(core::RunStatus status, int64_t) override {
     return Append([=](Server&, FakeRun& run) { run.status = status; }, /*end=*/true);

@@ -28,6 +28,7 @@ struct FakeRun {
   std::map<std::string, std::string> artifacts;  // path -> content
   struct Registered {
     std::string model, source, alias;
+    std::vector<client::RegisteredFile> files;
   };
   std::vector<Registered> registered;     // model versions made from the run, in order
   std::optional<core::RunStatus> status;  // set by the run's end

@@ -270,6 +270,81 @@ class PipelineTest(unittest.TestCase):
         self.assertIn("steps.train.register.path: weights.bin is not among the step's outputs "
                       "(model)", p.stdout + p.stderr)
 
+    def test_a_registration_waits_for_sync_and_a_forged_journal_uploads_nothing(self):
+        # A server that is down while the step runs: the version is made by `cairn sync`, from
+        # the files as the step wrote them, though the step has run again since.
+        away = tl.CairnServer(tl.CONFIG.cairn, os.path.join(self.root, "away-data"),
+                              name="cairn (away)").start()
+        port = away.port
+        away.stop()
+        home = os.path.join(self.root, "away-home")
+        env = dict(self.env, CAIRN_TRACKING_URI="http://127.0.0.1:%d" % port, CAIRN_HOME=home)
+        project = self.project("name: later\nsteps:\n  train:\n"
+                               "    run: mkdir -p m && date +%N > m/w.txt\n"
+                               "    outputs: [m/]\n"
+                               "    register: {model: later-clf, path: m, alias: candidate}\n")
+        p = subprocess.run([tl.CONFIG.cairn, "pipeline", "run"], cwd=project, env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(project, "m", "w.txt")) as f:
+            written = f.read()
+        p = subprocess.run([tl.CONFIG.cairn, "pipeline", "run", "--no-cache", "--no-track"],
+                           cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        back = tl.CairnServer(tl.CONFIG.cairn, os.path.join(self.root, "away-data"), port=port,
+                              name="cairn (back)").start()
+        try:
+            p = subprocess.run([tl.CONFIG.cairn, "sync"], cwd=project, env=env,
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("registered model later-clf version 1, alias candidate",
+                          p.stdout + p.stderr)
+            r = back.client().get("/model-versions/get-artifact", {
+                "name": "later-clf", "version": "1", "path": "w.txt"})
+            self.assertEqual(r.text, written)
+            self.assertEqual(os.listdir(os.path.join(home, "journal")), [],
+                             "the journals and their kept files are gone once delivered")
+        finally:
+            back.stop()
+
+        # A journal planted in the journal directory may not upload files from elsewhere on
+        # the machine, nor register another run's files.
+        run_id = self.server.client().post("/api/2.0/mlflow/runs/create",
+                                           {"experiment_id": "0"}).body["run"]["info"]["run_id"]
+        other = self.server.client().post("/api/2.0/mlflow/runs/create",
+                                          {"experiment_id": "0"}).body["run"]["info"]["run_id"]
+        secret = os.path.join(self.root, "secret.txt")
+        with open(secret, "w") as f:
+            f.write("private")
+        journal_dir = os.path.join(self.env["CAIRN_HOME"], "journal")
+        os.makedirs(journal_dir, exist_ok=True)
+        records = [
+            {"cairn_journal": 1, "tracking_uri": self.server.url},
+            {"op": "artifact_file", "artifact_uri": "", "path": "outputs/a", "file": secret},
+            {"op": "artifact_file", "artifact_uri": "", "path": "outputs/b",
+             "file": "../../secret.txt"},
+            {"op": "register", "model": "planted", "source": "runs:/%s/outputs" % run_id,
+             "alias": "", "files": [{"path": "outputs/a", "size": 7}]},
+            {"op": "register", "model": "planted", "source": "runs:/%s/outputs" % other,
+             "alias": "", "files": []},
+            {"op": "end", "status": "FINISHED", "end_time": 1},
+        ]
+        with open(os.path.join(journal_dir, run_id + ".journal"), "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in records))
+        p = subprocess.run([tl.CONFIG.cairn, "sync"], cwd=self.root, env=self.env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stderr.count("names no kept file"), 2, p.stderr)
+        self.assertIn("registers another run's files", p.stderr)
+        self.assertIn("1 of its 1 files did not reach the server whole", p.stderr)
+        listed = self.api("artifacts/list", {"run_id": run_id})
+        self.assertEqual(listed.get("files", []), [])
+        r = self.server.client().get("/api/2.0/mlflow/registered-models/get",
+                                     {"name": "planted"})
+        self.assertEqual(r.status, 404)
+        self.assertEqual(self.api("runs/get", {"run_id": run_id})["run"]["info"]["status"],
+                         "FINISHED")
+
     def test_a_terminal_gets_a_live_status_line(self):
         project = self.project("name: live\nsteps:\n  slow: {run: sleep 1.6}\n"
                                "  after: {run: 'true', needs: [slow]}\n")
