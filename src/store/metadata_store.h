@@ -23,6 +23,7 @@
 #include "core/model.h"
 #include "core/search.h"
 #include "store/identity_store.h"
+#include "store/queue_store.h"
 #include "store/registry_store.h"
 #include "util/status.h"
 
@@ -168,8 +169,7 @@ class MetadataStore {
   // The chunks holding the log's bytes from `offset` on, in order, until at least `max_bytes`
   // of data or the end; the first may start before `offset`. Empty at or past the end.
   virtual Result<std::vector<core::ConsoleChunk>> ReadRunLog(std::string_view run_id,
-                                                             int64_t offset,
-                                                             int64_t max_bytes) = 0;
+                                                             int64_t offset, int64_t max_bytes) = 0;
 
   // --- Artifact index ----------------------------------------------------------------------
   // Records (or replaces) the file at file.path; returns the entry it replaced, if any, so
@@ -196,6 +196,10 @@ class MetadataStore {
   // Registered models, their versions and aliases, in the same database; lives as long as this
   // store.
   virtual RegistryStore& registry() = 0;
+
+  // --- Queues, tasks and agents ----------------------------------------------------------
+  // The store's queues (queue_store.h), in the same database.
+  virtual QueueStore& queue() = 0;
 };
 
 struct StoreOptions {

@@ -10,6 +10,7 @@
 
 #include "store/listing.h"
 #include "store/memory/memory_identity_store.h"
+#include "store/memory/memory_queue_store.h"
 #include "store/memory/memory_registry_store.h"
 #include "store/store_util.h"
 #include "util/clock.h"
@@ -388,6 +389,7 @@ class MemoryStore : public MetadataStore {
 
   IdentityStore& identity() override { return *identity_; }
   RegistryStore& registry() override { return *registry_; }
+  QueueStore& queue() override { return *queue_; }
 
  private:
   Experiment* FindExperiment(std::string_view id) {
@@ -419,10 +421,9 @@ class MemoryStore : public MetadataStore {
     for (const Metric& m : metrics) {
       std::vector<Metric>& points = rec.history[m.key];
       // Keep history in (step, timestamp, value) order; drop exact duplicates.
-      auto pos = std::upper_bound(points.begin(), points.end(), m, [](const Metric& a,
-                                                                     const Metric& b) {
-        return core::MetricIsNewer(b, a);
-      });
+      auto pos = std::upper_bound(
+          points.begin(), points.end(), m,
+          [](const Metric& a, const Metric& b) { return core::MetricIsNewer(b, a); });
       bool duplicate = false;
       for (auto back = pos; back != points.begin();) {
         --back;
@@ -440,6 +441,7 @@ class MemoryStore : public MetadataStore {
   std::shared_mutex mu_;
   std::unique_ptr<IdentityStore> identity_ = NewMemoryIdentityStore();
   std::unique_ptr<RegistryStore> registry_ = NewMemoryRegistryStore();
+  std::unique_ptr<QueueStore> queue_ = NewMemoryQueueStore();
   std::map<int64_t, Experiment> experiments_;
   std::unordered_map<std::string, RunRecord> runs_;
   std::map<std::string, ArtifactFile, std::less<>> artifacts_;

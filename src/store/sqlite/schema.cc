@@ -262,6 +262,57 @@ CREATE TABLE alias_moves (
 );
 CREATE INDEX alias_moves_by_alias ON alias_moves (model, alias, id);
 )sql",
+    // Version 6: queues, tasks and agents. A task's seq is its rowid, never given twice
+    // (AUTOINCREMENT), so that the order tasks were queued in survives deletes; tasks_by_start
+    // serves a lease, which reads waiting tasks in the order they start, and tasks_by_lease
+    // the search for leases that ran out.
+    R"sql(
+CREATE TABLE queues (
+  name TEXT PRIMARY KEY,
+  description TEXT NOT NULL,
+  default_priority INTEGER NOT NULL,
+  created_time INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE tasks (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  queue TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  need_gpus INTEGER NOT NULL,
+  need_cpus REAL NOT NULL,
+  need_memory_mib INTEGER NOT NULL,
+  spec TEXT NOT NULL,
+  requirements TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  team TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  agent TEXT NOT NULL,
+  lease_expiry INTEGER NOT NULL,
+  gpus TEXT NOT NULL,
+  cancel_requested INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  created_time INTEGER NOT NULL,
+  start_time INTEGER NOT NULL,
+  end_time INTEGER NOT NULL
+);
+CREATE INDEX tasks_by_start ON tasks (state, priority DESC, seq);
+CREATE INDEX tasks_by_lease ON tasks (state, lease_expiry);
+CREATE INDEX tasks_by_queue ON tasks (queue, priority DESC, seq);
+CREATE TABLE agents (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  queues TEXT NOT NULL,
+  host TEXT NOT NULL,
+  gpus TEXT NOT NULL,
+  slots INTEGER NOT NULL,
+  started_time INTEGER NOT NULL,
+  heartbeat_time INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql",
 };
 
 }  // namespace

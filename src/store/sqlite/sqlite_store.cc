@@ -11,6 +11,7 @@
 #include "store/listing.h"
 #include "store/sqlite/database.h"
 #include "store/sqlite/identity_tables.h"
+#include "store/sqlite/queue_tables.h"
 #include "store/sqlite/registry_tables.h"
 #include "store/sqlite/run_rows.h"
 #include "store/sqlite/run_search.h"
@@ -100,6 +101,7 @@ class SqliteStore : public MetadataStore {
         }));
     identity_ = sqlite::NewSqliteIdentityStore(db_.get());
     registry_ = sqlite::NewSqliteRegistryStore(db_.get());
+    queue_ = sqlite::NewSqliteQueueStore(db_.get());
     return Status::Ok();
   }
 
@@ -238,8 +240,8 @@ class SqliteStore : public MetadataStore {
   Status DeleteExperimentTag(std::string_view experiment_id, std::string_view key) override {
     return Write([&](Connection& c) -> Status {
       CAIRN_ASSIGN_OR_RETURN(int64_t id, ExperimentKey(c, experiment_id));
-      CAIRN_RETURN_IF_ERROR(ExecStmt(
-          c, "DELETE FROM experiment_tags WHERE experiment_id = ? AND key = ?", id, key));
+      CAIRN_RETURN_IF_ERROR(
+          ExecStmt(c, "DELETE FROM experiment_tags WHERE experiment_id = ? AND key = ?", id, key));
       if (sqlite3_changes(c.raw()) == 0) {
         return NotFound("No tag with name: " + std::string(key) + " in experiment with id " +
                         std::string(experiment_id));
@@ -291,8 +293,8 @@ class SqliteStore : public MetadataStore {
                                        core::RunStatusName(*status), run));
       }
       if (end_time) {
-        CAIRN_RETURN_IF_ERROR(ExecStmt(c, "UPDATE runs SET end_time = ? WHERE id = ?",
-                                       *end_time, run));
+        CAIRN_RETURN_IF_ERROR(
+            ExecStmt(c, "UPDATE runs SET end_time = ? WHERE id = ?", *end_time, run));
       }
       if (run_name) {
         CAIRN_RETURN_IF_ERROR(UpsertRunTag(c, run, {std::string(core::kRunNameTag), *run_name}));
@@ -321,8 +323,8 @@ class SqliteStore : public MetadataStore {
                      std::vector<core::Param> params, std::vector<core::Tag> tags,
                      std::function<void(Status)> done) override {
     WriteAsync(
-        [this, run_id = std::move(run_id), metrics = std::move(metrics),
-         params = std::move(params), tags = std::move(tags)](Connection& c) -> Status {
+        [this, run_id = std::move(run_id), metrics = std::move(metrics), params = std::move(params),
+         tags = std::move(tags)](Connection& c) -> Status {
           return LogBatchToActiveRun(c, run_id, metrics, params, tags);
         },
         std::move(done));
@@ -568,6 +570,7 @@ class SqliteStore : public MetadataStore {
 
   IdentityStore& identity() override { return *identity_; }
   RegistryStore& registry() override { return *registry_; }
+  QueueStore& queue() override { return *queue_; }
 
  private:
   Status LogBatchToActiveRun(Connection& c, std::string_view run_id,
@@ -601,9 +604,10 @@ class SqliteStore : public MetadataStore {
   }
 
   StoreOptions options_;
-  int64_t logged_points_ = kCompactPoints;  // writer thread only; compact once at start
+  int64_t logged_points_ = kCompactPoints;   // writer thread only; compact once at start
   std::unique_ptr<IdentityStore> identity_;  // on db_
   std::unique_ptr<RegistryStore> registry_;  // on db_
+  std::unique_ptr<QueueStore> queue_;        // on db_
   // Last, so that it stops first: its writer thread uses the members above until then.
   std::unique_ptr<Database> db_;
 };
