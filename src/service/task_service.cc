@@ -1,0 +1,281 @@
+#include "service/task_service.h"
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "env/host_check.h"
+#include "service/validation.h"
+#include "util/hash.h"
+
+namespace cairn::service {
+namespace {
+
+using core::Task;
+using core::TaskState;
+using nlohmann::json;
+
+constexpr size_t kMaxQueueName = 64;
+
+Status ValidateQueueName(const std::string& name) {
+  if (name.empty()) return InvalidArgument("A queue needs a name.");
+  if (name.size() > kMaxQueueName || !std::all_of(name.begin(), name.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+      })) {
+    return InvalidArgument("Invalid queue name '" + name.substr(0, kMaxQueueName) +
+                           "': up to 64 letters, digits, '_', '-' and '.'.");
+  }
+  return Status::Ok();
+}
+
+// The requirements JSON as HostRequirements; InvalidArgument naming what is wrong.
+Result<env::HostRequirements> ParseRequirements(const std::string& text) {
+  env::HostRequirements r;
+  if (text.empty()) return r;
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return InvalidArgument("A task's requirements must be a JSON object.");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::string* field = it.key() == "cuda"                 ? &r.cuda
+                         : it.key() == "driver"             ? &r.driver
+                         : it.key() == "compute_capability" ? &r.compute_capability
+                         : it.key() == "glibc"              ? &r.glibc
+                                                            : nullptr;
+    if (field == nullptr) {
+      return InvalidArgument("Unknown task requirement '" + it.key() +
+                             "' (known: cuda, driver, compute_capability, glibc).");
+    }
+    if (!it.value().is_string()) {
+      return InvalidArgument("Task requirement '" + it.key() + "' must be a string.");
+    }
+    *field = it.value().get<std::string>();
+  }
+  return r;
+}
+
+std::string JoinFirst(const std::vector<std::string>& items, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n && i < items.size(); ++i) out += (i == 0 ? "" : ",") + items[i];
+  return out;
+}
+
+std::string NewRunId() { return RandomHex(16); }
+
+}  // namespace
+
+std::string TaskService::HostShortfall(const std::string& requirements,
+                                       const env::HostFacts& host) {
+  Result<env::HostRequirements> required = ParseRequirements(requirements);
+  if (!required.ok()) return required.status().message();
+  if (required->empty()) return "";
+  Result<std::vector<env::HostFinding>> findings = env::CheckHost(*required, host);
+  if (!findings.ok()) return findings.status().message();
+  for (const env::HostFinding& f : *findings) {
+    if (f.state == env::HostFinding::State::kOk) continue;
+    // A host that does not tell cannot be trusted to run it either.
+    return f.requirement + ": " + (f.detail.empty() ? "the host has " + f.have : f.detail);
+  }
+  return "";
+}
+
+Status TaskService::ScheduleRun(const Task& task, const std::string& run_id, int64_t attempt) {
+  CreateRunRequest r;
+  r.run_id = run_id;
+  r.start_time = clock_->NowMillis();
+  r.user_id = task.owner;
+  Result<core::Run> previous = tracking_->GetRun(task.run_id);
+  if (previous.ok()) {
+    r.experiment_id = previous->info.experiment_id;
+    r.run_name = previous->info.run_name;
+    for (const core::Tag& t : previous->data.tags) {
+      if (t.key.starts_with("cairn.task.") || t.key == TrackingService::kFailureReasonTag ||
+          t.key == "mlflow.runName") {
+        continue;
+      }
+      r.tags.push_back(t);
+    }
+    r.tags.push_back({"cairn.task.previous_run", task.run_id});
+  }
+  r.tags.push_back({std::string(kTaskIdTag), task.id});
+  r.tags.push_back({std::string(kTaskQueueTag), task.queue});
+  r.tags.push_back({std::string(kTaskAttemptTag), std::to_string(attempt)});
+  CAIRN_RETURN_IF_ERROR(tracking_->CreateRun(r).status());
+  return tracking_->UpdateRun(run_id, core::RunStatus::kScheduled, std::nullopt, std::nullopt)
+      .status();
+}
+
+void TaskService::EndRun(const Task& task, core::RunStatus status, const std::string& reason) {
+  (void)tracking_->UpdateRun(task.run_id, status, clock_->NowMillis(), std::nullopt);
+  // After the status: a status update clears an earlier failure reason.
+  if (!reason.empty() && status != core::RunStatus::kFinished) {
+    (void)tracking_->SetTag(task.run_id, {std::string(TrackingService::kFailureReasonTag), reason});
+  }
+}
+
+Result<Task> TaskService::Enqueue(const EnqueueRequest& request) {
+  CAIRN_RETURN_IF_ERROR(ValidateQueueName(request.queue));
+  if (request.needs.gpus < 0 || request.needs.cpus < 0 || request.needs.memory_mib < 0) {
+    return InvalidArgument("A task's GPUs, CPUs and memory cannot be negative.");
+  }
+  if (request.max_attempts < 1 || request.max_attempts > kMaxTaskAttempts) {
+    return InvalidArgument("max_attempts must be between 1 and " +
+                           std::to_string(kMaxTaskAttempts) + ".");
+  }
+  if (static_cast<int64_t>(request.spec.size()) > kMaxTaskSpecBytes) {
+    return InvalidArgument("A task's spec may hold at most 1 MiB.");
+  }
+  if (!json::parse(request.spec, nullptr, false).is_object()) {
+    return InvalidArgument("A task's spec must be a JSON object.");
+  }
+  CAIRN_RETURN_IF_ERROR(ParseRequirements(request.requirements).status());
+  const int64_t now = clock_->NowMillis();
+  CAIRN_ASSIGN_OR_RETURN(core::Queue queue, store_->queue().EnsureQueue(request.queue, now));
+
+  Task task;
+  task.id = RandomHex(16);
+  task.queue = request.queue;
+  task.priority = request.priority.value_or(queue.default_priority);
+  task.needs = request.needs;
+  task.spec = request.spec;
+  task.requirements = request.requirements;
+  task.owner = request.user_id;
+  task.team = request.team;
+  task.max_attempts = request.max_attempts;
+  task.created_time = now;
+
+  CreateRunRequest r;
+  r.experiment_id = request.experiment_id;
+  r.user_id = request.user_id;
+  r.run_name = request.run_name;
+  r.start_time = now;
+  r.tags = request.tags;
+  r.tags.push_back({std::string(kTaskIdTag), task.id});
+  r.tags.push_back({std::string(kTaskQueueTag), task.queue});
+  r.tags.push_back({std::string(kTaskAttemptTag), "1"});
+  CAIRN_ASSIGN_OR_RETURN(core::Run run, tracking_->CreateRun(r));
+  task.run_id = run.info.run_id;
+  Status scheduled =
+      tracking_->UpdateRun(task.run_id, core::RunStatus::kScheduled, std::nullopt, std::nullopt)
+          .status();
+  Result<Task> stored = scheduled.ok() ? store_->queue().EnqueueTask(task) : scheduled;
+  if (!stored.ok()) (void)tracking_->DeleteRun(task.run_id);  // no run without its task
+  return stored;
+}
+
+Result<Task> TaskService::GetTask(const std::string& id) { return store_->queue().GetTask(id); }
+
+Result<std::vector<Task>> TaskService::ListTasks(const store::TaskQuery& query) {
+  return store_->queue().ListTasks(query);
+}
+
+Result<Task> TaskService::Cancel(const std::string& id, const std::string& actor) {
+  const std::string reason = actor.empty() ? "cancelled" : "cancelled by " + actor;
+  CAIRN_ASSIGN_OR_RETURN(Task task, store_->queue().CancelTask(id, reason, clock_->NowMillis()));
+  if (task.state == TaskState::kCancelled) EndRun(task, core::RunStatus::kKilled, reason);
+  return task;
+}
+
+Result<Task> TaskService::Move(const std::string& id, const std::string& queue,
+                               std::optional<int64_t> priority) {
+  CAIRN_RETURN_IF_ERROR(ValidateQueueName(queue));
+  CAIRN_ASSIGN_OR_RETURN(Task task, store_->queue().GetTask(id));
+  CAIRN_RETURN_IF_ERROR(store_->queue().EnsureQueue(queue, clock_->NowMillis()).status());
+  CAIRN_ASSIGN_OR_RETURN(Task moved,
+                         store_->queue().MoveTask(id, queue, priority.value_or(task.priority)));
+  (void)tracking_->SetTag(moved.run_id, {std::string(kTaskQueueTag), queue});
+  return moved;
+}
+
+Result<std::vector<core::Queue>> TaskService::ListQueues() { return store_->queue().ListQueues(); }
+
+Result<core::Queue> TaskService::UpdateQueue(const std::string& name,
+                                             const std::string& description,
+                                             int64_t default_priority) {
+  CAIRN_RETURN_IF_ERROR(ValidateQueueName(name));
+  CAIRN_RETURN_IF_ERROR(store_->queue().EnsureQueue(name, clock_->NowMillis()).status());
+  CAIRN_RETURN_IF_ERROR(store_->queue().UpdateQueue(name, description, default_priority));
+  return store_->queue().GetQueue(name);
+}
+
+Status TaskService::RegisterAgent(core::Agent agent) {
+  if (agent.id.empty()) return InvalidArgument("An agent needs an id.");
+  for (const std::string& q : agent.queues) CAIRN_RETURN_IF_ERROR(ValidateQueueName(q));
+  agent.heartbeat_time = clock_->NowMillis();
+  if (agent.started_time == 0) agent.started_time = agent.heartbeat_time;
+  return store_->queue().PutAgent(agent);
+}
+
+Result<std::vector<core::Agent>> TaskService::ListAgents() { return store_->queue().ListAgents(); }
+
+Result<std::optional<Task>> TaskService::Lease(const LeaseAsk& ask) {
+  if (ask.agent.empty()) return InvalidArgument("A lease needs the agent's id.");
+  if (ask.queues.empty()) return InvalidArgument("A lease needs at least one queue.");
+  for (const std::string& q : ask.queues) CAIRN_RETURN_IF_ERROR(ValidateQueueName(q));
+  const int64_t now = clock_->NowMillis();
+  store::LeaseRequest r;
+  r.queues = ask.queues;
+  r.agent = ask.agent;
+  r.now = now;
+  r.lease_expiry = now + std::max<int64_t>(ask.lease_ms, 1000);
+  r.place = [&ask](const Task& t) -> std::optional<std::string> {
+    if (t.needs.gpus > static_cast<int64_t>(ask.free_gpus.size())) return std::nullopt;
+    if (ask.free_cpus > 0 && t.needs.cpus > ask.free_cpus) return std::nullopt;
+    if (ask.free_memory_mib > 0 && t.needs.memory_mib > ask.free_memory_mib) return std::nullopt;
+    if (!HostShortfall(t.requirements, ask.host).empty()) return std::nullopt;
+    return JoinFirst(ask.free_gpus, static_cast<size_t>(t.needs.gpus));
+  };
+  (void)store_->queue().AgentHeartbeat(ask.agent, now);
+  CAIRN_ASSIGN_OR_RETURN(std::optional<Task> leased, store_->queue().LeaseTask(r));
+  if (!leased) return leased;
+  // The attempt's run: made when its task was queued (again); a sweep that stopped between
+  // requeueing a task and making its run left it to be made now.
+  if (!tracking_->GetRunInfo(leased->run_id).ok()) {
+    CAIRN_RETURN_IF_ERROR(ScheduleRun(*leased, leased->run_id, leased->attempt));
+  }
+  (void)tracking_->SetTag(leased->run_id, {std::string(kTaskAgentTag), ask.agent});
+  (void)tracking_->SetTag(leased->run_id,
+                          {std::string(kTaskAttemptTag), std::to_string(leased->attempt)});
+  CAIRN_RETURN_IF_ERROR(
+      tracking_->UpdateRun(leased->run_id, core::RunStatus::kRunning, std::nullopt, std::nullopt)
+          .status());
+  return leased;
+}
+
+Result<Task> TaskService::Renew(const std::string& id, const std::string& agent, int64_t attempt,
+                                int64_t lease_ms) {
+  const int64_t now = clock_->NowMillis();
+  (void)store_->queue().AgentHeartbeat(agent, now);
+  return store_->queue().RenewLease(id, agent, attempt, now + std::max<int64_t>(lease_ms, 1000));
+}
+
+Result<Task> TaskService::Finish(const std::string& id, const std::string& agent, int64_t attempt,
+                                 TaskState state, const std::string& reason) {
+  CAIRN_ASSIGN_OR_RETURN(Task task, store_->queue().FinishTask(id, agent, attempt, state, reason,
+                                                               clock_->NowMillis()));
+  EndRun(task,
+         state == TaskState::kDone        ? core::RunStatus::kFinished
+         : state == TaskState::kCancelled ? core::RunStatus::kKilled
+                                          : core::RunStatus::kFailed,
+         reason);
+  return task;
+}
+
+Result<int> TaskService::ExpireLeases() {
+  const int64_t now = clock_->NowMillis();
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Task> expired, store_->queue().ExpiredLeases(now));
+  int ended = 0;
+  for (const Task& lost : expired) {
+    const std::string reason = "agent lost: " + lost.agent + " stopped renewing its lease";
+    const std::string next_run = NewRunId();
+    Result<Task> after = store_->queue().ExpireLease(lost.id, lost.attempt, next_run, reason, now);
+    if (!after.ok()) continue;  // renewed or ended meanwhile
+    ++ended;
+    EndRun(lost, core::RunStatus::kFailed, reason);
+    if (after->state == TaskState::kQueued) {
+      // If this fails, Lease makes the run when the task is next taken.
+      (void)ScheduleRun(lost, next_run, after->attempt + 1);
+    }
+  }
+  return ended;
+}
+
+}  // namespace cairn::service

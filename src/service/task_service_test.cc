@@ -1,0 +1,219 @@
+#include "service/task_service.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fakes/fake_clock.h"
+#include "store/memory/memory_store.h"
+
+namespace cairn::service {
+namespace {
+
+using core::Task;
+using core::TaskState;
+using ::testing::HasSubstr;
+
+constexpr int64_t kNow = 1'700'000'000'000;
+
+env::HostFacts GpuHost(const std::string& driver, const std::string& cuda) {
+  env::HostFacts h;
+  h.os = "linux";
+  h.glibc = "2.36";
+  h.driver_version = driver;
+  h.cuda_driver_version = cuda;
+  env::GpuInfo gpu;
+  gpu.name = "NVIDIA A100";
+  gpu.compute_capability = "8.0";
+  gpu.driver_version = driver;
+  h.gpus = {gpu, gpu};
+  return h;
+}
+
+env::HostFacts CpuHost() {
+  env::HostFacts h;
+  h.os = "linux";
+  h.glibc = "2.36";
+  h.gpu_note = "nvidia-smi not found";
+  return h;
+}
+
+class TaskServiceTest : public ::testing::Test {
+ protected:
+  Result<Task> Enqueue(const std::string& queue, int64_t gpus = 0,
+                       const std::string& requirements = "", int64_t max_attempts = 2) {
+    EnqueueRequest r;
+    r.queue = queue;
+    r.experiment_id = "0";
+    r.run_name = "train";
+    r.user_id = "alice";
+    r.needs.gpus = gpus;
+    r.spec = R"({"command": ["python", "train.py"]})";
+    r.requirements = requirements;
+    r.max_attempts = max_attempts;
+    r.tags = {{"team", "vision"}};
+    return svc_.Enqueue(r);
+  }
+
+  LeaseAsk Ask(const std::string& agent, env::HostFacts host, std::vector<std::string> gpus) {
+    LeaseAsk a;
+    a.agent = agent;
+    a.queues = {"gpu"};
+    a.free_gpus = std::move(gpus);
+    a.host = std::move(host);
+    a.lease_ms = 30'000;
+    return a;
+  }
+
+  core::Run RunOf(const std::string& run_id) { return *tracking_.GetRun(run_id); }
+
+  std::string Tag(const core::Run& run, std::string_view key) {
+    const core::Tag* t = run.FindTag(key);
+    return t == nullptr ? "" : t->value;
+  }
+
+  std::unique_ptr<store::MetadataStore> store_ = store::NewMemoryMetadataStore({});
+  fakes::FakeClock clock_{kNow};
+  TrackingService tracking_{store_.get(), &clock_};
+  TaskService svc_{store_.get(), &tracking_, &clock_};
+};
+
+TEST_F(TaskServiceTest, AQueuedTaskIsAScheduledRun) {
+  Result<Task> t = Enqueue("gpu", 1);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->state, TaskState::kQueued);
+  core::Run run = RunOf(t->run_id);
+  EXPECT_EQ(run.info.status, core::RunStatus::kScheduled);
+  EXPECT_EQ(run.info.run_name, "train");
+  EXPECT_EQ(Tag(run, kTaskIdTag), t->id);
+  EXPECT_EQ(Tag(run, kTaskQueueTag), "gpu");
+  EXPECT_EQ(Tag(run, "team"), "vision");
+  Result<std::vector<core::Queue>> queues = svc_.ListQueues();
+  ASSERT_TRUE(queues.ok());
+  ASSERT_EQ(queues->size(), 1u) << "made on first use";
+}
+
+TEST_F(TaskServiceTest, BadTasksAreRefusedAndLeaveNoRun) {
+  EXPECT_THAT(Enqueue("gpu queue").status().message(), HasSubstr("Invalid queue name"));
+  EXPECT_THAT(Enqueue("gpu", -1).status().message(), HasSubstr("cannot be negative"));
+  EXPECT_THAT(Enqueue("gpu", 0, R"({"cuda": 12})").status().message(),
+              HasSubstr("'cuda' must be a string"));
+  EXPECT_THAT(Enqueue("gpu", 0, R"({"tpu": "v4"})").status().message(),
+              HasSubstr("Unknown task requirement 'tpu'"));
+  EXPECT_THAT(Enqueue("gpu", 0, "", 0).status().message(), HasSubstr("max_attempts"));
+  store::RunSearchQuery all;
+  all.experiment_ids = {"0"};
+  all.view = core::ViewType::kAll;
+  EXPECT_TRUE(store_->SearchRuns(all)->empty());
+}
+
+TEST_F(TaskServiceTest, ATaskLandsOnlyWhereItsEnvironmentCanRun) {
+  Result<Task> cuda12 = Enqueue("gpu", 1, R"({"cuda": "12"})");
+  ASSERT_TRUE(cuda12.ok());
+  // A CUDA 11 driver (470) cannot run a CUDA 12 build; a CPU host has no driver at all.
+  Result<std::optional<Task>> none = svc_.Lease(Ask("old", GpuHost("470.199.02", "11.4"), {"0"}));
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->has_value());
+  none = svc_.Lease(Ask("cpu", CpuHost(), {"0"}));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_THAT(TaskService::HostShortfall(R"({"cuda": "12"})", GpuHost("470.199.02", "11.4")),
+              HasSubstr("cuda 12"));
+  // No free GPU: it waits.
+  none = svc_.Lease(Ask("busy", GpuHost("535.104.05", "12.2"), {}));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+
+  Result<std::optional<Task>> leased =
+      svc_.Lease(Ask("new", GpuHost("535.104.05", "12.2"), {"1", "0"}));
+  ASSERT_TRUE(leased.ok() && leased->has_value()) << leased.status().ToString();
+  EXPECT_EQ((*leased)->id, cuda12->id);
+  EXPECT_EQ((*leased)->gpus, "1");
+  EXPECT_EQ((*leased)->lease_expiry, kNow + 30'000);
+  core::Run run = RunOf(cuda12->run_id);
+  EXPECT_EQ(run.info.status, core::RunStatus::kRunning);
+  EXPECT_EQ(Tag(run, kTaskAgentTag), "new");
+}
+
+TEST_F(TaskServiceTest, AFinishedAttemptEndsItsRun) {
+  ASSERT_TRUE(Enqueue("gpu").ok());
+  Result<std::optional<Task>> leased = svc_.Lease(Ask("a1", CpuHost(), {}));
+  ASSERT_TRUE(leased.ok() && leased->has_value());
+  const Task& t = **leased;
+  clock_.Advance(10'000);
+  Result<Task> renewed = svc_.Renew(t.id, "a1", 1, 30'000);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_EQ(renewed->lease_expiry, kNow + 40'000);
+  Result<Task> failed = svc_.Finish(t.id, "a1", 1, TaskState::kFailed, "exit code 3");
+  ASSERT_TRUE(failed.ok()) << failed.status().ToString();
+  core::Run run = RunOf(t.run_id);
+  EXPECT_EQ(run.info.status, core::RunStatus::kFailed);
+  EXPECT_EQ(Tag(run, TrackingService::kFailureReasonTag), "exit code 3");
+  EXPECT_EQ(run.info.end_time, kNow + 10'000);
+}
+
+TEST_F(TaskServiceTest, ALostAgentsAttemptFailsAndTheTaskRunsAgainInANewRun) {
+  Result<Task> queued = Enqueue("gpu", 0, "", /*max_attempts=*/2);
+  ASSERT_TRUE(queued.ok());
+  Result<std::optional<Task>> first = svc_.Lease(Ask("lost", CpuHost(), {}));
+  ASSERT_TRUE(first.ok() && first->has_value());
+  clock_.Advance(29'000);
+  EXPECT_EQ(*svc_.ExpireLeases(), 0) << "its lease has not run out";
+  clock_.Advance(2'000);
+  EXPECT_EQ(*svc_.ExpireLeases(), 1);
+  core::Run dead = RunOf(queued->run_id);
+  EXPECT_EQ(dead.info.status, core::RunStatus::kFailed);
+  EXPECT_THAT(Tag(dead, TrackingService::kFailureReasonTag), HasSubstr("agent lost"));
+
+  Result<Task> waiting = svc_.GetTask(queued->id);
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(waiting->state, TaskState::kQueued);
+  ASSERT_NE(waiting->run_id, queued->run_id);
+  core::Run next = RunOf(waiting->run_id);
+  EXPECT_EQ(next.info.status, core::RunStatus::kScheduled);
+  EXPECT_EQ(next.info.run_name, "train");
+  EXPECT_EQ(Tag(next, kTaskAttemptTag), "2");
+  EXPECT_EQ(Tag(next, "cairn.task.previous_run"), queued->run_id);
+  EXPECT_EQ(Tag(next, "team"), "vision");
+
+  // The lost agent comes back and cannot finish what is no longer its own.
+  EXPECT_EQ(svc_.Finish(queued->id, "lost", 1, TaskState::kDone, "").status().code(),
+            StatusCode::kFailedPrecondition);
+  Result<std::optional<Task>> second = svc_.Lease(Ask("other", CpuHost(), {}));
+  ASSERT_TRUE(second.ok() && second->has_value());
+  EXPECT_EQ((*second)->attempt, 2);
+  EXPECT_EQ(RunOf(waiting->run_id).info.status, core::RunStatus::kRunning);
+  // Its last attempt lost too: the task fails, and no further run is made.
+  clock_.Advance(31'000);
+  EXPECT_EQ(*svc_.ExpireLeases(), 1);
+  EXPECT_EQ(svc_.GetTask(queued->id)->state, TaskState::kFailed);
+  EXPECT_EQ(RunOf(waiting->run_id).info.status, core::RunStatus::kFailed);
+}
+
+TEST_F(TaskServiceTest, CancelAndMove) {
+  Result<Task> a = Enqueue("gpu");
+  Result<Task> b = Enqueue("gpu");
+  ASSERT_TRUE(a.ok() && b.ok());
+  Result<Task> cancelled = svc_.Cancel(a->id, "bob");
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->state, TaskState::kCancelled);
+  EXPECT_EQ(cancelled->reason, "cancelled by bob");
+  EXPECT_EQ(RunOf(a->run_id).info.status, core::RunStatus::kKilled);
+  Result<Task> moved = svc_.Move(b->id, "cpu", 5);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_EQ(moved->queue, "cpu");
+  EXPECT_EQ(moved->priority, 5);
+  EXPECT_EQ(Tag(RunOf(b->run_id), kTaskQueueTag), "cpu");
+  LeaseAsk ask = Ask("a1", CpuHost(), {});
+  ask.queues = {"cpu"};
+  Result<std::optional<Task>> leased = svc_.Lease(ask);
+  ASSERT_TRUE(leased.ok() && leased->has_value());
+  Result<Task> asked = svc_.Cancel(b->id, "bob");
+  ASSERT_TRUE(asked.ok());
+  EXPECT_TRUE(asked->cancel_requested);
+  EXPECT_TRUE(svc_.Renew(b->id, "a1", 1)->cancel_requested);
+  ASSERT_TRUE(svc_.Finish(b->id, "a1", 1, TaskState::kCancelled, "cancelled by bob").ok());
+  EXPECT_EQ(RunOf(b->run_id).info.status, core::RunStatus::kKilled);
+}
+
+}  // namespace
+}  // namespace cairn::service
