@@ -62,8 +62,8 @@ struct Team {
 struct Token {
   std::string id;  // public: shown in listings, named to revoke
   std::string name;
-  std::string owner;         // username
-  std::string secret_hash;   // SHA-256 hex of the token's value; the value itself is never kept
+  std::string owner;        // username
+  std::string secret_hash;  // SHA-256 hex of the token's value; the value itself is never kept
   TokenScopes scopes;
   int64_t created_time = 0;
   int64_t expiry_time = 0;     // ms; 0: never expires
@@ -100,7 +100,8 @@ struct Principal {
   TokenScopes scopes = kAllScopes;  // the token's, or all for a password or session
   std::string token_name;           // set when a token authenticated the request
   std::string token_id;
-  int64_t token_expiry = 0;         // ms; 0: the token never expires (or no token)
+  int64_t token_expiry = 0;  // ms; 0: the token never expires (or no token)
+  bool is_service = false;   // a service account (agents, CI)
   // Acts as an admin: an admin account, through a password, a session or an admin token.
   bool ActsAsAdmin() const { return is_admin && scopes.admin; }
 };
@@ -115,21 +116,21 @@ bool MayAccess(const Principal& who, const std::vector<Grant>& grants,
 
 // One line of the audit log.
 struct AuditEntry {
-  int64_t id = 0;  // assigned by the store, increasing
-  int64_t time = 0;  // ms
-  std::string actor;   // username, "user/token-name" for a token, "" when unauthenticated
-  std::string source;  // the client's address
-  std::string action;  // "POST experiments/delete", "login", ...
-  std::string object;  // "experiment 3", "run 1f2e…", "user alice", ...
-  std::string outcome; // "ok", or the error code and message of a refusal or failure
+  int64_t id = 0;       // assigned by the store, increasing
+  int64_t time = 0;     // ms
+  std::string actor;    // username, "user/token-name" for a token, "" when unauthenticated
+  std::string source;   // the client's address
+  std::string action;   // "POST experiments/delete", "login", ...
+  std::string object;   // "experiment 3", "run 1f2e…", "user alice", ...
+  std::string outcome;  // "ok", or the error code and message of a refusal or failure
 };
 
 struct AuditQuery {
-  std::string actor;   // exact, "" for any
+  std::string actor;  // exact, "" for any
   // Exact ("experiment 3"), or a prefix when it ends in ' ' or '/' ("run ", "artifact 3/");
   // "" for any.
   std::string object;
-  int64_t since = 0;   // ms, inclusive
+  int64_t since = 0;      // ms, inclusive
   int64_t before_id = 0;  // only entries older than this id (paging); 0 for the newest
   int64_t max_results = 1000;
 };

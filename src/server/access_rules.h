@@ -36,6 +36,8 @@ enum class Target {
   kArtifactPath,    // the experiment an artifact path starts with (`field` for a listing),
                     // or the registered model whose version's files it holds
   kModel,           // the registered model whose name is in `field`
+  kTaskInPath,      // the experiment of the task whose id is the path's `*`
+  kAgent,           // agents: a service account (or an admin)
 };
 
 struct AccessRule {
@@ -44,8 +46,8 @@ struct AccessRule {
   // Relative to the API's prefix; `*` stands for one path segment, a final `**` for the rest.
   const char* path;
   Target target;
-  core::Access access;   // kRead for calls that change nothing
-  const char* field;     // where the request names its object, for the targets that need one
+  core::Access access;  // kRead for calls that change nothing
+  const char* field;    // where the request names its object, for the targets that need one
 };
 
 std::span<const AccessRule> AccessRules();

@@ -38,22 +38,22 @@ TEST(AccessRulesTest, EveryRouteHasARuleAndEveryRuleARoute) {
   ExpectEveryRouteHasARule(Api::kCairn, CairnRoutes(), &used);
   ExpectEveryRouteHasARule(Api::kCairn, CairnIdentityRoutes(), &used);
   ExpectEveryRouteHasARule(Api::kCairn, CairnRegistryRoutes(), &used);
+  ExpectEveryRouteHasARule(Api::kCairn, CairnTaskRoutes(), &used);
   // The artifact proxy and MLflow's plain routes are served by the server itself, not from a
   // route table.
   for (const AccessRule& rule : AccessRules()) {
     if (rule.api == Api::kArtifacts || rule.api == Api::kPlain) continue;
-    EXPECT_EQ(used.count(&rule), 1u) << rule.method << " " << rule.path
-                                     << " is a rule without a route";
+    EXPECT_EQ(used.count(&rule), 1u)
+        << rule.method << " " << rule.path << " is a rule without a route";
   }
 }
 
 TEST(AccessRulesTest, RulesThatNameAnObjectSayWhere) {
   for (const AccessRule& rule : AccessRules()) {
-    const bool needs_field = rule.target == Target::kExperiment ||
-                             rule.target == Target::kExperimentOr0 ||
-                             rule.target == Target::kExperimentName ||
-                             rule.target == Target::kRun || rule.target == Target::kRuns ||
-                             rule.target == Target::kSelfOrAdmin;
+    const bool needs_field =
+        rule.target == Target::kExperiment || rule.target == Target::kExperimentOr0 ||
+        rule.target == Target::kExperimentName || rule.target == Target::kRun ||
+        rule.target == Target::kRuns || rule.target == Target::kSelfOrAdmin;
     if (needs_field) {
       EXPECT_NE(rule.field, nullptr) << rule.method << " " << rule.path;
     }

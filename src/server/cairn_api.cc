@@ -123,8 +123,8 @@ Result<CairnResponse> CreateRun(ApiContext& ctx, const CairnCall& call) {
     if (!e.ok() && e.status().code() == StatusCode::kNotFound) {
       Result<std::string> id = ctx.tracking->CreateExperiment(*experiment_name, "", {});
       if (id.ok()) {
-        CAIRN_RETURN_IF_ERROR(ctx.identity->GrantCreator(*ctx.caller,
-                                                         core::ResourceKind::kExperiment, *id));
+        CAIRN_RETURN_IF_ERROR(
+            ctx.identity->GrantCreator(*ctx.caller, core::ResourceKind::kExperiment, *id));
       }
       // Created meanwhile by another client: look it up again.
       if (!id.ok() && id.status().code() == StatusCode::kAlreadyExists) {
@@ -138,9 +138,9 @@ Result<CairnResponse> CreateRun(ApiContext& ctx, const CairnCall& call) {
     req.experiment_id = e->experiment_id;
     // The gate let an experiment to be created through; one that appeared meanwhile must
     // still be the caller's to write to.
-    CAIRN_ASSIGN_OR_RETURN(core::Permission p,
-                           ctx.access->PermissionOn(*ctx.caller, core::ResourceKind::kExperiment,
-                                                    req.experiment_id));
+    CAIRN_ASSIGN_OR_RETURN(
+        core::Permission p,
+        ctx.access->PermissionOn(*ctx.caller, core::ResourceKind::kExperiment, req.experiment_id));
     if (!core::Allows(p, core::Access::kUpdate)) return PermissionDenied("Permission denied");
   } else {
     req.experiment_id = "0";
@@ -215,7 +215,7 @@ std::span<const CairnRoute> CairnRoutes() { return kRoutes; }
 const CairnRoute* FindCairnRoute(std::string_view method, std::string_view path,
                                  std::string_view* wildcard) {
   for (std::span<const CairnRoute> table :
-       {CairnRoutes(), CairnIdentityRoutes(), CairnRegistryRoutes()}) {
+       {CairnRoutes(), CairnIdentityRoutes(), CairnRegistryRoutes(), CairnTaskRoutes()}) {
     for (const CairnRoute& r : table) {
       if (method == r.method && PathMatches(r.path, path, wildcard)) return &r;
     }

@@ -56,6 +56,8 @@ std::span<const CairnRoute> CairnRoutes();
 std::span<const CairnRoute> CairnIdentityRoutes();
 // An alias's history and its rollback (registry_api.cc).
 std::span<const CairnRoute> CairnRegistryRoutes();
+// Tasks, queues and agents (task_api.cc).
+std::span<const CairnRoute> CairnTaskRoutes();
 // The route of a request; nullptr when there is none.
 const CairnRoute* FindCairnRoute(std::string_view method, std::string_view path,
                                  std::string_view* wildcard);

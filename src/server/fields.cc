@@ -35,9 +35,8 @@ bool ParseDouble(std::string_view text, double* out) {
 
 // Python's repr of a string: single quotes unless it holds one and no double quote.
 std::string PyStrRepr(std::string_view s) {
-  const char quote = s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos
-                         ? '"'
-                         : '\'';
+  const char quote =
+      s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos ? '"' : '\'';
   std::string out(1, quote);
   for (char c : s) {
     if (c == '\\' || c == quote) {
@@ -159,8 +158,7 @@ bool Fields::Has(std::string_view name) const {
   return is_json() ? Find(name).exists() : FindQuery(name) != nullptr;
 }
 
-Status Fields::Invalid(std::string_view name, std::string shown,
-                       std::string_view type_name) const {
+Status Fields::Invalid(std::string_view name, std::string shown, std::string_view type_name) const {
   if (shown.size() > kMaxShown) shown = shown.substr(0, kMaxShown) + "...";
   return service::InvalidParameter(Prefix() + std::string(name), shown, type_name);
 }
@@ -304,6 +302,14 @@ Result<std::optional<Fields>> Fields::Object(std::string_view name) const {
   if (!v.exists()) return std::optional<Fields>();
   if (!v.is_object()) return Invalid(name, v);
   return std::optional<Fields>(Fields(v, this, name, kNoIndex));
+}
+
+Result<std::optional<std::string>> Fields::ObjectJson(std::string_view name) const {
+  if (!is_json()) return std::optional<std::string>();
+  JsonValue v = Find(name);
+  if (!v.exists()) return std::optional<std::string>();
+  if (!v.is_object()) return Invalid(name, v);
+  return std::optional<std::string>(v.Serialize());
 }
 
 Result<std::string> Fields::RunId() const {

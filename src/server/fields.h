@@ -37,6 +37,8 @@ class Fields {
   Result<std::vector<Fields>> Objects(std::string_view name) const;
   // A nested message: a JSON object (absent: nullopt); must not outlive this one either.
   Result<std::optional<Fields>> Object(std::string_view name) const;
+  // A nested JSON object kept whole, as compact JSON text (absent: nullopt).
+  Result<std::optional<std::string>> ObjectJson(std::string_view name) const;
   // The run id under either of its names, run_id or run_uuid.
   Result<std::string> RunId() const;
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "server/credentials.h"
-#include "service/artifact_service.h"
 #include "server/http_errors.h"
+#include "service/artifact_service.h"
 
 namespace cairn::server {
 namespace {
@@ -128,8 +128,8 @@ std::optional<Status> Gate::Require(const Caller& caller, ResourceKind kind, std
   return core::Allows(*level, access) ? Status::Ok() : Denied();
 }
 
-std::optional<Status> Gate::RequireRun(const Caller& caller, std::string_view run_id,
-                                       Access access, bool may_block) {
+std::optional<Status> Gate::RequireRun(const Caller& caller, std::string_view run_id, Access access,
+                                       bool may_block) {
   std::optional<std::string> experiment;
   if (may_block) {
     Result<std::string> e = access_->ExperimentOfRun(run_id);
@@ -216,9 +216,17 @@ std::optional<Status> Gate::Authorize(const Caller& caller, const CallSubject& c
     case Target::kModel:
       if (field.empty()) return Status::Ok();  // the handler says what is missing
       return Require(caller, ResourceKind::kRegisteredModel, field, rule.access, may_block);
+    case Target::kTaskInPath: {
+      if (!may_block) return std::nullopt;
+      Result<std::string> run = access_->RunOfTask(call.wildcard);
+      if (!run.ok()) return run.status();
+      return RequireRun(caller, *run, rule.access, may_block);
+    }
+    case Target::kAgent:
+      return who.is_service ? Status::Ok() : Denied();
     case Target::kArtifactPath: {
-      const std::string_view path = rule.field != nullptr ? std::string_view(field)
-                                                          : call.artifact_path;
+      const std::string_view path =
+          rule.field != nullptr ? std::string_view(field) : call.artifact_path;
       if (path == service::kRegistryArtifactRoot) {
         // The list of every version's storage: for admins only.
         return Denied();
@@ -260,9 +268,11 @@ std::string Gate::ObjectOf(const CallSubject& call) {
       return "runs";
     case Target::kModel:
       return "registered_model " + field;
+    case Target::kTaskInPath:
+      return "task " + std::string(call.wildcard);
     case Target::kArtifactPath:
-      return "artifact " + std::string(rule.field != nullptr ? std::string_view(field)
-                                                             : call.artifact_path);
+      return "artifact " +
+             std::string(rule.field != nullptr ? std::string_view(field) : call.artifact_path);
     case Target::kNewRun: {
       const std::string id = FieldValue(call.fields, "run_id");
       return "run " + id;
@@ -282,7 +292,7 @@ std::string Gate::ObjectOf(const CallSubject& call) {
 }
 
 PendingAudit Gate::Describe(const Caller& caller, const HttpRequest& req,
-                           const CallSubject& call) const {
+                            const CallSubject& call) const {
   const AccessRule& rule = *call.rule;
   PendingAudit a;
   a.entry.actor = caller.Actor();
@@ -310,8 +320,7 @@ PendingAudit Gate::Describe(const Caller& caller, const HttpRequest& req,
 void Gate::Record(PendingAudit audit, const Status& outcome) {
   // Reads, refused or not, only with --audit-reads.
   if (!audit.changes && !access_->options().audit_reads) return;
-  const std::string key = audit.entry.actor + '\0' + audit.entry.action + '\0' +
-                          audit.entry.object;
+  const std::string key = audit.entry.actor + '\0' + audit.entry.action + '\0' + audit.entry.object;
   if (outcome.ok() && audit.logging &&
       !access_->AuditDue(key, service::AccessService::kLoggingAuditPeriodMs)) {
     return;

@@ -11,6 +11,7 @@
 #include "service/artifact_service.h"
 #include "service/identity_service.h"
 #include "service/registry_service.h"
+#include "service/task_service.h"
 #include "service/tracking_service.h"
 
 namespace cairn::server {
@@ -23,6 +24,7 @@ struct ApiContext {
   service::AccessService* access = nullptr;
   service::IdentityService* identity = nullptr;
   service::RegistryService* registry = nullptr;
+  service::TaskService* tasks = nullptr;
   bool tls = false;
   // The request's own: who asks (authenticated, and allowed by the route's rule), from where,
   // through which browser session, and which experiments it may read (searches and listings

@@ -75,8 +75,7 @@ HttpResponse NoEndpoint(const HttpRequest& req) {
   for (const Unserved& u : kUnserved) {
     if (req.method == u.method && req.path == u.path) {
       return JsonError(501, "NOT_IMPLEMENTED",
-                       "cairn does not serve " + req.method + " " + req.path + " (" + u.what +
-                           ")");
+                       "cairn does not serve " + req.method + " " + req.path + " (" + u.what + ")");
     }
   }
   return JsonError(404, "ENDPOINT_NOT_FOUND", "No endpoint " + req.method + " " + req.path);
@@ -187,6 +186,7 @@ struct Server::Impl : HttpHandler {
   std::unique_ptr<service::AccessService> access;
   std::unique_ptr<service::IdentityService> identity;
   std::unique_ptr<service::RegistryService> registry;
+  std::unique_ptr<service::TaskService> tasks;
   std::unique_ptr<Gate> gate;
   ApiContext ctx{};
   std::unordered_map<std::string, ApiHandler> routes;  // "POST runs/log-batch"
@@ -195,7 +195,8 @@ struct Server::Impl : HttpHandler {
   UiFiles ui;  // the web UI at "/"
   std::unique_ptr<HttpServer> http;
 
-  // Marks runs whose wrapper stopped heartbeating FAILED, a few times per timeout.
+  // Every second, ends task attempts whose agent stopped renewing its lease; a few times per
+  // heartbeat timeout, marks runs whose wrapper stopped heartbeating FAILED.
   std::thread reaper;
   std::mutex reaper_mu;
   std::condition_variable reaper_cv;
@@ -203,17 +204,29 @@ struct Server::Impl : HttpHandler {
 
   void StartReaper() {
     const int64_t timeout_ms = int64_t{options.run_heartbeat_timeout_seconds} * 1000;
-    if (timeout_ms <= 0) return;
-    const auto period = std::chrono::milliseconds(std::clamp<int64_t>(timeout_ms / 4, 250, 30000));
-    reaper = std::thread([this, timeout_ms, period] {
+    const int64_t heartbeat_period_ms = std::clamp<int64_t>(timeout_ms / 4, 250, 30000);
+    reaper = std::thread([this, timeout_ms, heartbeat_period_ms] {
+      int64_t next_heartbeat_check = 0;
       std::unique_lock<std::mutex> lock(reaper_mu);
-      while (!reaper_cv.wait_for(lock, period, [this] { return reaper_stop; })) {
+      while (!reaper_cv.wait_for(
+          lock, std::chrono::milliseconds(std::min<int64_t>(heartbeat_period_ms, 1000)),
+          [this] { return reaper_stop; })) {
         lock.unlock();
-        Result<int> failed = tracking->FailStaleRuns(timeout_ms);
-        if (!failed.ok()) {
-          LogWarning("checking run heartbeats failed: " + failed.status().ToString());
-        } else if (*failed > 0) {
-          LogInfo("marked " + std::to_string(*failed) + " run(s) FAILED: no heartbeat");
+        Result<int> lost = tasks->ExpireLeases();
+        if (!lost.ok()) {
+          LogWarning("checking task leases failed: " + lost.status().ToString());
+        } else if (*lost > 0) {
+          LogInfo("ended " + std::to_string(*lost) + " task attempt(s): agent lost");
+        }
+        const int64_t now = SystemClock()->NowMillis();
+        if (timeout_ms > 0 && now >= next_heartbeat_check) {
+          next_heartbeat_check = now + heartbeat_period_ms;
+          Result<int> failed = tracking->FailStaleRuns(timeout_ms);
+          if (!failed.ok()) {
+            LogWarning("checking run heartbeats failed: " + failed.status().ToString());
+          } else if (*failed > 0) {
+            LogInfo("marked " + std::to_string(*failed) + " run(s) FAILED: no heartbeat");
+          }
         }
         lock.lock();
       }
@@ -282,14 +295,15 @@ struct Server::Impl : HttpHandler {
       // As MLflow answers a body over its limit: 400, with its wording for log-batch.
       const bool log_batch = path.ends_with("runs/log-batch");
       plan.too_large = [log_batch](std::optional<uint64_t> size) {
-        const std::string got = size ? std::to_string(*size) : "over " + std::to_string(kMaxJsonBody);
+        const std::string got =
+            size ? std::to_string(*size) : "over " + std::to_string(kMaxJsonBody);
         return JsonError(400, "INVALID_PARAMETER_VALUE",
-                         log_batch ? "Batched logging API requests must be at most " +
-                                         std::to_string(kMaxJsonBody) +
-                                         " bytes, got a request of size " + got + "."
-                                   : "Request bodies must be at most " +
-                                         std::to_string(kMaxJsonBody) +
-                                         " bytes, got a request of size " + got + ".");
+                         log_batch
+                             ? "Batched logging API requests must be at most " +
+                                   std::to_string(kMaxJsonBody) + " bytes, got a request of size " +
+                                   got + "."
+                             : "Request bodies must be at most " + std::to_string(kMaxJsonBody) +
+                                   " bytes, got a request of size " + got + ".");
       };
     } else {
       plan.limit = kMaxOtherBody;
@@ -360,7 +374,8 @@ struct Server::Impl : HttpHandler {
 
   AsyncHandler FindAsync(const HttpRequest& req) const {
     if (!HasPrefix(req.path, kApiPrefixes)) return nullptr;
-    auto it = async_routes.find(req.method + " " + std::string(StripPrefix(req.path, kApiPrefixes)));
+    auto it =
+        async_routes.find(req.method + " " + std::string(StripPrefix(req.path, kApiPrefixes)));
     return it == async_routes.end() ? nullptr : it->second;
   }
 
@@ -422,8 +437,7 @@ struct Server::Impl : HttpHandler {
   Result<ApiContext> ListingContextFor(const Caller& caller, const HttpRequest& req,
                                        const AccessRule& rule) {
     ApiContext c = ContextFor(caller, req);
-    if (rule.target == Target::kSignedIn && access->enabled() &&
-        !caller.principal.ActsAsAdmin()) {
+    if (rule.target == Target::kSignedIn && access->enabled() && !caller.principal.ActsAsAdmin()) {
       CAIRN_ASSIGN_OR_RETURN(service::Visibility v, access->VisibilityOf(caller.principal));
       c.may_read_experiment = [v](std::string_view id) { return v.MayReadExperiment(id); };
       c.may_read_model = [v = std::move(v)](std::string_view name) {
@@ -466,7 +480,8 @@ struct Server::Impl : HttpHandler {
     if (HasPrefix(path, kApiPrefixes)) return ServeApi(req);
     if (HasPrefix(path, kArtifactPrefixes)) return ServeArtifacts(req);
     if (path.starts_with(kCairnApiPrefix)) return ServeCairnApi(req);
-    if (req.method == "GET" && (path == "/get-artifact" || path == "/model-versions/get-artifact")) {
+    if (req.method == "GET" &&
+        (path == "/get-artifact" || path == "/model-versions/get-artifact")) {
       return ServeFileOf(req, path.substr(1));
     }
     if (req.method == "GET" && path == "/health") return Text(200, "OK");
@@ -519,8 +534,8 @@ struct Server::Impl : HttpHandler {
         res.stream = std::move(body).value();
         return res;
       }
-      Result<std::string> out = handler != nullptr ? handler(*c, fields)
-                                                   : WaitForAnswer(async, *c, fields);
+      Result<std::string> out =
+          handler != nullptr ? handler(*c, fields) : WaitForAnswer(async, *c, fields);
       gate->Audit(caller, req, call, out.status());
       return ApiAnswer(req.method + " " + req.path, std::move(out));
     });
@@ -571,8 +586,9 @@ struct Server::Impl : HttpHandler {
   Result<std::optional<std::string>> ArtifactPathOf(const HttpRequest& req) {
     std::string_view rest = StripPrefix(req.path, kArtifactPrefixes);
     if (rest.starts_with("mpu/")) {
-      return Unimplemented("Multipart upload is not supported for the current artifact "
-                           "repository");
+      return Unimplemented(
+          "Multipart upload is not supported for the current artifact "
+          "repository");
     }
     constexpr std::string_view kArtifacts = "artifacts/";
     if (!rest.starts_with(kArtifacts)) return std::optional<std::string>();
@@ -692,9 +708,9 @@ struct Server::Impl : HttpHandler {
       return allowed;
     }
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, artifacts->NewUpload());
-    return std::unique_ptr<UploadSink>(std::make_unique<ArtifactUpload>(
-        artifacts.get(), std::move(*path), std::move(writer), gate.get(),
-        gate->Describe(caller, req, call)));
+    return std::unique_ptr<UploadSink>(
+        std::make_unique<ArtifactUpload>(artifacts.get(), std::move(*path), std::move(writer),
+                                         gate.get(), gate->Describe(caller, req, call)));
   }
 
   HttpResponse ListProxy(const HttpRequest& req) {
@@ -763,7 +779,8 @@ bool IsLoopback(std::string_view host) {
 Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   if (!IsLoopback(options.host) && !options.auth && !options.insecure_no_auth) {
     return FailedPrecondition(
-        "refusing to listen on " + options.host + " without authentication: other machines "
+        "refusing to listen on " + options.host +
+        " without authentication: other machines "
         "could read and delete every run. Start with --auth on (and create the first admin "
         "with --init-admin NAME), or pass --insecure-no-auth on a network you trust.");
   }
@@ -781,15 +798,17 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   access_options.enabled = options.auth;
   access_options.default_permission = options.default_permission;
   access_options.audit_reads = options.audit_reads;
-  impl->access = std::make_unique<service::AccessService>(impl->store.get(), SystemClock(),
-                                                          access_options);
-  impl->identity = std::make_unique<service::IdentityService>(impl->store.get(),
-                                                              impl->access.get(), SystemClock());
+  impl->access =
+      std::make_unique<service::AccessService>(impl->store.get(), SystemClock(), access_options);
+  impl->identity = std::make_unique<service::IdentityService>(impl->store.get(), impl->access.get(),
+                                                              SystemClock());
   service::RegistryOptions registry_options;
   registry_options.allowed_source_schemes = options.model_source_schemes;
   impl->registry = std::make_unique<service::RegistryService>(
       impl->store.get(), impl->artifacts.get(), impl->identity.get(), SystemClock(),
       registry_options);
+  impl->tasks = std::make_unique<service::TaskService>(impl->store.get(), impl->tracking.get(),
+                                                       SystemClock());
   impl->gate = std::make_unique<Gate>(impl->access.get());
   if (!options.init_admin.empty()) {
     Result<service::UserDetails> existing = impl->identity->GetUser(options.init_admin);
@@ -810,6 +829,7 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   impl->ctx.access = impl->access.get();
   impl->ctx.identity = impl->identity.get();
   impl->ctx.registry = impl->registry.get();
+  impl->ctx.tasks = impl->tasks.get();
   impl->ctx.tls = !options.tls_cert_file.empty();
   CAIRN_ASSIGN_OR_RETURN(impl->ui, UiFiles::Load(options.ui_dir));
   impl->InstallRoutes();
@@ -823,10 +843,12 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   http.tls_key_file = options.tls_key_file;
   CAIRN_ASSIGN_OR_RETURN(impl->http, HttpServer::Bind(http, impl.get()));
   if (!IsLoopback(options.host) && !options.auth) {
-    LogWarning("listening on " + options.host + " without authentication (--insecure-no-auth): "
+    LogWarning("listening on " + options.host +
+               " without authentication (--insecure-no-auth): "
                "anyone who reaches this port can read and change every run");
   } else if (!IsLoopback(options.host) && options.tls_cert_file.empty()) {
-    LogWarning("listening on " + options.host + " without TLS: passwords and tokens cross the "
+    LogWarning("listening on " + options.host +
+               " without TLS: passwords and tokens cross the "
                "network in the clear; serve HTTPS with --tls-cert and --tls-key");
   }
   impl->StartReaper();

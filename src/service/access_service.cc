@@ -26,8 +26,8 @@ void Bound(Map& map) {
 
 // The grants among `grants` on one object. Experiment ids are compared canonically: the
 // stores take "03" for experiment 3, and so must the grants.
-std::vector<core::Grant> GrantsOnObject(const std::vector<core::Grant>& grants,
-                                        ResourceKind kind, std::string_view id) {
+std::vector<core::Grant> GrantsOnObject(const std::vector<core::Grant>& grants, ResourceKind kind,
+                                        std::string_view id) {
   const std::string key =
       kind == ResourceKind::kExperiment ? core::CanonicalExperimentId(id) : std::string(id);
   std::vector<core::Grant> out;
@@ -58,8 +58,7 @@ bool AccessService::Fresh(int64_t checked, uint64_t generation, int64_t now) con
   return generation == generation_ && now - checked < options_.recheck_ms;
 }
 
-std::string AccessService::PasswordKey(std::string_view username,
-                                       std::string_view password) const {
+std::string AccessService::PasswordKey(std::string_view username, std::string_view password) const {
   std::string key = password_key_secret_;
   key.push_back('\0');
   key.append(username);
@@ -70,9 +69,14 @@ std::string AccessService::PasswordKey(std::string_view username,
 
 Principal AccessService::PrincipalOf(const UserEntry& entry, core::TokenScopes scopes,
                                      const core::Token* token) const {
-  return Principal{entry.user.username, entry.user.is_admin, entry.teams, scopes,
-                   token != nullptr ? token->name : "", token != nullptr ? token->id : "",
-                   token != nullptr ? token->expiry_time : 0};
+  return Principal{entry.user.username,
+                   entry.user.is_admin,
+                   entry.teams,
+                   scopes,
+                   token != nullptr ? token->name : "",
+                   token != nullptr ? token->id : "",
+                   token != nullptr ? token->expiry_time : 0,
+                   entry.user.is_service};
 }
 
 const AccessService::UserEntry* AccessService::CachedUser(const std::string& username,
@@ -312,8 +316,7 @@ int64_t AccessService::ThrottledFor(std::string_view source, std::string_view ac
   return wait;
 }
 
-std::optional<Permission> AccessService::PermissionOnCached(const Principal& who,
-                                                            ResourceKind kind,
+std::optional<Permission> AccessService::PermissionOnCached(const Principal& who, ResourceKind kind,
                                                             std::string_view id) {
   if (who.ActsAsAdmin() || who.username.empty()) {
     return core::EffectivePermission(who, {}, options_.default_permission);
@@ -357,6 +360,11 @@ Result<std::string> AccessService::ExperimentOfRun(std::string_view run_id) {
   return info.experiment_id;
 }
 
+Result<std::string> AccessService::RunOfTask(std::string_view task_id) {
+  CAIRN_ASSIGN_OR_RETURN(core::Task task, store_->queue().GetTask(task_id));
+  return task.run_id;
+}
+
 Result<std::string> AccessService::ModelOfArtifactPath(std::string_view path) {
   const size_t first = path.find('/');
   if (first == std::string_view::npos) return NotFound("not a model version's file");
@@ -391,8 +399,8 @@ Result<Session> AccessService::Login(const std::string& username, const std::str
     }
     sessions_[s.id] = s;
   }
-  Audit(core::AuditEntry{0, now, username, std::string(source), "sign-in",
-                         "user " + username, "ok: browser session"});
+  Audit(core::AuditEntry{0, now, username, std::string(source), "sign-in", "user " + username,
+                         "ok: browser session"});
   return s;
 }
 

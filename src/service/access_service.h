@@ -11,8 +11,8 @@
 // moves the request to a handler thread when they cannot answer.
 //
 // Failed sign-ins are audited and counted per client address and account; an address that fails
-// too often is refused (kResourceExhausted) until its window passes. Runs are authorised through their
-// experiment, looked up once per run: runs never move between experiments.
+// too often is refused (kResourceExhausted) until its window passes. Runs are authorised through
+// their experiment, looked up once per run: runs never move between experiments.
 #pragma once
 
 #include <cstdint>
@@ -112,8 +112,7 @@ class AccessService {
   Result<core::Permission> PermissionOn(const core::Principal& who, core::ResourceKind kind,
                                         std::string_view id);
   std::optional<core::Permission> PermissionOnCached(const core::Principal& who,
-                                                     core::ResourceKind kind,
-                                                     std::string_view id);
+                                                     core::ResourceKind kind, std::string_view id);
   // What the principal may read.
   Result<Visibility> VisibilityOf(const core::Principal& who);
 
@@ -124,6 +123,8 @@ class AccessService {
   // The registered model whose version's files lie at artifact path `path` (under
   // kRegistryArtifactRoot, "models/<id>/..."); kNotFound when none does.
   Result<std::string> ModelOfArtifactPath(std::string_view path);
+  // The run of a task's current attempt (whose experiment decides who may see the task).
+  Result<std::string> RunOfTask(std::string_view task_id);
 
   // The id of the experiment with this name (kNotFound as the tracking store says it).
   Result<std::string> ExperimentIdOfName(std::string_view name);

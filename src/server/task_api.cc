@@ -1,0 +1,289 @@
+// cairn's task, queue and agent calls under /api/cairn/v1/ (docs/api/cairn.md), over the
+// TaskService.
+#include <nlohmann/json.hpp>
+
+#include "env/host_facts.h"
+#include "server/cairn_api.h"
+#include "service/task_service.h"
+#include "util/json_writer.h"
+
+namespace cairn::server {
+namespace {
+
+using core::Task;
+using core::TaskState;
+
+void WriteTask(JsonWriter& w, const Task& t) {
+  w.BeginObject();
+  w.Key("id").String(t.id).Key("queue").String(t.queue).Key("priority").Int(t.priority);
+  w.Key("state").String(core::TaskStateName(t.state));
+  w.Key("needs").BeginObject().Key("gpus").Int(t.needs.gpus).Key("cpus").Double(t.needs.cpus);
+  w.Key("memory_mib").Int(t.needs.memory_mib).EndObject();
+  w.Key("spec").Raw(t.spec.empty() ? "{}" : t.spec);
+  w.Key("requirements").Raw(t.requirements.empty() ? "{}" : t.requirements);
+  w.Key("owner").String(t.owner).Key("team").String(t.team).Key("run_id").String(t.run_id);
+  w.Key("attempt").Int(t.attempt).Key("max_attempts").Int(t.max_attempts);
+  w.Key("agent").String(t.agent).Key("lease_expiry").Int(t.lease_expiry);
+  w.Key("gpus").String(t.gpus).Key("cancel_requested").Bool(t.cancel_requested);
+  w.Key("reason").String(t.reason).Key("created_time").Int(t.created_time);
+  w.Key("start_time").Int(t.start_time).Key("end_time").Int(t.end_time);
+  w.EndObject();
+}
+
+CairnResponse TaskAnswer(const Task& t) {
+  JsonWriter w;
+  w.BeginObject().Key("task");
+  WriteTask(w, t);
+  w.EndObject();
+  return CairnResponse{w.Take()};
+}
+
+CairnResponse TasksAnswer(const std::vector<Task>& tasks) {
+  JsonWriter w;
+  w.BeginObject().Key("tasks").BeginArray();
+  for (const Task& t : tasks) WriteTask(w, t);
+  w.EndArray().EndObject();
+  return CairnResponse{w.Take()};
+}
+
+Result<TaskState> StateField(const Fields& f, std::string_view name) {
+  CAIRN_ASSIGN_OR_RETURN(std::string text, f.RequiredStr(name));
+  TaskState state = TaskState::kQueued;
+  if (!core::ParseTaskState(text, &state)) {
+    return InvalidArgument("Invalid value '" + text + "' for '" + std::string(name) +
+                           "': expected queued, running, done, failed or cancelled");
+  }
+  return state;
+}
+
+Result<CairnResponse> Enqueue(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  service::EnqueueRequest r;
+  CAIRN_ASSIGN_OR_RETURN(r.queue, f.RequiredStr("queue"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> experiment, f.Str("experiment_id"));
+  r.experiment_id = experiment.value_or("0");
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> name, f.Str("run_name"));
+  r.run_name = name.value_or("");
+  CAIRN_ASSIGN_OR_RETURN(r.priority, f.Int("priority"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<Fields> needs, f.Object("needs"));
+  if (needs) {
+    CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> gpus, needs->Int("gpus"));
+    r.needs.gpus = gpus.value_or(0);
+    if (needs->Has("cpus")) {
+      CAIRN_ASSIGN_OR_RETURN(r.needs.cpus, needs->RequiredDouble("cpus"));
+    }
+    CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> memory, needs->Int("memory_mib"));
+    r.needs.memory_mib = memory.value_or(0);
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> spec, f.ObjectJson("spec"));
+  if (!spec) return InvalidArgument("Missing value for required parameter 'spec'.");
+  r.spec = *spec;
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> requirements, f.ObjectJson("requirements"));
+  r.requirements = requirements.value_or("");
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> attempts, f.Int("max_attempts"));
+  if (attempts) r.max_attempts = *attempts;
+  CAIRN_ASSIGN_OR_RETURN(r.tags, DecodeTags(f, "tags"));
+  if (ctx.caller != nullptr) {
+    r.user_id = ctx.caller->username;
+    r.team = ctx.caller->teams.empty() ? "" : ctx.caller->teams.front();
+  }
+  CAIRN_ASSIGN_OR_RETURN(Task task, ctx.tasks->Enqueue(r));
+  return TaskAnswer(task);
+}
+
+// Whether the caller may see the task: it may read the experiment of the task's run.
+bool Visible(ApiContext& ctx, const Task& t) {
+  if (!ctx.may_read_experiment) return true;
+  Result<core::RunInfo> run = ctx.tracking->GetRunInfo(t.run_id);
+  return run.ok() && ctx.may_read_experiment(run->experiment_id);
+}
+
+Result<CairnResponse> ListTasks(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  store::TaskQuery q;
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> queue, f.Str("queue"));
+  q.queue = queue.value_or("");
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> agent, f.Str("agent"));
+  q.agent = agent.value_or("");
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> states, f.StrList("state"));
+  for (const std::string& s : states) {
+    TaskState state = TaskState::kQueued;
+    if (!core::ParseTaskState(s, &state)) {
+      return InvalidArgument("Invalid value '" + s +
+                             "' for 'state': expected queued, running, done, failed or cancelled");
+    }
+    q.states.push_back(state);
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> max, f.Int("max_results"));
+  q.max_results = std::clamp<int64_t>(max.value_or(1000), 1, 10000);
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Task> tasks, ctx.tasks->ListTasks(q));
+  std::erase_if(tasks, [&](const Task& t) { return !Visible(ctx, t); });
+  return TasksAnswer(tasks);
+}
+
+Result<CairnResponse> GetTask(ApiContext& ctx, const CairnCall& call) {
+  CAIRN_ASSIGN_OR_RETURN(Task task, ctx.tasks->GetTask(std::string(call.wildcard)));
+  return TaskAnswer(task);
+}
+
+Result<CairnResponse> CancelTask(ApiContext& ctx, const CairnCall& call) {
+  const std::string actor = ctx.caller != nullptr ? ctx.caller->username : "";
+  CAIRN_ASSIGN_OR_RETURN(Task task, ctx.tasks->Cancel(std::string(call.wildcard), actor));
+  return TaskAnswer(task);
+}
+
+Result<CairnResponse> MoveTask(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  CAIRN_ASSIGN_OR_RETURN(Task task, ctx.tasks->GetTask(std::string(call.wildcard)));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> queue, f.Str("queue"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> priority, f.Int("priority"));
+  CAIRN_ASSIGN_OR_RETURN(Task moved,
+                         ctx.tasks->Move(task.id, queue.value_or(task.queue), priority));
+  return TaskAnswer(moved);
+}
+
+Result<CairnResponse> ListQueues(ApiContext& ctx, const CairnCall&) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::Queue> queues, ctx.tasks->ListQueues());
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Task> waiting,
+                         ctx.tasks->ListTasks({.queue = "",
+                                               .states = {TaskState::kQueued, TaskState::kRunning},
+                                               .agent = "",
+                                               .max_results = 100000}));
+  JsonWriter w;
+  w.BeginObject().Key("queues").BeginArray();
+  for (const core::Queue& q : queues) {
+    int64_t queued = 0, running = 0;
+    for (const Task& t : waiting) {
+      if (t.queue != q.name) continue;
+      (t.state == TaskState::kQueued ? queued : running) += 1;
+    }
+    w.BeginObject().Key("name").String(q.name).Key("description").String(q.description);
+    w.Key("default_priority").Int(q.default_priority).Key("created_time").Int(q.created_time);
+    w.Key("queued").Int(queued).Key("running").Int(running).EndObject();
+  }
+  w.EndArray().EndObject();
+  return CairnResponse{w.Take()};
+}
+
+Result<CairnResponse> UpdateQueue(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  CAIRN_ASSIGN_OR_RETURN(std::string name, f.RequiredStr("name"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> description, f.Str("description"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> priority, f.Int("default_priority"));
+  CAIRN_ASSIGN_OR_RETURN(
+      core::Queue q, ctx.tasks->UpdateQueue(name, description.value_or(""), priority.value_or(0)));
+  JsonWriter w;
+  w.BeginObject().Key("queue").BeginObject().Key("name").String(q.name);
+  w.Key("description").String(q.description).Key("default_priority").Int(q.default_priority);
+  w.Key("created_time").Int(q.created_time).EndObject().EndObject();
+  return CairnResponse{w.Take()};
+}
+
+void WriteAgent(JsonWriter& w, const core::Agent& a) {
+  w.BeginObject().Key("id").String(a.id).Key("name").String(a.name).Key("owner").String(a.owner);
+  w.Key("queues").BeginArray();
+  for (const std::string& q : a.queues) w.String(q);
+  w.EndArray().Key("host").Raw(a.host.empty() ? "{}" : a.host).Key("gpus").BeginArray();
+  for (const std::string& g : a.gpus) w.String(g);
+  w.EndArray().Key("slots").Int(a.slots).Key("started_time").Int(a.started_time);
+  w.Key("heartbeat_time").Int(a.heartbeat_time).EndObject();
+}
+
+Result<CairnResponse> ListAgents(ApiContext& ctx, const CairnCall&) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::Agent> agents, ctx.tasks->ListAgents());
+  JsonWriter w;
+  w.BeginObject().Key("agents").BeginArray();
+  for (const core::Agent& a : agents) WriteAgent(w, a);
+  w.EndArray().EndObject();
+  return CairnResponse{w.Take()};
+}
+
+// The agent's host facts as it sent them (an object), checked to read as HostFacts.
+Result<std::pair<std::string, env::HostFacts>> HostField(const Fields& f) {
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> host, f.ObjectJson("host"));
+  if (!host) return std::make_pair(std::string("{}"), env::HostFacts{});
+  Result<env::HostFacts> facts = env::ParseHostFactsJson(*host);
+  if (!facts.ok()) return InvalidArgument("Invalid value for 'host': " + facts.status().message());
+  return std::make_pair(*host, *facts);
+}
+
+Result<CairnResponse> RegisterAgent(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  core::Agent a;
+  CAIRN_ASSIGN_OR_RETURN(a.id, f.RequiredStr("id"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> name, f.Str("name"));
+  a.name = name.value_or(a.id);
+  if (ctx.caller != nullptr) a.owner = ctx.caller->username;
+  CAIRN_ASSIGN_OR_RETURN(a.queues, f.StrList("queues"));
+  CAIRN_ASSIGN_OR_RETURN(a.gpus, f.StrList("gpus"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> slots, f.Int("slots"));
+  a.slots = std::max<int64_t>(slots.value_or(1), 1);
+  CAIRN_ASSIGN_OR_RETURN(auto host, HostField(f));
+  a.host = host.first;
+  CAIRN_RETURN_IF_ERROR(ctx.tasks->RegisterAgent(a));
+  JsonWriter w;
+  w.BeginObject().Key("agent");
+  WriteAgent(w, a);
+  w.EndObject();
+  return CairnResponse{w.Take()};
+}
+
+Result<CairnResponse> Lease(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  service::LeaseAsk ask;
+  CAIRN_ASSIGN_OR_RETURN(ask.agent, f.RequiredStr("agent"));
+  CAIRN_ASSIGN_OR_RETURN(ask.queues, f.StrList("queues"));
+  CAIRN_ASSIGN_OR_RETURN(ask.free_gpus, f.StrList("free_gpus"));
+  if (f.Has("free_cpus")) {
+    CAIRN_ASSIGN_OR_RETURN(ask.free_cpus, f.RequiredDouble("free_cpus"));
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> memory, f.Int("free_memory_mib"));
+  ask.free_memory_mib = memory.value_or(0);
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> lease_ms, f.Int("lease_ms"));
+  ask.lease_ms = std::clamp<int64_t>(lease_ms.value_or(service::kDefaultLeaseMs), 1000, 3'600'000);
+  CAIRN_ASSIGN_OR_RETURN(auto host, HostField(f));
+  ask.host = host.second;
+  CAIRN_ASSIGN_OR_RETURN(std::optional<Task> leased, ctx.tasks->Lease(ask));
+  if (!leased) return CairnResponse{"{}"};
+  return TaskAnswer(*leased);
+}
+
+Result<CairnResponse> Renew(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  CAIRN_ASSIGN_OR_RETURN(std::string id, f.RequiredStr("task_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::string agent, f.RequiredStr("agent"));
+  CAIRN_ASSIGN_OR_RETURN(int64_t attempt, f.RequiredInt("attempt"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> lease_ms, f.Int("lease_ms"));
+  CAIRN_ASSIGN_OR_RETURN(
+      Task task, ctx.tasks->Renew(id, agent, attempt,
+                                  std::clamp<int64_t>(lease_ms.value_or(service::kDefaultLeaseMs),
+                                                      1000, 3'600'000)));
+  return TaskAnswer(task);
+}
+
+Result<CairnResponse> Finish(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  CAIRN_ASSIGN_OR_RETURN(std::string id, f.RequiredStr("task_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::string agent, f.RequiredStr("agent"));
+  CAIRN_ASSIGN_OR_RETURN(int64_t attempt, f.RequiredInt("attempt"));
+  CAIRN_ASSIGN_OR_RETURN(TaskState state, StateField(f, "state"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> reason, f.Str("reason"));
+  CAIRN_ASSIGN_OR_RETURN(Task task,
+                         ctx.tasks->Finish(id, agent, attempt, state, reason.value_or("")));
+  return TaskAnswer(task);
+}
+
+constexpr CairnRoute kRoutes[] = {
+    {"POST", "tasks", Enqueue},         {"GET", "tasks", ListTasks},
+    {"GET", "tasks/*", GetTask},        {"POST", "tasks/*/cancel", CancelTask},
+    {"POST", "tasks/*/move", MoveTask}, {"GET", "queues", ListQueues},
+    {"POST", "queues", UpdateQueue},    {"GET", "agents", ListAgents},
+    {"POST", "agents", RegisterAgent},  {"POST", "agents/lease", Lease},
+    {"POST", "agents/renew", Renew},    {"POST", "agents/finish", Finish},
+};
+
+}  // namespace
+
+std::span<const CairnRoute> CairnTaskRoutes() { return kRoutes; }
+
+}  // namespace cairn::server
