@@ -17,8 +17,7 @@ void AddTrackingUriOption(CLI::App* cmd, std::string* uri) {
   // Passed on through the environment, so that the clients of processes cairn starts (a
   // training script under `cairn run`) trust the same authority.
   cmd->add_option_function<std::string>(
-         "--ca-cert",
-         [](const std::string& file) { setenv("CAIRN_CA_BUNDLE", file.c_str(), 1); },
+         "--ca-cert", [](const std::string& file) { setenv("CAIRN_CA_BUNDLE", file.c_str(), 1); },
          "PEM file of the certificate authority an https:// tracking server's certificate "
          "chains to (default $CAIRN_CA_BUNDLE, else the system's)")
       ->check(CLI::ExistingFile);
@@ -53,9 +52,10 @@ int Main(int argc, char** argv) {
   // kept away from option parsing.
   int parsed = argc;
   std::vector<std::string> after_dashes;
-  const bool wraps = argc > 1 && (std::string_view(argv[1]) == "run" ||
-                                   (argc > 2 && std::string_view(argv[1]) == "env" &&
-                                    std::string_view(argv[2]) == "exec"));
+  const bool wraps =
+      argc > 1 &&
+      (std::string_view(argv[1]) == "run" ||
+       (argc > 2 && std::string_view(argv[1]) == "env" && std::string_view(argv[2]) == "exec"));
   if (wraps) {
     for (int i = 2; i < argc; ++i) {
       if (std::string_view(argv[i]) == "--") {
@@ -72,6 +72,8 @@ int Main(int argc, char** argv) {
   RegisterExperiments(app, &action);
   RegisterRuns(app, &action);
   RegisterModels(app, &action);
+  RegisterTask(app, &action);
+  RegisterQueue(app, &action);
   RegisterSync(app, &action);
   RegisterPipeline(app, &action);
   RegisterLogin(app, &action);

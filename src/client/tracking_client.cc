@@ -16,9 +16,6 @@
 #include "util/strings.h"
 
 namespace cairn::client {
-namespace {
-
-using nlohmann::json;
 
 std::string PercentEncode(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -34,6 +31,10 @@ std::string PercentEncode(std::string_view s) {
   }
   return out;
 }
+
+namespace {
+
+using nlohmann::json;
 
 // Percent-encodes each segment of a '/'-separated path, keeping the slashes.
 std::string EncodePath(std::string_view path) {

@@ -16,6 +16,10 @@
 
 namespace cairn::client {
 
+// `s` with every byte but letters, digits and -_.~ percent-encoded: a query value or a path
+// segment.
+std::string PercentEncode(std::string_view s);
+
 struct ClientOptions {
   // http://host:port or https://host:port, optionally with a path prefix (http://host/mlflow).
   std::string tracking_uri = "http://127.0.0.1:5000";

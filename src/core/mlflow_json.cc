@@ -168,4 +168,31 @@ void WriteRegisteredModel(JsonWriter& w, const core::RegisteredModel& m) {
   w.EndObject();
 }
 
+void WriteTask(JsonWriter& w, const core::Task& t) {
+  w.BeginObject();
+  w.Key("id").String(t.id).Key("queue").String(t.queue).Key("priority").Int(t.priority);
+  w.Key("state").String(core::TaskStateName(t.state));
+  w.Key("needs").BeginObject().Key("gpus").Int(t.needs.gpus).Key("cpus").Double(t.needs.cpus);
+  w.Key("memory_mib").Int(t.needs.memory_mib).EndObject();
+  w.Key("spec").Raw(t.spec.empty() ? "{}" : t.spec);
+  w.Key("requirements").Raw(t.requirements.empty() ? "{}" : t.requirements);
+  w.Key("owner").String(t.owner).Key("team").String(t.team).Key("run_id").String(t.run_id);
+  w.Key("attempt").Int(t.attempt).Key("max_attempts").Int(t.max_attempts);
+  w.Key("agent").String(t.agent).Key("lease_expiry").Int(t.lease_expiry);
+  w.Key("gpus").String(t.gpus).Key("cancel_requested").Bool(t.cancel_requested);
+  w.Key("reason").String(t.reason).Key("created_time").Int(t.created_time);
+  w.Key("start_time").Int(t.start_time).Key("end_time").Int(t.end_time);
+  w.EndObject();
+}
+
+void WriteAgent(JsonWriter& w, const core::Agent& a) {
+  w.BeginObject().Key("id").String(a.id).Key("name").String(a.name).Key("owner").String(a.owner);
+  w.Key("queues").BeginArray();
+  for (const std::string& q : a.queues) w.String(q);
+  w.EndArray().Key("host").Raw(a.host.empty() ? "{}" : a.host).Key("gpus").BeginArray();
+  for (const std::string& g : a.gpus) w.String(g);
+  w.EndArray().Key("slots").Int(a.slots).Key("started_time").Int(a.started_time);
+  w.Key("heartbeat_time").Int(a.heartbeat_time).EndObject();
+}
+
 }  // namespace cairn::core

@@ -4,6 +4,7 @@
 
 #include "core/model.h"
 #include "core/registry.h"
+#include "core/task.h"
 #include "util/json_writer.h"
 
 namespace cairn::core {
@@ -21,5 +22,9 @@ void WriteModelVersion(JsonWriter& w, const core::ModelVersion& v);
 void WriteRegisteredModel(JsonWriter& w, const core::RegisteredModel& m);
 // A piece of a run's console, as cairn's run-log API carries it.
 void WriteConsoleChunk(JsonWriter& w, const core::ConsoleChunk& c);
+// A task and an agent as cairn's task API carries them (docs/api/cairn.md); `spec`,
+// `requirements` and `host` are JSON objects kept as text, written as they are.
+void WriteTask(JsonWriter& w, const core::Task& t);
+void WriteAgent(JsonWriter& w, const core::Agent& a);
 
 }  // namespace cairn::core

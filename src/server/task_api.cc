@@ -2,6 +2,7 @@
 // TaskService.
 #include <nlohmann/json.hpp>
 
+#include "core/mlflow_json.h"
 #include "env/host_facts.h"
 #include "server/cairn_api.h"
 #include "service/task_service.h"
@@ -13,27 +14,10 @@ namespace {
 using core::Task;
 using core::TaskState;
 
-void WriteTask(JsonWriter& w, const Task& t) {
-  w.BeginObject();
-  w.Key("id").String(t.id).Key("queue").String(t.queue).Key("priority").Int(t.priority);
-  w.Key("state").String(core::TaskStateName(t.state));
-  w.Key("needs").BeginObject().Key("gpus").Int(t.needs.gpus).Key("cpus").Double(t.needs.cpus);
-  w.Key("memory_mib").Int(t.needs.memory_mib).EndObject();
-  w.Key("spec").Raw(t.spec.empty() ? "{}" : t.spec);
-  w.Key("requirements").Raw(t.requirements.empty() ? "{}" : t.requirements);
-  w.Key("owner").String(t.owner).Key("team").String(t.team).Key("run_id").String(t.run_id);
-  w.Key("attempt").Int(t.attempt).Key("max_attempts").Int(t.max_attempts);
-  w.Key("agent").String(t.agent).Key("lease_expiry").Int(t.lease_expiry);
-  w.Key("gpus").String(t.gpus).Key("cancel_requested").Bool(t.cancel_requested);
-  w.Key("reason").String(t.reason).Key("created_time").Int(t.created_time);
-  w.Key("start_time").Int(t.start_time).Key("end_time").Int(t.end_time);
-  w.EndObject();
-}
-
 CairnResponse TaskAnswer(const Task& t) {
   JsonWriter w;
   w.BeginObject().Key("task");
-  WriteTask(w, t);
+  core::WriteTask(w, t);
   w.EndObject();
   return CairnResponse{w.Take()};
 }
@@ -41,7 +25,7 @@ CairnResponse TaskAnswer(const Task& t) {
 CairnResponse TasksAnswer(const std::vector<Task>& tasks) {
   JsonWriter w;
   w.BeginObject().Key("tasks").BeginArray();
-  for (const Task& t : tasks) WriteTask(w, t);
+  for (const Task& t : tasks) core::WriteTask(w, t);
   w.EndArray().EndObject();
   return CairnResponse{w.Take()};
 }
@@ -179,21 +163,11 @@ Result<CairnResponse> UpdateQueue(ApiContext& ctx, const CairnCall& call) {
   return CairnResponse{w.Take()};
 }
 
-void WriteAgent(JsonWriter& w, const core::Agent& a) {
-  w.BeginObject().Key("id").String(a.id).Key("name").String(a.name).Key("owner").String(a.owner);
-  w.Key("queues").BeginArray();
-  for (const std::string& q : a.queues) w.String(q);
-  w.EndArray().Key("host").Raw(a.host.empty() ? "{}" : a.host).Key("gpus").BeginArray();
-  for (const std::string& g : a.gpus) w.String(g);
-  w.EndArray().Key("slots").Int(a.slots).Key("started_time").Int(a.started_time);
-  w.Key("heartbeat_time").Int(a.heartbeat_time).EndObject();
-}
-
 Result<CairnResponse> ListAgents(ApiContext& ctx, const CairnCall&) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<core::Agent> agents, ctx.tasks->ListAgents());
   JsonWriter w;
   w.BeginObject().Key("agents").BeginArray();
-  for (const core::Agent& a : agents) WriteAgent(w, a);
+  for (const core::Agent& a : agents) core::WriteAgent(w, a);
   w.EndArray().EndObject();
   return CairnResponse{w.Take()};
 }
@@ -223,7 +197,7 @@ Result<CairnResponse> RegisterAgent(ApiContext& ctx, const CairnCall& call) {
   CAIRN_RETURN_IF_ERROR(ctx.tasks->RegisterAgent(a));
   JsonWriter w;
   w.BeginObject().Key("agent");
-  WriteAgent(w, a);
+  core::WriteAgent(w, a);
   w.EndObject();
   return CairnResponse{w.Take()};
 }

@@ -2,13 +2,15 @@
 """Tasks, queues and agents through cairn's REST API: a task queued as a SCHEDULED run, leased
 by an agent only where its environment can run, renewed and finished with its run; a lost
 agent's attempt failed with "agent lost" and the task queued again in a new run; cancel and
-move; and, with --auth on, agent calls only for service accounts and tasks shown only to those
+move; the `cairn task` and `cairn queue` commands; and, with --auth on, agent calls only for service accounts and tasks shown only to those
 who may read their experiment.
 
 Usage: test_tasks.py --cairn build/release/cairn
 """
 import base64
+import json
 import os
+import subprocess
 import shutil
 import sys
 import time
@@ -145,6 +147,43 @@ class TasksTest(unittest.TestCase):
         self.assertEqual(self.lease("a", ["other-q"], CPU_HOST)["id"], high["id"])
         r = self.c.post(CAIRN + "tasks/%s/move" % high["id"], {"queue": "prio-q"})
         self.assertEqual(r.status, 400, "a running task stays where it is")
+
+    def cli(self, *args):
+        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url, COLUMNS="200")
+        env.pop("MLFLOW_TRACKING_URI", None)
+        return subprocess.run([tl.CONFIG.cairn, *args], env=env, capture_output=True, text=True,
+                              timeout=60)
+
+    def test_the_task_and_queue_commands(self):
+        first = self.enqueue("cli-q", needs={"gpus": 2})
+        second = self.enqueue("cli-q", priority=3)
+        p = self.cli("task", "ls", "--queue", "cli-q")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("TASK"), p.stdout)
+        self.assertEqual([l.split()[0] for l in lines[1:]], [second["id"][:8], first["id"][:8]])
+        self.assertIn("waiting", lines[1])
+        p = self.cli("task", "show", first["id"][:6])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"^task +%s\n" % first["id"])
+        self.assertIn("2 GPU(s)", p.stdout)
+        self.assertIn('"params":{"lr":"0.1"}', p.stdout)
+        p = self.cli("task", "move", first["id"], "--priority", "9")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("queue cli-q, priority 9", p.stdout)
+        p = self.cli("task", "cancel", second["id"])
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, second["id"] + ": cancelled"))
+        p = self.cli("task", "ls", "--queue", "cli-q", "--json")
+        self.assertEqual([json.loads(l)["id"] for l in p.stdout.splitlines()], [first["id"]])
+        p = self.cli("task", "ls", "--queue", "cli-q", "--all")
+        self.assertIn("cancelled", p.stdout)
+        p = self.cli("queue", "ls")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        row = [l for l in p.stdout.splitlines() if l.startswith("cli-q ")]
+        self.assertEqual(row[0].split()[:3], ["cli-q", "1", "0"], p.stdout)
+        p = self.cli("task", "show", "ffff")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("No task", p.stderr)
 
     def test_malformed_requests_are_400(self):
         for body, words in (({"queue": "q"}, "spec"),

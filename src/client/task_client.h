@@ -1,0 +1,42 @@
+// cairn's task, queue and agent calls (docs/api/cairn.md, "Tasks, queues and agents") over a
+// TrackingClient: what `cairn task`, `cairn queue` and agents send.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/tracking_client.h"
+#include "core/task.h"
+#include "util/status.h"
+
+namespace cairn::client {
+
+struct TaskFilter {
+  std::string queue;                // "": every queue
+  std::vector<std::string> states;  // "queued", "running", ...; empty: every state
+  int64_t max_results = 1000;
+};
+
+// A queue with how many of its tasks wait and run.
+struct QueueSummary {
+  core::Queue queue;
+  int64_t queued = 0;
+  int64_t running = 0;
+};
+
+Result<std::vector<core::Task>> ListTasks(TrackingClient& client, const TaskFilter& filter);
+Result<core::Task> GetTask(TrackingClient& client, const std::string& id);
+Result<core::Task> CancelTask(TrackingClient& client, const std::string& id);
+// To `queue` ("" keeps it) at `priority` (unset keeps it).
+Result<core::Task> MoveTask(TrackingClient& client, const std::string& id, const std::string& queue,
+                            std::optional<int64_t> priority);
+Result<std::vector<QueueSummary>> ListQueues(TrackingClient& client);
+Result<std::vector<core::Agent>> ListAgents(TrackingClient& client);
+
+// A task or an agent as the API writes it; InvalidArgument for JSON that is not one.
+Result<core::Task> ParseTaskJson(std::string_view json);
+Result<core::Agent> ParseAgentJson(std::string_view json);
+
+}  // namespace cairn::client
