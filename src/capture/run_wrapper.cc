@@ -10,13 +10,13 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <future>
-#include <mutex>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
+#include <mutex>
+#include <thread>
 
 #include "capture/code_state.h"
 #include "capture/console_recorder.h"
@@ -26,8 +26,8 @@
 #include "client/tracking_client.h"
 #include "env/env_diff.h"
 #include "env/host_facts.h"
-#include "env/project_env.h"
 #include "env/install/venv_layout.h"
+#include "env/project_env.h"
 #include "util/clock.h"
 #include "util/hash.h"
 #include "util/json_writer.h"
@@ -49,10 +49,12 @@ namespace {
 // Environment variables whose values are recorded: they change results and hold no secrets.
 // Every other variable is recorded by name only.
 constexpr const char* kRecordedValues[] = {
-    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",  "CUBLAS_WORKSPACE_CONFIG", "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",      "OPENBLAS_NUM_THREADS", "PYTHONHASHSEED",        "TF_DETERMINISTIC_OPS",
-    "NCCL_DEBUG",           "WORLD_SIZE",          "LOCAL_RANK",              "RANK",
-    "SLURM_JOB_ID",         "SLURM_NTASKS",        "VIRTUAL_ENV",             "CONDA_DEFAULT_ENV",
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",    "CUBLAS_WORKSPACE_CONFIG",
+    "OMP_NUM_THREADS",      "MKL_NUM_THREADS",      "OPENBLAS_NUM_THREADS",
+    "PYTHONHASHSEED",       "TF_DETERMINISTIC_OPS", "NCCL_DEBUG",
+    "WORLD_SIZE",           "LOCAL_RANK",           "RANK",
+    "SLURM_JOB_ID",         "SLURM_NTASKS",         "VIRTUAL_ENV",
+    "CONDA_DEFAULT_ENV",
 };
 
 // The signals a wrapper passes on to its command.
@@ -435,8 +437,8 @@ PendingCaptures StartCaptures(const RunOptions& options, const std::string& cwd,
   p.python = std::async(std::launch::async, [python = PythonOf(options, active_env)] {
     return SnapshotPythonEnvironmentCached(python, DefaultPythonEnvCacheDir());
   });
-  p.host = std::async(std::launch::async,
-                      [] { return env::CollectHostFacts(*env::RealHostProbe()); });
+  p.host =
+      std::async(std::launch::async, [] { return env::CollectHostFacts(*env::RealHostProbe()); });
   return p;
 }
 
@@ -446,11 +448,12 @@ void DeliverPendingJournals(TrackingClient& client) {
                [](const std::string& run_id, size_t delivered, size_t left, const Status& s) {
                  // Nothing delivered: the server is away, which the run says next.
                  if (delivered == 0) return;
-                 std::fprintf(stderr, "cairn: uploaded %zu pending record(s) of run %s%s\n",
-                              delivered, run_id.c_str(),
-                              left > 0 ? (", " + std::to_string(left) + " still pending: " +
-                                          s.message()).c_str()
-                                       : "");
+                 std::fprintf(
+                     stderr, "cairn: uploaded %zu pending record(s) of run %s%s\n", delivered,
+                     run_id.c_str(),
+                     left > 0
+                         ? (", " + std::to_string(left) + " still pending: " + s.message()).c_str()
+                         : "");
                });
 }
 
@@ -557,6 +560,24 @@ std::vector<core::Tag> RunTags(const RunOptions& options, Captured& c) {
   return tags;
 }
 
+// The run `options.run_id` names, RUNNING from now on; made under that id when the server does
+// not have it yet.
+Result<core::RunInfo> AttachRun(TrackingClient& client, const RunOptions& options,
+                                const Experiment& experiment, int64_t start_time,
+                                const std::vector<core::Tag>& tags) {
+  Result<core::Run> existing = client.GetRun(options.run_id);
+  if (!existing.ok()) {
+    if (existing.status().code() != StatusCode::kNotFound) return existing.status();
+    return client.CreateRunWithId(options.run_id, "", experiment.name, options.run_name, start_time,
+                                  tags);
+  }
+  if (existing->info.status != core::RunStatus::kRunning) {
+    CAIRN_RETURN_IF_ERROR(
+        client.UpdateRun(options.run_id, core::RunStatus::kRunning, std::nullopt));
+  }
+  return existing->info;
+}
+
 // Creates the run on the server, or, when it cannot be reached, under an id chosen here; then
 // opens the run's journal, through which everything the server must learn goes from here on,
 // so that an unreachable server loses nothing.
@@ -565,9 +586,11 @@ Result<core::RunInfo> StartRun(TrackingClient& client, const RunOptions& options
                                bool offline, std::unique_ptr<RunJournal>* journal) {
   const int64_t start_time = SystemClock()->NowMillis();
   core::RunInfo run;
+  const bool attach = !options.run_id.empty();
   if (!offline) {
     Result<core::RunInfo> created =
-        client.CreateRun(experiment.id, options.run_name, start_time, tags);
+        attach ? AttachRun(client, options, experiment, start_time, tags)
+               : client.CreateRun(experiment.id, options.run_name, start_time, tags);
     if (created.ok()) {
       run = std::move(created).value();
     } else if (created.status().code() == StatusCode::kUnavailable) {
@@ -577,11 +600,13 @@ Result<core::RunInfo> StartRun(TrackingClient& client, const RunOptions& options
     }
   }
   if (offline) {
-    run.run_id = RandomHex(16);
+    run.run_id = attach ? options.run_id : RandomHex(16);
     run.run_name = options.run_name;
     run.experiment_id = experiment.id;
   }
   CAIRN_ASSIGN_OR_RETURN(*journal, OpenJournal(run.run_id, client.tracking_uri()));
+  // A run that existed keeps the tags it was made with: this run's go on top.
+  if (attach) CAIRN_RETURN_IF_ERROR((*journal)->AppendBatch({}, {}, tags));
   if (offline) {
     CAIRN_RETURN_IF_ERROR(
         (*journal)->AppendCreate(experiment.name, options.run_name, start_time, tags));
@@ -665,8 +690,8 @@ SpawnOptions ChildOptions(const RunOptions& options, const std::string& tracking
   // MLflow clients in the command log with the token cairn found (in its credentials file,
   // say), unless they were given credentials of their own.
   if (std::string_view auth = authorization; auth.starts_with("Bearer ") &&
-      std::getenv("MLFLOW_TRACKING_TOKEN") == nullptr &&
-      std::getenv("MLFLOW_TRACKING_USERNAME") == nullptr) {
+                                             std::getenv("MLFLOW_TRACKING_TOKEN") == nullptr &&
+                                             std::getenv("MLFLOW_TRACKING_USERNAME") == nullptr) {
     spawn.env.push_back({"MLFLOW_TRACKING_TOKEN", std::string(auth.substr(7))});
   }
   // Output goes through a pipe, where Python would buffer it in blocks; keep it live.
@@ -726,8 +751,9 @@ Result<int> RunTracked(const RunOptions& options) {
 
   ForwardedSignals signals;
   CAIRN_RETURN_IF_ERROR(signals.Block());
-  SpawnOptions spawn = ChildOptions(options, client->tracking_uri(), client->authorization(),
-                                    run, experiment.id, c);
+  SpawnOptions spawn =
+      ChildOptions(options, client->tracking_uri(), client->authorization(), run,
+                   run.experiment_id.empty() ? experiment.id : run.experiment_id, c);
   if (c.environment) (void)env::RecordEnvironmentRun(*c.active_env, run.run_id);
   ConsoleRecorder console(journal.get(), client.get());
   Result<Process> child = Process::Spawn(spawn);

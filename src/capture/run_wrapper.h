@@ -16,6 +16,9 @@ struct RunOptions {
   std::string tracking_uri;  // resolved already (ResolveTrackingUri)
   std::string experiment;    // experiment name; empty: $MLFLOW_EXPERIMENT_NAME, else Default
   std::string run_name;
+  // An existing run to record into (32 hex digits), such as a queued task's scheduled run: it
+  // keeps its experiment and name, and becomes RUNNING. Empty: a new run.
+  std::string run_id;
   std::vector<core::Param> params;
   std::vector<core::Tag> tags;
   std::vector<std::string> command;

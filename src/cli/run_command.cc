@@ -2,8 +2,8 @@
 #include <cstdio>
 
 #include "capture/run_wrapper.h"
-#include "client/tracking_client.h"
 #include "cli/commands.h"
+#include "client/tracking_client.h"
 
 namespace cairn::cli {
 namespace {
@@ -11,6 +11,7 @@ namespace {
 struct RunFlags {
   std::string experiment;
   std::string name;
+  std::string run_id;
   std::vector<std::string> params;
   std::vector<std::string> tags;
   std::string tracking_uri;
@@ -24,6 +25,7 @@ int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
   options.tracking_uri = client::ResolveTrackingUri(flags.tracking_uri);
   options.experiment = flags.experiment;
   options.run_name = flags.name;
+  options.run_id = flags.run_id;
   options.command = std::move(command);
   options.system_metrics_interval_seconds = flags.system_metrics_interval;
   options.python = flags.python;
@@ -69,10 +71,17 @@ void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_d
                   "Experiment name, created if missing (default $MLFLOW_EXPERIMENT_NAME, else "
                   "Default)");
   cmd->add_option("--name,-n", flags->name, "Run name (default: a generated one)");
+  cmd->add_option("--run-id", flags->run_id,
+                  "Record into this existing run (32 hex digits), e.g. a queued task's "
+                  "scheduled run, instead of a new one; it keeps its experiment and name")
+      ->check([](const std::string& id) {
+        const bool hex =
+            id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
+        return hex ? std::string() : std::string("a run id is 32 lowercase hex digits");
+      });
   cmd->add_option("-p,--param", flags->params, "Parameter key=value; repeatable")
       ->allow_extra_args(false);
-  cmd->add_option("--tag", flags->tags, "Tag key=value; repeatable")
-      ->allow_extra_args(false);
+  cmd->add_option("--tag", flags->tags, "Tag key=value; repeatable")->allow_extra_args(false);
   AddTrackingUriOption(cmd, &flags->tracking_uri);
   cmd->add_option("--python", flags->python,
                   "Python interpreter whose installed packages are recorded (default: the "

@@ -281,6 +281,32 @@ for _ in range(100):
         runs = self.c.post(API + "runs/search", {"experiment_ids": [exp_id["experiment_id"]]})
         self.assertEqual(len(runs.body["runs"]), 1)  # the example made no run of its own
 
+    def test_run_id_records_into_a_scheduled_run(self):
+        exp = self.c.post(API + "experiments/create", {"name": "attach-here"}).body
+        created = self.c.post(API + "runs/create", {
+            "experiment_id": exp["experiment_id"], "run_name": "queued-train",
+            "tags": [{"key": "team", "value": "vision"}]}).body["run"]["info"]
+        run_id = created["run_id"]
+        r = self.c.post(API + "runs/update", {"run_id": run_id, "status": "SCHEDULED"})
+        self.assertEqual(r.status, 200, r)
+        p = self.cairn_run("--run-id", run_id, "-p", "lr=0.5", "--", "sh", "-c",
+                           'echo "attached $CAIRN_RUN_ID $MLFLOW_EXPERIMENT_ID"')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "attached %s %s\n" % (run_id, exp["experiment_id"]))
+        run = self.run_of(p.stderr)
+        self.assertEqual(run["info"]["run_id"], run_id)
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        self.assertEqual(run["info"]["run_name"], "queued-train")
+        self.assertEqual(self.tags(run)["team"], "vision", "its own tags stay")
+        self.assertIn("cairn.host.os", self.tags(run))
+        self.assertEqual({x["key"]: x["value"] for x in run["data"]["params"]}, {"lr": "0.5"})
+        runs = self.c.post(API + "runs/search", {"experiment_ids": [exp["experiment_id"]]})
+        self.assertEqual(len(runs.body["runs"]), 1, "no second run")
+        p = self.cairn_run("--run-id", "not-an-id", "--", "touch", "ran")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("32 lowercase hex digits", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "ran")), "the command never ran")
+
     def test_a_refused_record_does_not_hold_back_the_end_of_the_run(self):
         p = self.cairn_run("-p", "bad key!=1", "--", "sh", "-c", "echo hello")
         self.assertEqual(p.returncode, 0, p.stderr)
