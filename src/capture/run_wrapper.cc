@@ -571,6 +571,12 @@ Result<core::RunInfo> AttachRun(TrackingClient& client, const RunOptions& option
     return client.CreateRunWithId(options.run_id, "", experiment.name, options.run_name, start_time,
                                   tags);
   }
+  if (existing->info.status != core::RunStatus::kScheduled &&
+      existing->info.status != core::RunStatus::kRunning) {
+    return FailedPrecondition("run " + options.run_id + " has ended (" +
+                              std::string(core::RunStatusName(existing->info.status)) +
+                              "): only a scheduled or running run takes a command");
+  }
   if (existing->info.status != core::RunStatus::kRunning) {
     CAIRN_RETURN_IF_ERROR(
         client.UpdateRun(options.run_id, core::RunStatus::kRunning, std::nullopt));

@@ -17,7 +17,8 @@ struct RunOptions {
   std::string experiment;    // experiment name; empty: $MLFLOW_EXPERIMENT_NAME, else Default
   std::string run_name;
   // An existing run to record into (32 hex digits), such as a queued task's scheduled run: it
-  // keeps its experiment and name, and becomes RUNNING. Empty: a new run.
+  // keeps its experiment and name, and becomes RUNNING. One that has ended is refused. Empty:
+  // a new run.
   std::string run_id;
   std::vector<core::Param> params;
   std::vector<core::Tag> tags;

@@ -74,6 +74,7 @@ int Main(int argc, char** argv) {
   RegisterModels(app, &action);
   RegisterTask(app, &action);
   RegisterQueue(app, &action);
+  RegisterAgent(app, &action);
   RegisterSync(app, &action);
   RegisterPipeline(app, &action);
   RegisterLogin(app, &action);

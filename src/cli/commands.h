@@ -54,6 +54,7 @@ void RegisterRuns(CLI::App& app, Action* action);
 void RegisterModels(CLI::App& app, Action* action);
 void RegisterTask(CLI::App& app, Action* action);
 void RegisterQueue(CLI::App& app, Action* action);
+void RegisterAgent(CLI::App& app, Action* action);
 void RegisterSync(CLI::App& app, Action* action);
 // `cairn env ...`; `after_dashes` as for run (`cairn env exec -- COMMAND`).
 void RegisterEnv(CLI::App& app, Action* action, std::vector<std::string> after_dashes);

@@ -1,5 +1,11 @@
 // `cairn run`: run a command as a tracked run (client/run_wrapper.h does the work).
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "capture/run_wrapper.h"
 #include "cli/commands.h"
@@ -20,7 +26,24 @@ struct RunFlags {
   int heartbeat_interval = 10;
 };
 
+// Under an agent (CAIRN_AGENT_PID names it), the wrapper ends with the agent: a SIGTERM when
+// the agent dies stops the command and ends the run KILLED, rather than leaving it running
+// after its task was queued again elsewhere.
+bool FollowAgent() {
+  const char* variable = std::getenv("CAIRN_AGENT_PID");
+  if (variable == nullptr || *variable == '\0') return true;
+  const std::string agent = variable;
+  unsetenv("CAIRN_AGENT_PID");  // the command's own `cairn run`, if any, is not the agent's
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // The agent may have died before the line above.
+  return std::to_string(getppid()) == agent;
+}
+
 int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
+  if (!FollowAgent()) {
+    std::fprintf(stderr, "cairn run: the agent that started this is gone\n");
+    return 2;
+  }
   capture::RunOptions options;
   options.tracking_uri = client::ResolveTrackingUri(flags.tracking_uri);
   options.experiment = flags.experiment;

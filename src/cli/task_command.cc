@@ -1,4 +1,4 @@
-// `cairn task ls|show|cancel|move` and `cairn queue ls|set`: queued work from the command line
+// `cairn task ls|show|cancel|move` and `cairn queue ls`: queued work from the command line
 // (report/task_report.h formats it). A task is named by its id or a unique prefix of it.
 #include <cstdio>
 #include <optional>

@@ -148,6 +148,50 @@ Result<std::vector<core::Agent>> ListAgents(TrackingClient& client) {
   return out;
 }
 
+Status RegisterAgent(TrackingClient& client, const core::Agent& agent) {
+  json body = {{"id", agent.id},
+               {"name", agent.name},
+               {"queues", agent.queues},
+               {"gpus", agent.gpus},
+               {"slots", agent.slots}};
+  json host = json::parse(agent.host, nullptr, /*allow_exceptions=*/false);
+  if (host.is_object()) body["host"] = host;
+  return Call(client, "POST", "agents", body.dump()).status();
+}
+
+Result<std::optional<core::Task>> LeaseTask(TrackingClient& client, const LeaseAsk& ask) {
+  json body = {{"agent", ask.agent},
+               {"queues", ask.queues},
+               {"free_gpus", ask.free_gpus},
+               {"lease_ms", ask.lease_ms}};
+  if (ask.free_cpus > 0) body["free_cpus"] = ask.free_cpus;
+  if (ask.free_memory_mib > 0) body["free_memory_mib"] = ask.free_memory_mib;
+  json host = json::parse(ask.host, nullptr, /*allow_exceptions=*/false);
+  if (host.is_object()) body["host"] = host;
+  CAIRN_ASSIGN_OR_RETURN(json j, Call(client, "POST", "agents/lease", body.dump()));
+  auto it = j.find("task");
+  if (it == j.end() || !it->is_object()) return std::optional<core::Task>();
+  return std::optional<core::Task>(TaskOf(*it));
+}
+
+Result<core::Task> RenewLease(TrackingClient& client, const core::Task& task,
+                              const std::string& agent, int64_t lease_ms) {
+  json body = {
+      {"task_id", task.id}, {"agent", agent}, {"attempt", task.attempt}, {"lease_ms", lease_ms}};
+  return TaskAnswer(Call(client, "POST", "agents/renew", body.dump()));
+}
+
+Result<core::Task> FinishTask(TrackingClient& client, const core::Task& task,
+                              const std::string& agent, core::TaskState state,
+                              const std::string& reason) {
+  json body = {{"task_id", task.id},
+               {"agent", agent},
+               {"attempt", task.attempt},
+               {"state", std::string(core::TaskStateName(state))},
+               {"reason", reason}};
+  return TaskAnswer(Call(client, "POST", "agents/finish", body.dump()));
+}
+
 Result<core::Task> ParseTaskJson(std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return InvalidArgument("a task is a JSON object");

@@ -35,6 +35,28 @@ Result<core::Task> MoveTask(TrackingClient& client, const std::string& id, const
 Result<std::vector<QueueSummary>> ListQueues(TrackingClient& client);
 Result<std::vector<core::Agent>> ListAgents(TrackingClient& client);
 
+// --- What an agent calls (as a service account) -------------------------------------------
+// `agent.host` is the agent's host facts as JSON (env::HostFactsJson).
+Status RegisterAgent(TrackingClient& client, const core::Agent& agent);
+
+struct LeaseAsk {
+  std::string agent;
+  std::vector<std::string> queues;
+  std::vector<std::string> free_gpus;
+  double free_cpus = 0;         // 0: not said
+  int64_t free_memory_mib = 0;  // 0: not said
+  std::string host;             // host facts as JSON
+  int64_t lease_ms = 60000;
+};
+// The task leased, or nullopt when nothing waiting fits.
+Result<std::optional<core::Task>> LeaseTask(TrackingClient& client, const LeaseAsk& ask);
+// FailedPrecondition (a 400) once the attempt is no longer the agent's.
+Result<core::Task> RenewLease(TrackingClient& client, const core::Task& task,
+                              const std::string& agent, int64_t lease_ms);
+Result<core::Task> FinishTask(TrackingClient& client, const core::Task& task,
+                              const std::string& agent, core::TaskState state,
+                              const std::string& reason);
+
 // A task or an agent as the API writes it; InvalidArgument for JSON that is not one.
 Result<core::Task> ParseTaskJson(std::string_view json);
 Result<core::Agent> ParseAgentJson(std::string_view json);

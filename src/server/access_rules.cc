@@ -125,7 +125,7 @@ constexpr AccessRule kRules[] = {
      "experiment_id"},
     {Api::kCairn, "GET", "audit", Target::kAdmin, kRead, nullptr},
     {Api::kCairn, "GET", "models/alias-history", Target::kModel, kRead, "name"},
-    {Api::kCairn, "POST", "tasks", Target::kNewRun, kUpdate, nullptr},
+    {Api::kCairn, "POST", "tasks", Target::kExperimentOr0, kUpdate, "experiment_id"},
     {Api::kCairn, "GET", "tasks", Target::kSignedIn, kRead, nullptr},
     {Api::kCairn, "GET", "tasks/*", Target::kTaskInPath, kRead, nullptr},
     {Api::kCairn, "POST", "tasks/*/cancel", Target::kTaskInPath, kUpdate, nullptr},

@@ -1,5 +1,6 @@
 // cairn's task, queue and agent calls under /api/cairn/v1/ (docs/api/cairn.md), over the
 // TaskService.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/mlflow_json.h"
@@ -154,8 +155,15 @@ Result<CairnResponse> UpdateQueue(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.RequiredStr("name"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> description, f.Str("description"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> priority, f.Int("default_priority"));
-  CAIRN_ASSIGN_OR_RETURN(
-      core::Queue q, ctx.tasks->UpdateQueue(name, description.value_or(""), priority.value_or(0)));
+  // What the request leaves out stays as it was.
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::Queue> queues, ctx.tasks->ListQueues());
+  core::Queue before{name, "", 0, 0};
+  for (const core::Queue& q : queues) {
+    if (q.name == name) before = q;
+  }
+  CAIRN_ASSIGN_OR_RETURN(core::Queue q,
+                         ctx.tasks->UpdateQueue(name, description.value_or(before.description),
+                                                priority.value_or(before.default_priority)));
   JsonWriter w;
   w.BeginObject().Key("queue").BeginObject().Key("name").String(q.name);
   w.Key("description").String(q.description).Key("default_priority").Int(q.default_priority);
@@ -181,6 +189,30 @@ Result<std::pair<std::string, env::HostFacts>> HostField(const Fields& f) {
   return std::make_pair(*host, *facts);
 }
 
+// Whether the caller may act as `agent`: the account that registered it (or an admin). With
+// `queues`, the agent must have registered for each of them.
+Status MayActAs(ApiContext& ctx, const std::string& agent,
+                const std::vector<std::string>* queues = nullptr) {
+  if (ctx.caller == nullptr || ctx.caller->ActsAsAdmin()) return Status::Ok();
+  Result<std::vector<core::Agent>> all = ctx.tasks->ListAgents();
+  CAIRN_RETURN_IF_ERROR(all.status());
+  for (const core::Agent& a : *all) {
+    if (a.id != agent) continue;
+    if (a.owner != ctx.caller->username) {
+      return PermissionDenied("Agent " + agent + " belongs to another account");
+    }
+    if (queues != nullptr) {
+      for (const std::string& q : *queues) {
+        if (std::find(a.queues.begin(), a.queues.end(), q) == a.queues.end()) {
+          return PermissionDenied("Agent " + agent + " did not register for queue " + q);
+        }
+      }
+    }
+    return Status::Ok();
+  }
+  return PermissionDenied("Agent " + agent + " is not registered: register it first");
+}
+
 Result<CairnResponse> RegisterAgent(ApiContext& ctx, const CairnCall& call) {
   const Fields& f = call.fields;
   core::Agent a;
@@ -194,6 +226,12 @@ Result<CairnResponse> RegisterAgent(ApiContext& ctx, const CairnCall& call) {
   a.slots = std::max<int64_t>(slots.value_or(1), 1);
   CAIRN_ASSIGN_OR_RETURN(auto host, HostField(f));
   a.host = host.first;
+  // An agent already registered by another account stays that account's.
+  if (Status mine = MayActAs(ctx, a.id);
+      mine.code() == StatusCode::kPermissionDenied &&
+      mine.message().find("another account") != std::string::npos) {
+    return mine;
+  }
   CAIRN_RETURN_IF_ERROR(ctx.tasks->RegisterAgent(a));
   JsonWriter w;
   w.BeginObject().Key("agent");
@@ -217,6 +255,7 @@ Result<CairnResponse> Lease(ApiContext& ctx, const CairnCall& call) {
   ask.lease_ms = std::clamp<int64_t>(lease_ms.value_or(service::kDefaultLeaseMs), 1000, 3'600'000);
   CAIRN_ASSIGN_OR_RETURN(auto host, HostField(f));
   ask.host = host.second;
+  CAIRN_RETURN_IF_ERROR(MayActAs(ctx, ask.agent, &ask.queues));
   CAIRN_ASSIGN_OR_RETURN(std::optional<Task> leased, ctx.tasks->Lease(ask));
   if (!leased) return CairnResponse{"{}"};
   return TaskAnswer(*leased);
@@ -228,6 +267,7 @@ Result<CairnResponse> Renew(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(std::string agent, f.RequiredStr("agent"));
   CAIRN_ASSIGN_OR_RETURN(int64_t attempt, f.RequiredInt("attempt"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> lease_ms, f.Int("lease_ms"));
+  CAIRN_RETURN_IF_ERROR(MayActAs(ctx, agent));
   CAIRN_ASSIGN_OR_RETURN(
       Task task, ctx.tasks->Renew(id, agent, attempt,
                                   std::clamp<int64_t>(lease_ms.value_or(service::kDefaultLeaseMs),
@@ -242,6 +282,7 @@ Result<CairnResponse> Finish(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(int64_t attempt, f.RequiredInt("attempt"));
   CAIRN_ASSIGN_OR_RETURN(TaskState state, StateField(f, "state"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> reason, f.Str("reason"));
+  CAIRN_RETURN_IF_ERROR(MayActAs(ctx, agent));
   CAIRN_ASSIGN_OR_RETURN(Task task,
                          ctx.tasks->Finish(id, agent, attempt, state, reason.value_or("")));
   return TaskAnswer(task);

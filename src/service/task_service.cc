@@ -16,6 +16,11 @@ using core::TaskState;
 using nlohmann::json;
 
 constexpr size_t kMaxQueueName = 64;
+constexpr size_t kMaxRequirementsBytes = 4096;
+constexpr size_t kMaxAgentText = 128;
+constexpr size_t kMaxAgentHostBytes = 64 * 1024;
+constexpr size_t kMaxAgentList = 256;
+constexpr size_t kMaxReason = 2000;
 
 Status ValidateQueueName(const std::string& name) {
   if (name.empty()) return InvalidArgument("A queue needs a name.");
@@ -82,16 +87,15 @@ Status TaskService::ScheduleRun(const Task& task, const std::string& run_id, int
   r.run_id = run_id;
   r.start_time = clock_->NowMillis();
   r.user_id = task.owner;
+  r.experiment_id = "0";
   Result<core::Run> previous = tracking_->GetRun(task.run_id);
-  if (previous.ok()) {
+  if (previous.ok() && previous->info.run_id != run_id) {
     r.experiment_id = previous->info.experiment_id;
     r.run_name = previous->info.run_name;
+    // The tags the task was queued with; what the last attempt recorded (its host, its code,
+    // its heartbeat) is that attempt's own.
     for (const core::Tag& t : previous->data.tags) {
-      if (t.key.starts_with("cairn.task.") || t.key == TrackingService::kFailureReasonTag ||
-          t.key == "mlflow.runName") {
-        continue;
-      }
-      r.tags.push_back(t);
+      if (!t.key.starts_with("cairn.") && !t.key.starts_with("mlflow.")) r.tags.push_back(t);
     }
     r.tags.push_back({"cairn.task.previous_run", task.run_id});
   }
@@ -125,6 +129,9 @@ Result<Task> TaskService::Enqueue(const EnqueueRequest& request) {
   }
   if (!json::parse(request.spec, nullptr, false).is_object()) {
     return InvalidArgument("A task's spec must be a JSON object.");
+  }
+  if (request.requirements.size() > kMaxRequirementsBytes) {
+    return InvalidArgument("A task's requirements may hold at most 4 KiB.");
   }
   CAIRN_RETURN_IF_ERROR(ParseRequirements(request.requirements).status());
   const int64_t now = clock_->NowMillis();
@@ -198,6 +205,15 @@ Result<core::Queue> TaskService::UpdateQueue(const std::string& name,
 
 Status TaskService::RegisterAgent(core::Agent agent) {
   if (agent.id.empty()) return InvalidArgument("An agent needs an id.");
+  if (agent.id.size() > kMaxAgentText || agent.name.size() > kMaxAgentText) {
+    return InvalidArgument("An agent's id and name may hold at most 128 characters.");
+  }
+  if (agent.host.size() > kMaxAgentHostBytes || agent.queues.size() > kMaxAgentList ||
+      agent.gpus.size() > kMaxAgentList) {
+    return InvalidArgument(
+        "An agent may describe at most 64 KiB of host facts and 256 queues "
+        "and GPUs.");
+  }
   for (const std::string& q : agent.queues) CAIRN_RETURN_IF_ERROR(ValidateQueueName(q));
   agent.heartbeat_time = clock_->NowMillis();
   if (agent.started_time == 0) agent.started_time = agent.heartbeat_time;
@@ -226,8 +242,8 @@ Result<std::optional<Task>> TaskService::Lease(const LeaseAsk& ask) {
   (void)store_->queue().AgentHeartbeat(ask.agent, now);
   CAIRN_ASSIGN_OR_RETURN(std::optional<Task> leased, store_->queue().LeaseTask(r));
   if (!leased) return leased;
-  // The attempt's run: made when its task was queued (again); a sweep that stopped between
-  // requeueing a task and making its run left it to be made now.
+  // The attempt's run is made before its task names it; one deleted since is made again (in
+  // the Default experiment, the old one being unknown).
   if (!tracking_->GetRunInfo(leased->run_id).ok()) {
     CAIRN_RETURN_IF_ERROR(ScheduleRun(*leased, leased->run_id, leased->attempt));
   }
@@ -249,13 +265,15 @@ Result<Task> TaskService::Renew(const std::string& id, const std::string& agent,
 
 Result<Task> TaskService::Finish(const std::string& id, const std::string& agent, int64_t attempt,
                                  TaskState state, const std::string& reason) {
-  CAIRN_ASSIGN_OR_RETURN(Task task, store_->queue().FinishTask(id, agent, attempt, state, reason,
-                                                               clock_->NowMillis()));
+  const std::string cut =
+      reason.size() > kMaxReason ? reason.substr(0, kMaxReason) + "..." : reason;
+  CAIRN_ASSIGN_OR_RETURN(
+      Task task, store_->queue().FinishTask(id, agent, attempt, state, cut, clock_->NowMillis()));
   EndRun(task,
          state == TaskState::kDone        ? core::RunStatus::kFinished
          : state == TaskState::kCancelled ? core::RunStatus::kKilled
                                           : core::RunStatus::kFailed,
-         reason);
+         cut);
   return task;
 }
 
@@ -265,14 +283,21 @@ Result<int> TaskService::ExpireLeases() {
   int ended = 0;
   for (const Task& lost : expired) {
     const std::string reason = "agent lost: " + lost.agent + " stopped renewing its lease";
-    const std::string next_run = NewRunId();
+    // The next attempt's run exists before the task names it, so that a waiting task always
+    // has its run.
+    const bool again = !lost.cancel_requested && lost.attempt < lost.max_attempts;
+    const std::string next_run = again ? NewRunId() : "";
+    if (again && !ScheduleRun(lost, next_run, lost.attempt + 1).ok()) continue;
     Result<Task> after = store_->queue().ExpireLease(lost.id, lost.attempt, next_run, reason, now);
-    if (!after.ok()) continue;  // renewed or ended meanwhile
+    if (!after.ok()) {  // renewed or ended meanwhile
+      if (again) (void)tracking_->DeleteRun(next_run);
+      continue;
+    }
     ++ended;
-    EndRun(lost, core::RunStatus::kFailed, reason);
-    if (after->state == TaskState::kQueued) {
-      // If this fails, Lease makes the run when the task is next taken.
-      (void)ScheduleRun(lost, next_run, after->attempt + 1);
+    if (after->state == TaskState::kCancelled) {
+      EndRun(lost, core::RunStatus::kKilled, after->reason);
+    } else {
+      EndRun(lost, core::RunStatus::kFailed, reason);
     }
   }
   return ended;

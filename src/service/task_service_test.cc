@@ -156,6 +156,9 @@ TEST_F(TaskServiceTest, ALostAgentsAttemptFailsAndTheTaskRunsAgainInANewRun) {
   ASSERT_TRUE(queued.ok());
   Result<std::optional<Task>> first = svc_.Lease(Ask("lost", CpuHost(), {}));
   ASSERT_TRUE(first.ok() && first->has_value());
+  // What the attempt itself recorded stays with its run.
+  ASSERT_TRUE(tracking_.SetTag(queued->run_id, {"cairn.heartbeat", "1"}).ok());
+  ASSERT_TRUE(tracking_.SetTag(queued->run_id, {"cairn.host.os", "linux"}).ok());
   clock_.Advance(29'000);
   EXPECT_EQ(*svc_.ExpireLeases(), 0) << "its lease has not run out";
   clock_.Advance(2'000);
@@ -174,6 +177,8 @@ TEST_F(TaskServiceTest, ALostAgentsAttemptFailsAndTheTaskRunsAgainInANewRun) {
   EXPECT_EQ(Tag(next, kTaskAttemptTag), "2");
   EXPECT_EQ(Tag(next, "cairn.task.previous_run"), queued->run_id);
   EXPECT_EQ(Tag(next, "team"), "vision");
+  EXPECT_EQ(Tag(next, "cairn.heartbeat"), "");
+  EXPECT_EQ(Tag(next, "cairn.host.os"), "");
 
   // The lost agent comes back and cannot finish what is no longer its own.
   EXPECT_EQ(svc_.Finish(queued->id, "lost", 1, TaskState::kDone, "").status().code(),
@@ -187,6 +192,23 @@ TEST_F(TaskServiceTest, ALostAgentsAttemptFailsAndTheTaskRunsAgainInANewRun) {
   EXPECT_EQ(*svc_.ExpireLeases(), 1);
   EXPECT_EQ(svc_.GetTask(queued->id)->state, TaskState::kFailed);
   EXPECT_EQ(RunOf(waiting->run_id).info.status, core::RunStatus::kFailed);
+}
+
+TEST_F(TaskServiceTest, ACancelledTaskWhoseAgentDiedEndsKilled) {
+  Result<Task> queued = Enqueue("gpu", 0, "", /*max_attempts=*/3);
+  ASSERT_TRUE(queued.ok());
+  ASSERT_TRUE(svc_.Lease(Ask("dies", CpuHost(), {}))->has_value());
+  ASSERT_TRUE(svc_.Cancel(queued->id, "bob").ok());
+  clock_.Advance(31'000);
+  EXPECT_EQ(*svc_.ExpireLeases(), 1);
+  Result<Task> ended = svc_.GetTask(queued->id);
+  ASSERT_TRUE(ended.ok());
+  EXPECT_EQ(ended->state, TaskState::kCancelled);
+  EXPECT_EQ(ended->run_id, queued->run_id) << "no new attempt";
+  EXPECT_EQ(RunOf(queued->run_id).info.status, core::RunStatus::kKilled);
+  store::RunSearchQuery all;
+  all.experiment_ids = {"0"};
+  EXPECT_EQ(store_->SearchRuns(all)->size(), 1u);
 }
 
 TEST_F(TaskServiceTest, CancelAndMove) {

@@ -87,6 +87,10 @@ Status ApplyExpire(Task* t, int64_t attempt, std::string_view next_run_id, std::
     return FailedPrecondition("task " + t->id + " attempt " + std::to_string(attempt) +
                               " holds no expired lease");
   }
+  if (t->cancel_requested) {  // its agent died before it could stop it
+    End(t, TaskState::kCancelled, t->reason, now);
+    return Status::Ok();
+  }
   if (t->attempt >= t->max_attempts) {
     End(t, TaskState::kFailed, reason, now);
     return Status::Ok();

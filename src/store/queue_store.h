@@ -78,8 +78,8 @@ class QueueStore {
   virtual Result<std::vector<core::Task>> ExpiredLeases(int64_t now) = 0;
   // Ends an attempt whose lease ran out before `now`, with `reason`: the task waits again
   // (keeping its place in the order) for its next attempt in run `next_run_id`, or fails when
-  // it has had max_attempts. kFailedPrecondition when the task is no longer running that
-  // attempt or its lease was renewed.
+  // it has had max_attempts, or ends cancelled when a cancel was asked for. kFailedPrecondition
+  // when the task is no longer running that attempt or its lease was renewed.
   virtual Result<core::Task> ExpireLease(std::string_view id, int64_t attempt,
                                          std::string_view next_run_id, std::string_view reason,
                                          int64_t now) = 0;

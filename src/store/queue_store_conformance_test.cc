@@ -312,6 +312,16 @@ TYPED_TEST(QueueStoreTest, CancellingAWaitingTaskEndsItARunningOneAsksItsAgent) 
   EXPECT_EQ(this->q().CancelTask(running, "", 140).status().code(),
             StatusCode::kFailedPrecondition);
   EXPECT_FALSE(this->Lease("agent-2").has_value()) << "a cancelled task never starts";
+
+  // Cancelled while running, and its agent died before it could stop it: it ends cancelled,
+  // and is not queued again.
+  const std::string orphan = this->Enqueue("gpu", 0, 0, /*max_attempts=*/3);
+  ASSERT_EQ(this->Lease("dies", {"gpu"}, 150, 160)->id, orphan);
+  ASSERT_TRUE(this->q().CancelTask(orphan, "cancelled by bob", 155).ok());
+  Result<Task> ended = this->q().ExpireLease(orphan, 1, "run-next", "agent lost", 170);
+  ASSERT_TRUE(ended.ok()) << ended.status().ToString();
+  EXPECT_EQ(ended->state, TaskState::kCancelled);
+  EXPECT_EQ(ended->reason, "cancelled by bob");
 }
 
 TYPED_TEST(QueueStoreTest, AWaitingTaskMovesAndSaysWhyItWaits) {

@@ -2,7 +2,8 @@
 """Tasks, queues and agents through cairn's REST API: a task queued as a SCHEDULED run, leased
 by an agent only where its environment can run, renewed and finished with its run; a lost
 agent's attempt failed with "agent lost" and the task queued again in a new run; cancel and
-move; the `cairn task` and `cairn queue` commands; and, with --auth on, agent calls only for service accounts and tasks shown only to those
+move; the `cairn task` and `cairn queue` commands; `cairn agent` running tasks, stopping a
+cancelled one, and a SIGKILLed agent's task finished by another; and, with --auth on, agent calls only for service accounts and tasks shown only to those
 who may read their experiment.
 
 Usage: test_tasks.py --cairn build/release/cairn
@@ -204,6 +205,112 @@ class TasksTest(unittest.TestCase):
         self.assertEqual(self.c.get(CAIRN + "tasks/nope").status, 404)
 
 
+class AgentTest(unittest.TestCase):
+    """`cairn agent` processes against a server, with recorded host facts."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.root, data = tl.make_temp_root("cairn-agents-")
+        cls.server = tl.CairnServer(tl.CONFIG.cairn, data, name="cairn (agents)").start()
+        tl.add_diagnostic(cls.server.log_tail)
+        cls.c = cls.server.client()
+        cls.host = os.path.join(cls.root, "host.json")
+        with open(cls.host, "w") as f:
+            json.dump(CPU_HOST, f)
+        cls.agents = []
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in cls.agents:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        cls.server.stop()
+        if not tl.keep_data():
+            shutil.rmtree(cls.root, True)
+
+    def start_agent(self, name, queue, *extra):
+        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url)
+        env.pop("MLFLOW_TRACKING_URI", None)
+        p = subprocess.Popen([tl.CONFIG.cairn, "agent", "--queue", queue, "--id", name,
+                              "--host-facts", self.host, "--poll-ms", "50",
+                              "--workdir", os.path.join(self.root, name), *extra],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+        self.agents.append(p)
+        return p
+
+    def enqueue(self, queue, command, **extra):
+        body = {"queue": queue, "spec": {"command": command, "params": {"lr": "0.5"}}}
+        body.update(extra)
+        r = self.c.post(CAIRN + "tasks", body)
+        self.assertEqual(r.status, 200, r.text)
+        return r.body["task"]
+
+    def task(self, task_id):
+        return self.c.get(CAIRN + "tasks/" + task_id).body["task"]
+
+    def wait_for(self, task_id, predicate, seconds=30):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            t = self.task(task_id)
+            if predicate(t):
+                return t
+            time.sleep(0.05)
+        self.fail("task %s never got there: %r" % (task_id, self.task(task_id)))
+
+    def run_of(self, run_id):
+        return self.c.get(API + "runs/get", {"run_id": run_id}).body["run"]
+
+    def test_an_agent_runs_a_task_in_its_scheduled_run(self):
+        task = self.enqueue("agent-q", ["sh", "-c", "echo lr=${params.lr} env=$CAIRN_PARAM_LR"])
+        agent = self.start_agent("solo", "agent-q", "--max-tasks", "1")
+        out, _ = agent.communicate(timeout=60)
+        self.assertEqual(agent.returncode, 0, out)
+        self.assertIn("done %s (exit code 0)" % task["id"][:8], out)
+        done = self.task(task["id"])
+        self.assertEqual(done["state"], "done")
+        run = self.run_of(task["run_id"])
+        self.assertEqual(run["info"]["status"], "FINISHED")
+        log = self.c.get("/api/cairn/v1/runs/%s/log" % task["run_id"]).text
+        self.assertEqual(log, "lr=0.5 env=0.5\n")
+        self.assertFalse(os.path.exists(os.path.join(self.root, "solo", task["id"] + "-1")),
+                         "its work directory is removed")
+
+    def test_cancel_stops_the_task_and_a_killed_agents_task_runs_elsewhere(self):
+        # Cancelled while running: the agent stops its process group.
+        slow = self.enqueue("cancel-q", ["sleep", "60"])
+        agent = self.start_agent("canceller", "cancel-q", "--lease-seconds", "3")
+        self.wait_for(slow["id"], lambda t: t["state"] == "running")
+        self.assertEqual(self.c.post(CAIRN + "tasks/%s/cancel" % slow["id"], {}).status, 200)
+        ended = self.wait_for(slow["id"], lambda t: t["state"] != "running", 20)
+        self.assertEqual(ended["state"], "cancelled", ended)
+        self.assertEqual(self.run_of(slow["run_id"])["info"]["status"], "KILLED")
+        agent.terminate()
+        agent.wait(timeout=30)
+
+        # SIGKILL of an agent mid-task: the task is queued again and another agent finishes it.
+        task = self.enqueue("lost-agent-q", ["sh", "-c", "sleep ${params.lr}; sleep 1; echo ok"],
+                            max_attempts=2)
+        doomed = self.start_agent("doomed", "lost-agent-q", "--lease-seconds", "2")
+        first = self.wait_for(task["id"], lambda t: t["state"] == "running")
+        self.assertEqual(first["agent"], "doomed")
+        doomed.kill()
+        doomed.wait()
+        again = self.wait_for(task["id"], lambda t: t["state"] == "queued", 20)
+        self.assertIn("agent lost", again["reason"])
+        rescuer = self.start_agent("rescuer", "lost-agent-q", "--max-tasks", "1")
+        out, _ = rescuer.communicate(timeout=60)
+        self.assertEqual(rescuer.returncode, 0, out)
+        done = self.task(task["id"])
+        self.assertEqual((done["state"], done["attempt"]), ("done", 2), done)
+        dead = self.run_of(task["run_id"])
+        self.assertEqual(dead["info"]["status"], "FAILED")
+        tags = {t["key"]: t["value"] for t in dead["data"]["tags"]}
+        self.assertIn("agent lost", tags["cairn.failure_reason"])
+        self.assertEqual(self.run_of(done["run_id"])["info"]["status"], "FINISHED")
+
+
 class TasksAuthTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -219,7 +326,8 @@ class TasksAuthTest(unittest.TestCase):
         cls.server.start()
         cls.c = cls.server.client()
         cls.admin = {"Authorization": basic_auth("admin", "admin-pass")}
-        for name, service in (("alice", False), ("bob", False), ("agent-svc", True)):
+        for name, service in (("alice", False), ("bob", False), ("agent-svc", True),
+                              ("other-svc", True)):
             body = {"username": name, "password": name + "-pass-123"}
             if service:
                 body = {"username": name, "service_account": True}
@@ -229,6 +337,10 @@ class TasksAuthTest(unittest.TestCase):
                        headers=cls.admin)
         assert r.status == 200, r.text
         cls.agent = {"Authorization": "Bearer " + r.body["value"]}
+        r = cls.c.post(CAIRN + "tokens", {"name": "agent", "owner": "other-svc"},
+                       headers=cls.admin)
+        assert r.status == 200, r.text
+        cls.other = {"Authorization": "Bearer " + r.body["value"]}
         cls.alice = {"Authorization": basic_auth("alice", "alice-pass-123")}
         cls.bob = {"Authorization": basic_auth("bob", "bob-pass-123")}
 
@@ -254,6 +366,9 @@ class TasksAuthTest(unittest.TestCase):
         r = self.c.post(CAIRN + "tasks", {"queue": "auth-q", "experiment_id": exp,
                                           "spec": {"command": ["true"]}}, headers=self.bob)
         self.assertEqual(r.status, 403, "bob may not add runs to alice's experiment")
+        r = self.c.post(CAIRN + "tasks", {"queue": "auth-q", "experiment_name": "no-such",
+                                          "spec": {"command": ["true"]}}, headers=self.bob)
+        self.assertEqual(r.status, 403, "nor to the Default experiment, named or not")
 
         self.assertEqual(self.c.get(CAIRN + "tasks/" + task["id"], headers=self.bob).status, 403)
         listed = self.c.get(CAIRN + "tasks", {"queue": "auth-q"}, headers=self.bob).body["tasks"]
@@ -267,8 +382,27 @@ class TasksAuthTest(unittest.TestCase):
         self.assertEqual(self.c.post(CAIRN + "agents/lease", lease, headers=self.alice).status,
                          403, "a person is not an agent")
         r = self.c.post(CAIRN + "agents/lease", lease, headers=self.agent)
+        self.assertEqual(r.status, 403, "an agent registers first")
+        self.assertIn("not registered", r.text)
+        r = self.c.post(CAIRN + "agents", {"id": "a1", "queues": ["auth-q"], "host": CPU_HOST},
+                        headers=self.agent)
+        self.assertEqual(r.status, 200, r.text)
+        # Another service account cannot take over the agent, nor act as it.
+        r = self.c.post(CAIRN + "agents", {"id": "a1", "queues": ["auth-q"]}, headers=self.other)
+        self.assertEqual(r.status, 403, r.text)
+        self.assertEqual(self.c.post(CAIRN + "agents/lease", lease, headers=self.other).status,
+                         403)
+        r = self.c.post(CAIRN + "agents/lease", dict(lease, queues=["elsewhere"]),
+                        headers=self.agent)
+        self.assertEqual(r.status, 403, "only the queues it registered for")
+        r = self.c.post(CAIRN + "agents/lease", lease, headers=self.agent)
         self.assertEqual(r.status, 200, r.text)
         self.assertEqual(r.body["task"]["id"], task["id"])
+        finish = {"task_id": task["id"], "agent": "a1", "attempt": 1, "state": "done"}
+        self.assertEqual(self.c.post(CAIRN + "agents/finish", finish, headers=self.other).status,
+                         403)
+        r = self.c.post(CAIRN + "agents/finish", finish, headers=self.agent)
+        self.assertEqual(r.status, 200, r.text)
         r = self.c.post(CAIRN + "queues", {"name": "auth-q", "description": "x"},
                         headers=self.alice)
         self.assertEqual(r.status, 403, "queues are the admin's")

@@ -263,9 +263,10 @@ CREATE TABLE alias_moves (
 CREATE INDEX alias_moves_by_alias ON alias_moves (model, alias, id);
 )sql",
     // Version 6: queues, tasks and agents. A task's seq is its rowid, never given twice
-    // (AUTOINCREMENT), so that the order tasks were queued in survives deletes; tasks_by_start
-    // serves a lease, which reads waiting tasks in the order they start, and tasks_by_lease
-    // the search for leases that ran out.
+    // (AUTOINCREMENT), so that the order tasks were queued in survives deletes; tasks_waiting
+    // (waiting tasks only) serves a lease, which reads a queue's waiting tasks in the order
+    // they start however many have finished, tasks_by_lease the search for leases that ran
+    // out, tasks_by_queue listings.
     R"sql(
 CREATE TABLE queues (
   name TEXT PRIMARY KEY,
@@ -298,7 +299,7 @@ CREATE TABLE tasks (
   start_time INTEGER NOT NULL,
   end_time INTEGER NOT NULL
 );
-CREATE INDEX tasks_by_start ON tasks (state, priority DESC, seq);
+CREATE INDEX tasks_waiting ON tasks (queue, priority DESC, seq) WHERE state = 'queued';
 CREATE INDEX tasks_by_lease ON tasks (state, lease_expiry);
 CREATE INDEX tasks_by_queue ON tasks (queue, priority DESC, seq);
 CREATE TABLE agents (
