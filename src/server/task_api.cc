@@ -194,23 +194,22 @@ Result<std::pair<std::string, env::HostFacts>> HostField(const Fields& f) {
 Status MayActAs(ApiContext& ctx, const std::string& agent,
                 const std::vector<std::string>* queues = nullptr) {
   if (ctx.caller == nullptr || ctx.caller->ActsAsAdmin()) return Status::Ok();
-  Result<std::vector<core::Agent>> all = ctx.tasks->ListAgents();
-  CAIRN_RETURN_IF_ERROR(all.status());
-  for (const core::Agent& a : *all) {
-    if (a.id != agent) continue;
-    if (a.owner != ctx.caller->username) {
-      return PermissionDenied("Agent " + agent + " belongs to another account");
-    }
-    if (queues != nullptr) {
-      for (const std::string& q : *queues) {
-        if (std::find(a.queues.begin(), a.queues.end(), q) == a.queues.end()) {
-          return PermissionDenied("Agent " + agent + " did not register for queue " + q);
-        }
+  Result<core::Agent> a = ctx.tasks->GetAgent(agent);
+  if (a.status().code() == StatusCode::kNotFound) {
+    return PermissionDenied("Agent " + agent + " is not registered: register it first");
+  }
+  CAIRN_RETURN_IF_ERROR(a.status());
+  if (a->owner != ctx.caller->username) {
+    return PermissionDenied("Agent " + agent + " belongs to another account");
+  }
+  if (queues != nullptr) {
+    for (const std::string& q : *queues) {
+      if (std::find(a->queues.begin(), a->queues.end(), q) == a->queues.end()) {
+        return PermissionDenied("Agent " + agent + " did not register for queue " + q);
       }
     }
-    return Status::Ok();
   }
-  return PermissionDenied("Agent " + agent + " is not registered: register it first");
+  return Status::Ok();
 }
 
 Result<CairnResponse> RegisterAgent(ApiContext& ctx, const CairnCall& call) {
@@ -227,11 +226,7 @@ Result<CairnResponse> RegisterAgent(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(auto host, HostField(f));
   a.host = host.first;
   // An agent already registered by another account stays that account's.
-  if (Status mine = MayActAs(ctx, a.id);
-      mine.code() == StatusCode::kPermissionDenied &&
-      mine.message().find("another account") != std::string::npos) {
-    return mine;
-  }
+  if (ctx.tasks->GetAgent(a.id).ok()) CAIRN_RETURN_IF_ERROR(MayActAs(ctx, a.id));
   CAIRN_RETURN_IF_ERROR(ctx.tasks->RegisterAgent(a));
   JsonWriter w;
   w.BeginObject().Key("agent");

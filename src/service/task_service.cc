@@ -222,6 +222,10 @@ Status TaskService::RegisterAgent(core::Agent agent) {
 
 Result<std::vector<core::Agent>> TaskService::ListAgents() { return store_->queue().ListAgents(); }
 
+Result<core::Agent> TaskService::GetAgent(const std::string& id) {
+  return store_->queue().GetAgent(id);
+}
+
 Result<std::optional<Task>> TaskService::Lease(const LeaseAsk& ask) {
   if (ask.agent.empty()) return InvalidArgument("A lease needs the agent's id.");
   if (ask.queues.empty()) return InvalidArgument("A lease needs at least one queue.");

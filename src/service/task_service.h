@@ -80,6 +80,7 @@ class TaskService {
   // Records the agent (as it describes itself now) and its heartbeat.
   Status RegisterAgent(core::Agent agent);
   Result<std::vector<core::Agent>> ListAgents();
+  Result<core::Agent> GetAgent(const std::string& id);
   // The first waiting task of the agent's queues that fits it, leased to it for
   // `ask.lease_ms`, its run RUNNING; nullopt when none fits.
   Result<std::optional<core::Task>> Lease(const LeaseAsk& ask);
