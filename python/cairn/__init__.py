@@ -12,6 +12,9 @@ the active run and start one when there is none. Under `cairn run`, start_run at
 wrapper's run (CAIRN_RUN_ID / MLFLOW_RUN_ID) and leaves ending it to the wrapper.
 """
 
+import json as _json
+import os as _os
+
 from ._http import CairnError
 from ._run import Run, active_run, resolve_tracking_uri, start_run
 from ._run import active_or_start as _active_or_start
@@ -19,7 +22,7 @@ from ._version import __version__
 
 __all__ = [
     "CairnError", "Run", "__version__", "active_run", "end_run", "flush", "log_artifact",
-    "log_artifacts", "log_metric", "log_metrics", "log_param", "log_params",
+    "log_artifacts", "log_metric", "log_metrics", "log_param", "log_params", "params",
     "resolve_tracking_uri", "set_tag", "set_tags", "start_run",
 ]
 
@@ -73,3 +76,45 @@ def end_run(status="FINISHED"):
     run = active_run()
     if run is not None:
         run.end_run(status)
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _convert(name, text, default):
+    if isinstance(default, bool):
+        lowered = text.strip().lower()
+        if lowered in _TRUE or lowered in _FALSE:
+            return lowered in _TRUE
+        raise ValueError("parameter %r is %r, which is not a boolean" % (name, text))
+    for kind in (int, float):
+        if isinstance(default, kind):
+            try:
+                return kind(text)
+            except ValueError:
+                raise ValueError("parameter %r is %r, which is not %s" % (
+                    name, text, "an integer" if kind is int else "a number")) from None
+    return text
+
+
+def params(defaults=None):
+    """The parameters this program was started with, over `defaults`.
+
+    Under `cairn run -p NAME=VALUE`, and in a task an agent runs (`cairn run --queue`,
+    `cairn clone RUN -p NAME=VALUE`), the values come from CAIRN_PARAMS. A value whose default
+    is a bool, int or float is converted to that type (ValueError when it cannot be); the rest
+    are strings. Parameters without a default are included as strings. Elsewhere the defaults
+    come back unchanged:
+
+        p = cairn.params({"lr": 0.01, "epochs": 3})
+        for epoch in range(p["epochs"]): ...
+    """
+    out = dict(defaults or {})
+    text = _os.environ.get("CAIRN_PARAMS", "")
+    given = _json.loads(text) if text else {}
+    if not isinstance(given, dict):
+        raise ValueError("CAIRN_PARAMS is not a JSON object")
+    for name, value in given.items():
+        out[name] = _convert(name, str(value), out[name]) if name in out else str(value)
+    return out

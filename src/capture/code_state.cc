@@ -2,6 +2,8 @@
 
 #include <git2.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 
 namespace cairn::capture {
@@ -194,6 +196,103 @@ Result<CodeState> ReadCodeState(const std::string& dir, const CodeStateOptions& 
   Diff diff(raw_diff);
   CAIRN_RETURN_IF_ERROR(AppendPatches(diff.get(), options, &state));
   return state;
+}
+
+namespace {
+
+bool UnderHiddenStateDir(std::string_view rel) {
+  for (std::string_view dir : {".git", ".cairn"}) {
+    if (rel == dir || rel.starts_with(std::string(dir) + "/") ||
+        rel.find("/" + std::string(dir) + "/") != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<WorkingFiles> ListDirectoryFiles(const std::string& dir, int64_t max_files) {
+  namespace fs = std::filesystem;
+  WorkingFiles out;
+  std::error_code ec;
+  out.root = fs::absolute(dir, ec).lexically_normal().string();
+  while (out.root.size() > 1 && out.root.ends_with('/')) out.root.pop_back();
+  fs::recursive_directory_iterator it(out.root, fs::directory_options::skip_permission_denied, ec);
+  if (ec) return Unavailable("listing " + out.root + ": " + ec.message());
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) return Unavailable("listing " + out.root + ": " + ec.message());
+    const std::string name = it->path().filename().string();
+    if (it->is_directory(ec) && !it->is_symlink(ec) && (name == ".git" || name == ".cairn")) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_directory(ec) && !it->is_symlink(ec)) continue;
+    if (static_cast<int64_t>(out.paths.size()) >= max_files) {
+      return FailedPrecondition(
+          out.root + " is not in a git repository and holds more than " +
+          std::to_string(max_files) +
+          " files; a code snapshot of a repository takes what git tracks and does not ignore, "
+          "so run from a repository (git init, with a .gitignore for data and outputs) or from "
+          "a smaller directory");
+    }
+    out.paths.push_back(it->path().lexically_relative(out.root).generic_string());
+  }
+  std::sort(out.paths.begin(), out.paths.end());
+  return out;
+}
+
+}  // namespace
+
+Result<WorkingFiles> ListWorkingFiles(const std::string& dir, int64_t max_files) {
+  Libgit2 lib;
+  git_repository* raw_repo = nullptr;
+  int rc = git_repository_open_ext(&raw_repo, dir.c_str(), 0, nullptr);
+  if (rc == GIT_ENOTFOUND) return ListDirectoryFiles(dir, max_files);
+  if (rc != 0) return GitError("opening the git repository of " + dir);
+  Repo repo(raw_repo);
+  const char* workdir = git_repository_workdir(repo.get());
+  if (workdir == nullptr) return FailedPrecondition(dir + " is in a bare repository");
+  WorkingFiles out;
+  out.in_repository = true;
+  out.root = workdir;
+  while (out.root.size() > 1 && out.root.ends_with('/')) out.root.pop_back();
+
+  git_index* raw_index = nullptr;
+  if (git_repository_index(&raw_index, repo.get()) != 0) return GitError("reading the index");
+  std::unique_ptr<git_index, Deleter<git_index, git_index_free>> index(raw_index);
+  const size_t count = git_index_entrycount(index.get());
+  for (size_t i = 0; i < count; ++i) {
+    const git_index_entry* e = git_index_get_byindex(index.get(), i);
+    if (e == nullptr || e->path == nullptr) continue;
+    if (e->mode == GIT_FILEMODE_COMMIT) {
+      out.submodules.push_back(e->path);
+    } else if (git_index_entry_stage(e) == 0 || out.paths.empty() || out.paths.back() != e->path) {
+      out.paths.push_back(e->path);  // a conflicted path has several stages: listed once
+    }
+  }
+  git_status_options options = GIT_STATUS_OPTIONS_INIT;
+  options.show = GIT_STATUS_SHOW_WORKDIR_ONLY;
+  options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+                  GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+  git_status_list* raw_status = nullptr;
+  if (git_status_list_new(&raw_status, repo.get(), &options) != 0) {
+    return GitError("listing untracked files");
+  }
+  std::unique_ptr<git_status_list, Deleter<git_status_list, git_status_list_free>> status(
+      raw_status);
+  const size_t changes = git_status_list_entrycount(status.get());
+  for (size_t i = 0; i < changes; ++i) {
+    const git_status_entry* e = git_status_byindex(status.get(), i);
+    if (e == nullptr || (e->status & GIT_STATUS_WT_NEW) == 0 || e->index_to_workdir == nullptr) {
+      continue;
+    }
+    if (const char* path = e->index_to_workdir->new_file.path; path != nullptr) {
+      out.paths.push_back(path);
+    }
+  }
+  std::erase_if(out.paths, [](const std::string& p) { return UnderHiddenStateDir(p); });
+  std::sort(out.paths.begin(), out.paths.end());
+  out.paths.erase(std::unique(out.paths.begin(), out.paths.end()), out.paths.end());
+  return out;
 }
 
 }  // namespace cairn::capture

@@ -43,6 +43,23 @@ struct CodeState {
 // Reads the code state of the repository containing `dir` (searching upward).
 Result<CodeState> ReadCodeState(const std::string& dir, const CodeStateOptions& options = {});
 
+// The files that make up the code at `dir`, as a code snapshot takes them.
+struct WorkingFiles {
+  bool in_repository = false;
+  // The repository's working directory; outside a repository, `dir` itself.
+  std::string root;
+  // Relative to root, '/'-separated, sorted: in a repository, the tracked files as they are in
+  // the working tree (those deleted there are left out) and the untracked files git does not
+  // ignore; elsewhere, every file under root. `.git` and `.cairn` directories are never listed.
+  std::vector<std::string> paths;
+  std::vector<std::string> submodules;  // left out: a snapshot does not descend into them
+};
+
+// Lists the working files of the repository containing `dir`, or of `dir` when it is in none.
+// Outside a repository nothing says what is code, so more than `max_files` files there is
+// kFailedPrecondition, saying so.
+Result<WorkingFiles> ListWorkingFiles(const std::string& dir, int64_t max_files = 20000);
+
 // A remote URL without the secrets it may carry: "https://user:token@host/r.git" and
 // "https://token@host/r.git" become "https://host/r.git"; ssh and scp-style addresses keep their
 // user name ("git@host:org/r.git"), which is not a secret, but lose any password.

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "capture/code_state.h"
+#include "core/task_spec.h"
 #include "capture/console_recorder.h"
 #include "capture/python_env_cache.h"
 #include "capture/system_metrics.h"
@@ -688,6 +689,18 @@ SpawnOptions ChildOptions(const RunOptions& options, const std::string& tracking
                {"CAIRN_TRACKING_URI", tracking_uri},
                {"CAIRN_RUN_ID", run.run_id}};
   if (!experiment_id.empty()) spawn.env.push_back({"MLFLOW_EXPERIMENT_ID", experiment_id});
+  // The parameters, for commands that read them: CAIRN_PARAM_<NAME> each, and CAIRN_PARAMS,
+  // one JSON object under the names as given (what the Python client's cairn.params() reads).
+  if (!options.params.empty()) {
+    JsonWriter params;
+    params.BeginObject();
+    for (const core::Param& p : options.params) {
+      params.Key(p.key).String(p.value);
+      spawn.env.push_back({core::ParamVariable(p.key), p.value});
+    }
+    params.EndObject();
+    spawn.env.push_back({"CAIRN_PARAMS", params.Take()});
+  }
   if (c.active_env) {
     for (auto& variable : env::ActivationVariables(*c.active_env)) {
       spawn.env.push_back(std::move(variable));

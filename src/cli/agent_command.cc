@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -21,13 +22,18 @@
 #include <set>
 #include <thread>
 
+#include "cli/code_snapshot.h"
 #include "cli/commands.h"
 #include "client/task_client.h"
+#include "core/task_spec.h"
+#include "env/env_store.h"
+#include "env/install/venv_layout.h"
 #include "env/host_facts.h"
 #include "report/run_report.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/process.h"
+#include "util/strings.h"
 
 namespace cairn::cli {
 namespace {
@@ -63,63 +69,11 @@ struct Running {
   int64_t kill_at = 0;    // SIGKILL after SIGTERM was not enough
 };
 
-std::vector<std::string> Split(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    if (comma > start) out.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
-// ${params.NAME} replaced by the parameter's value.
-std::string Substitute(std::string text, const std::map<std::string, std::string>& params) {
-  for (const auto& [name, value] : params) {
-    const std::string ref = "${params." + name + "}";
-    for (size_t at = text.find(ref); at != std::string::npos;
-         at = text.find(ref, at + value.size())) {
-      text.replace(at, ref.size(), value);
-    }
-  }
-  return text;
-}
-
-// The command of a task's spec ({"command": [...], "params": {...}}).
-Result<std::pair<std::vector<std::string>, std::map<std::string, std::string>>> ReadSpec(
-    const std::string& spec) {
-  json j = json::parse(spec, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return InvalidArgument("the task's spec is not a JSON object");
-  std::map<std::string, std::string> params;
-  if (auto p = j.find("params"); p != j.end() && p->is_object()) {
-    for (auto it = p->begin(); it != p->end(); ++it) {
-      params[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
-    }
-  }
-  std::vector<std::string> command;
-  if (auto c = j.find("command"); c != j.end() && c->is_array()) {
-    for (const json& arg : *c) {
-      if (!arg.is_string()) return InvalidArgument("the task's command holds a non-string");
-      command.push_back(Substitute(arg.get<std::string>(), params));
-    }
-  }
-  if (command.empty()) return InvalidArgument("the task's spec names no command");
-  return std::make_pair(command, params);
-}
-
-std::string ParamVariable(const std::string& name) {
-  std::string out = "CAIRN_PARAM_";
-  for (char c : name)
-    out.push_back(std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_');
-  return out;
+// This program, for the processes the agent starts.
+std::string SelfExe() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("cairn") : self.string();
 }
 
 class Agent {
@@ -130,8 +84,8 @@ class Agent {
   int Run() {
     if (!Init()) return 2;
     std::printf("agent %s taking tasks from %s (%lld slot(s), GPUs %s) at %s\n", id_.c_str(),
-                Join(flags_.queues).c_str(), static_cast<long long>(flags_.slots),
-                gpus_.empty() ? "none" : Join(gpus_).c_str(), client_->tracking_uri().c_str());
+                Join(flags_.queues, ",").c_str(), static_cast<long long>(flags_.slots),
+                gpus_.empty() ? "none" : Join(gpus_, ",").c_str(), client_->tracking_uri().c_str());
     std::fflush(stdout);
     int64_t started = 0;
     while (true) {
@@ -169,7 +123,7 @@ class Agent {
     }
     host_json_ = env::HostFactsJson(facts);
     if (!flags_.gpus.empty()) {
-      gpus_ = Split(flags_.gpus);
+      gpus_ = SplitNonEmpty(flags_.gpus, ',');
     } else {
       for (const env::GpuInfo& g : facts.gpus) gpus_.push_back(std::to_string(g.index));
     }
@@ -198,7 +152,7 @@ class Agent {
   bool LeaseOne() {
     std::set<std::string> busy;
     for (const Running& r : running_) {
-      for (const std::string& g : Split(r.task.gpus)) busy.insert(g);
+      for (const std::string& g : SplitNonEmpty(r.task.gpus, ',')) busy.insert(g);
     }
     client::LeaseAsk ask;
     ask.agent = id_;
@@ -218,32 +172,33 @@ class Agent {
     return true;
   }
 
+  // Starts `cairn agent exec-task` in the task's work directory: it materialises the code,
+  // builds the environment and becomes `cairn run --run-id` (ExecTask below).
   void Start(const core::Task& task) {
     const int64_t now = SystemClock()->NowMillis();
-    auto spec = ReadSpec(task.spec);
+    Result<core::TaskSpec> spec = core::ParseTaskSpec(task.spec);
     if (!spec.ok()) {
       Finish(task, core::TaskState::kFailed, spec.status().message());
       return;
     }
     const std::string dir =
         (fs::path(workdir_) / (task.id + "-" + std::to_string(task.attempt))).string();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    if (Status s = MakeDirs(dir); !s.ok()) {
-      Finish(task, core::TaskState::kFailed, s.message());
+    RemoveTaskFiles(dir);
+    Status ready = MakeDirs(dir);
+    if (ready.ok()) ready = WriteFileAtomic(dir + ".spec.json", task.spec);
+    if (!ready.ok()) {
+      Finish(task, core::TaskState::kFailed, ready.message());
       return;
     }
     SpawnOptions spawn;
-    spawn.argv = {
-        SelfExe(), "run", "--run-id", task.run_id, "--tracking-uri", client_->tracking_uri(), "--"};
-    spawn.argv.insert(spawn.argv.end(), spec->first.begin(), spec->first.end());
+    spawn.argv = {SelfExe(),       "agent",        "exec-task",   "--run-id",
+                  task.run_id,     "--spec",       dir + ".spec.json",
+                  "--tracking-uri", client_->tracking_uri()};
     spawn.cwd = dir;
     spawn.output_path = dir + ".log";
     spawn.env.push_back({"CUDA_VISIBLE_DEVICES", task.gpus});
     spawn.env.push_back({"CAIRN_TASK_ID", task.id});
     spawn.env.push_back({"CAIRN_AGENT_PID", std::to_string(getpid())});
-    for (const auto& [name, value] : spec->second)
-      spawn.env.push_back({ParamVariable(name), value});
     Result<Process> child = Process::Spawn(spawn);
     if (!child.ok()) {
       Finish(task, core::TaskState::kFailed, "cannot start: " + child.status().message());
@@ -263,8 +218,11 @@ class Agent {
         continue;
       }
       const ExitStatus exit = ended.ok() ? **ended : ExitStatus{false, 1, 0};
+      Result<std::string> unprepared = ReadFile(it->workdir + ".failure");
       if (!it->lost) {
-        if (it->stopping) {
+        if (unprepared.ok() && !it->stopping) {
+          Finish(it->task, core::TaskState::kFailed, *unprepared);
+        } else if (it->stopping) {
           Finish(it->task, core::TaskState::kCancelled, it->task.reason);
         } else if (!exit.signaled && exit.code == 0) {
           Finish(it->task, core::TaskState::kDone, "exit code 0");
@@ -274,10 +232,7 @@ class Agent {
                                : "exit code " + std::to_string(exit.code));
         }
       }
-      if (!flags_.keep_workdir) {
-        std::error_code ec;
-        fs::remove_all(it->workdir, ec);
-      }
+      if (!flags_.keep_workdir) RemoveTaskFiles(it->workdir);
       it = running_.erase(it);
     }
   }
@@ -326,10 +281,13 @@ class Agent {
     Say(std::string(core::TaskStateName(state)) + " " + task.id.substr(0, 8) + " (" + reason + ")");
   }
 
-  static std::string SelfExe() {
+  // A task's work directory and the files beside it (its spec, lock, log and failure).
+  static void RemoveTaskFiles(const std::string& dir) {
     std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    return ec ? std::string("cairn") : self.string();
+    fs::remove_all(dir, ec);
+    for (const char* suffix : {".spec.json", ".pylock.toml", ".failure"}) {
+      fs::remove(dir + suffix, ec);
+    }
   }
 
   void Say(const std::string& text) {
@@ -349,6 +307,100 @@ class Agent {
   std::string workdir_;
   std::vector<Running> running_;
 };
+
+struct ExecFlags {
+  std::string tracking_uri;
+  std::string run_id;
+  std::string spec;  // the spec file; the task's failure is written beside the work directory
+};
+
+// Inside the task's work directory (the current one): writes the task's code snapshot here,
+// builds its environment from the lock (or finds it built in the environment store), and
+// becomes `cairn run --run-id` of the command. A failure before the command starts is written
+// to <work directory>.failure, which the agent reports as the attempt's end.
+int ExecTask(const ExecFlags& flags) {
+  std::error_code ec;
+  const std::string dir = fs::current_path(ec).string();
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "cairn agent: the task cannot start: %s\n", why.c_str());
+    (void)WriteFileAtomic(dir + ".failure", "cannot start: " + why);
+    return 3;
+  };
+  Result<std::string> text = ReadFile(flags.spec);
+  if (!text.ok()) return fail(text.status().message());
+  Result<core::TaskSpec> spec = core::ParseTaskSpec(*text);
+  if (!spec.ok()) return fail(spec.status().message());
+  auto client = ConnectOrExplain(flags.tracking_uri);
+  if (client == nullptr) return fail("cannot reach " + flags.tracking_uri);
+
+  std::vector<std::string> argv = {SelfExe(), "run", "--run-id", flags.run_id, "--tracking-uri",
+                                   client->tracking_uri()};
+  const core::TaskCode& code = spec->code;
+  if (!code.snapshot.empty()) {
+    Result<core::Run> holder = client->GetRun(code.run_id);
+    if (!holder.ok()) return fail("reading the run holding the code: " + holder.status().message());
+    Result<int64_t> files =
+        MaterialiseCodeSnapshot(*client, holder->info.artifact_uri, code.snapshot, dir);
+    if (!files.ok()) return fail("writing the code snapshot: " + files.status().message());
+    std::fprintf(stderr, "cairn agent: code snapshot %s: %lld files\n",
+                 code.snapshot.substr(0, 12).c_str(), static_cast<long long>(*files));
+    if (!code.cwd.empty()) {
+      const fs::path cwd = fs::path(code.cwd).lexically_normal();
+      if (cwd.is_absolute() || cwd.string().starts_with("..") || ::chdir(cwd.c_str()) != 0) {
+        return fail("the snapshot has no directory " + code.cwd);
+      }
+    }
+    argv.insert(argv.end(), {"--tag", "cairn.code.snapshot=" + code.snapshot});
+    if (!code.commit.empty()) {
+      argv.insert(argv.end(), {"--tag", "mlflow.source.git.commit=" + code.commit});
+    }
+    if (!code.branch.empty()) {
+      argv.insert(argv.end(), {"--tag", "mlflow.source.git.branch=" + code.branch});
+    }
+    if (!code.remote_url.empty()) {
+      argv.insert(argv.end(), {"--tag", "mlflow.source.git.repoURL=" + code.remote_url});
+    }
+  }
+  if (!spec->environment.run_id.empty()) {
+    Result<core::Run> holder = client->GetRun(spec->environment.run_id);
+    Result<std::string> lock =
+        holder.ok() ? client->DownloadArtifact(holder->info.artifact_uri,
+                                               std::string(core::kTaskLockArtifact))
+                    : Result<std::string>(holder.status());
+    if (!lock.ok()) return fail("reading the environment lock: " + lock.status().message());
+    if (env::LockHash(*lock) != spec->environment.lock_hash) {
+      return fail("the environment lock is not the one the task was queued with");
+    }
+    const std::string lock_path = dir + ".pylock.toml";
+    if (Status s = WriteFileAtomic(lock_path, *lock); !s.ok()) return fail(s.message());
+    env::BuildOptions options;
+    options.progress = [last = std::string()](const std::string& line) mutable {
+      if (line.substr(0, 8) == last.substr(0, 8)) return;  // one line per stage
+      last = line;
+      std::fprintf(stderr, "cairn agent: %s\n", line.c_str());
+    };
+    env::EnvStore store(env::EnvStore::DefaultRoot());
+    Result<env::BuiltEnvironment> built = store.Build(lock_path, options);
+    if (!built.ok()) return fail("building the environment: " + built.status().message());
+    std::fprintf(stderr, "cairn agent: environment %s %s\n", built->id.c_str(),
+                 built->already_built ? "was built already" : "built");
+    for (const auto& [name, value] : env::ActivationVariables(built->path)) {
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+    argv.insert(argv.end(), {"--python", built->path + "/bin/python"});
+  }
+  for (const auto& [name, value] : spec->params) argv.insert(argv.end(), {"-p", name + "=" + value});
+  argv.push_back("--");
+  for (std::string& arg : core::SubstituteParams(spec->command, spec->params)) {
+    argv.push_back(std::move(arg));
+  }
+  std::vector<char*> args;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  std::fflush(stderr);
+  ::execv(args[0], args.data());
+  return fail(std::string("starting cairn run: ") + std::strerror(errno));
+}
 
 int RunAgent(const AgentFlags& flags) {
   if (flags.queues.empty()) {
@@ -398,7 +450,7 @@ int ListAgents(const AgentFlags& flags) {
     }
     std::string gpus;
     for (const std::string& g : a.gpus) gpus += (gpus.empty() ? "" : ",") + g;
-    table.rows.push_back({a.id, Join(a.queues), gpus.empty() ? "-" : gpus, std::to_string(a.slots),
+    table.rows.push_back({a.id, Join(a.queues, ","), gpus.empty() ? "-" : gpus, std::to_string(a.slots),
                           std::to_string(running),
                           report::FormatDuration(now - a.heartbeat_time) + " ago", host});
   }
@@ -448,9 +500,17 @@ void RegisterAgent(CLI::App& app, Action* action) {
                   "Stop after starting this many tasks and seeing them end (default: run until "
                   "stopped)");
   cmd->callback([flags, action, cmd] {
-    if (cmd->got_subcommand("ls")) return;
+    if (cmd->got_subcommand("ls") || cmd->got_subcommand("exec-task")) return;
     *action = [flags] { return RunAgent(*flags); };
   });
+  auto exec_flags = std::make_shared<ExecFlags>();
+  CLI::App* exec = cmd->add_subcommand(
+      "exec-task", "Used by the agent: start a leased task in the current directory");
+  exec->group("");  // not listed: the agent runs it, people do not
+  exec->add_option("--run-id", exec_flags->run_id)->required();
+  exec->add_option("--spec", exec_flags->spec)->required();
+  AddTrackingUriOption(exec, &exec_flags->tracking_uri);
+  exec->callback([exec_flags, action] { *action = [exec_flags] { return ExecTask(*exec_flags); }; });
   CLI::App* ls = cmd->add_subcommand("ls", "List the agents the server knows, with what they run");
   ls->fallthrough();
   ls->callback([flags, action] { *action = [flags] { return ListAgents(*flags); }; });

@@ -75,6 +75,8 @@ int Main(int argc, char** argv) {
   RegisterTask(app, &action);
   RegisterQueue(app, &action);
   RegisterAgent(app, &action);
+  RegisterClone(app, &action);
+  RegisterReproduce(app, &action);
   RegisterSync(app, &action);
   RegisterPipeline(app, &action);
   RegisterLogin(app, &action);

@@ -55,6 +55,9 @@ void RegisterModels(CLI::App& app, Action* action);
 void RegisterTask(CLI::App& app, Action* action);
 void RegisterQueue(CLI::App& app, Action* action);
 void RegisterAgent(CLI::App& app, Action* action);
+// `cairn clone RUN` and `cairn reproduce RUN`.
+void RegisterClone(CLI::App& app, Action* action);
+void RegisterReproduce(CLI::App& app, Action* action);
 void RegisterSync(CLI::App& app, Action* action);
 // `cairn env ...`; `after_dashes` as for run (`cairn env exec -- COMMAND`).
 void RegisterEnv(CLI::App& app, Action* action, std::vector<std::string> after_dashes);

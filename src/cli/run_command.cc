@@ -5,10 +5,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "capture/run_wrapper.h"
 #include "cli/commands.h"
+#include "cli/queue_run.h"
 #include "client/tracking_client.h"
 
 namespace cairn::cli {
@@ -24,6 +26,12 @@ struct RunFlags {
   std::string python;
   int system_metrics_interval = 10;
   int heartbeat_interval = 10;
+  // --queue: queue the command as a task instead of running it.
+  std::string queue;
+  int64_t gpus = 0;
+  std::optional<int64_t> priority;
+  int64_t max_attempts = 3;
+  std::string lock;
 };
 
 // Under an agent (CAIRN_AGENT_PID names it), the wrapper ends with the agent: a SIGTERM when
@@ -40,6 +48,10 @@ bool FollowAgent() {
 }
 
 int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
+  if (!flags.queue.empty() && !flags.run_id.empty()) {
+    std::fprintf(stderr, "error: --queue makes a new task and its run; it cannot take --run-id\n");
+    return 2;
+  }
   if (!FollowAgent()) {
     std::fprintf(stderr, "cairn run: the agent that started this is gone\n");
     return 2;
@@ -67,6 +79,21 @@ int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
   };
   if (!parse(flags.params, "-p", &options.params) || !parse(flags.tags, "--tag", &options.tags)) {
     return 2;
+  }
+  if (!flags.queue.empty()) {
+    QueueRunOptions queued;
+    queued.tracking_uri = flags.tracking_uri;
+    queued.queue = flags.queue;
+    queued.experiment = flags.experiment;
+    queued.run_name = flags.name;
+    queued.params = options.params;
+    queued.tags = options.tags;
+    queued.command = options.command;
+    queued.lock = flags.lock;
+    queued.gpus = flags.gpus;
+    queued.priority = flags.priority;
+    queued.max_attempts = flags.max_attempts;
+    return QueueRun(queued);
   }
   Result<int> code = capture::RunTracked(options);
   if (!code.ok()) {
@@ -119,6 +146,21 @@ void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_d
                   "its --run-heartbeat-timeout (120 s by default), so keep this well below it")
       ->capture_default_str()
       ->check(CLI::Range(1, 60));
+  cmd->add_option("--queue", flags->queue,
+                  "Queue the command as a task in this queue instead of running it: the code "
+                  "snapshot (the working tree with uncommitted and untracked files) and the "
+                  "project's pylock.toml go with it, and an agent runs it (docs/agents.md)");
+  cmd->add_option("--gpus", flags->gpus, "With --queue: GPUs the task needs")
+      ->check(CLI::Range(0, 64));
+  cmd->add_option("--priority", flags->priority,
+                  "With --queue: higher starts first (default: the queue's)");
+  cmd->add_option("--max-attempts", flags->max_attempts,
+                  "With --queue: attempts before the task fails, when agents are lost")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--lock", flags->lock,
+                  "With --queue: the environment lock to run with (default: the project's "
+                  "pylock.toml, when it has one)");
   // The command starts at the first argument that is not an option of `run`, or after "--"
   // (which Main splits off before parsing, so that no option parsing touches the command).
   cmd->prefix_command();

@@ -23,7 +23,7 @@ struct TaskFlags {
   bool json = false;
 };
 
-int Fail(const Status& s) {
+int FailWith(const Status& s) {
   PrintError(s);
   return 1;
 }
@@ -54,7 +54,7 @@ int ListTasks(const TaskFlags& flags) {
   if (filter.states.empty() && !flags.all) filter.states = {"queued", "running"};
   filter.max_results = flags.max;
   auto tasks = client::ListTasks(*client, filter);
-  if (!tasks.ok()) return Fail(tasks.status());
+  if (!tasks.ok()) return FailWith(tasks.status());
   PrintText(flags.json ? report::TasksJsonLines(*tasks)
                        : report::FormatTaskTable(*tasks, report::DetectOutputStyle(),
                                                  SystemClock()->NowMillis()));
@@ -65,7 +65,7 @@ int ShowTask(const TaskFlags& flags) {
   auto client = ConnectOrExplain(flags.tracking_uri);
   if (client == nullptr) return 2;
   auto task = FindTask(*client, flags.id);
-  if (!task.ok()) return Fail(task.status());
+  if (!task.ok()) return FailWith(task.status());
   PrintText(flags.json ? report::TasksJsonLines(std::span(&*task, 1))
                        : report::FormatTaskDetails(*task, SystemClock()->NowMillis()));
   return 0;
@@ -75,9 +75,9 @@ int CancelTask(const TaskFlags& flags) {
   auto client = ConnectOrExplain(flags.tracking_uri);
   if (client == nullptr) return 2;
   auto task = FindTask(*client, flags.id);
-  if (!task.ok()) return Fail(task.status());
+  if (!task.ok()) return FailWith(task.status());
   auto cancelled = client::CancelTask(*client, task->id);
-  if (!cancelled.ok()) return Fail(cancelled.status());
+  if (!cancelled.ok()) return FailWith(cancelled.status());
   std::printf("%s: %s\n", cancelled->id.c_str(),
               cancelled->state == core::TaskState::kCancelled
                   ? "cancelled"
@@ -89,12 +89,12 @@ int MoveTask(const TaskFlags& flags) {
   auto client = ConnectOrExplain(flags.tracking_uri);
   if (client == nullptr) return 2;
   if (flags.queue.empty() && !flags.priority) {
-    return Fail(InvalidArgument("say where to: --queue NAME, --priority N or both"));
+    return FailWith(InvalidArgument("say where to: --queue NAME, --priority N or both"));
   }
   auto task = FindTask(*client, flags.id);
-  if (!task.ok()) return Fail(task.status());
+  if (!task.ok()) return FailWith(task.status());
   auto moved = client::MoveTask(*client, task->id, flags.queue, flags.priority);
-  if (!moved.ok()) return Fail(moved.status());
+  if (!moved.ok()) return FailWith(moved.status());
   std::printf("%s: queue %s, priority %lld\n", moved->id.c_str(), moved->queue.c_str(),
               static_cast<long long>(moved->priority));
   return 0;
@@ -104,7 +104,7 @@ int ListQueues(const TaskFlags& flags) {
   auto client = ConnectOrExplain(flags.tracking_uri);
   if (client == nullptr) return 2;
   auto queues = client::ListQueues(*client);
-  if (!queues.ok()) return Fail(queues.status());
+  if (!queues.ok()) return FailWith(queues.status());
   PrintText(report::FormatQueueTable(*queues, report::DetectOutputStyle()));
   return 0;
 }

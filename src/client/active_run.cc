@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "util/clock.h"
+#include "util/strings.h"
 
 namespace cairn::client {
 namespace {
@@ -13,11 +14,6 @@ constexpr size_t kMaxParams = 100;
 constexpr size_t kMaxTags = 100;
 constexpr size_t kEager = 1000;  // send without waiting for the tick
 constexpr auto kTick = std::chrono::seconds(1);
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
 
 Status RunNotThereYet(const std::string& run_id, const Status& cause) {
   return NotFound("run " + run_id +
@@ -41,7 +37,7 @@ Result<core::RunInfo> WrapperRun(const ClientOptions& client_options, const std:
   }
   core::RunInfo info;
   info.run_id = run_id;
-  info.experiment_id = Env("MLFLOW_EXPERIMENT_ID");
+  info.experiment_id = EnvOrEmpty("MLFLOW_EXPERIMENT_ID");
   return info;
 }
 
@@ -52,8 +48,8 @@ Result<std::unique_ptr<ActiveRun>> ActiveRun::Start(const Options& options) {
   client_options.tracking_uri = ResolveTrackingUri(options.tracking_uri);
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingClient> client,
                          TrackingClient::Create(client_options));
-  std::string wrapper_run = Env("CAIRN_RUN_ID");
-  if (wrapper_run.empty()) wrapper_run = Env("MLFLOW_RUN_ID");
+  std::string wrapper_run = EnvOrEmpty("CAIRN_RUN_ID");
+  if (wrapper_run.empty()) wrapper_run = EnvOrEmpty("MLFLOW_RUN_ID");
   core::RunInfo info;
   bool attached = !wrapper_run.empty();
   if (attached) {
@@ -64,7 +60,7 @@ Result<std::unique_ptr<ActiveRun>> ActiveRun::Start(const Options& options) {
       CAIRN_ASSIGN_OR_RETURN(experiment_id, client->GetOrCreateExperiment(options.experiment));
     }
     std::vector<core::Tag> tags = {{"mlflow.source.type", "LOCAL"}};
-    if (const std::string user = Env("USER"); !user.empty()) tags.push_back({"mlflow.user", user});
+    if (const std::string user = EnvOrEmpty("USER"); !user.empty()) tags.push_back({"mlflow.user", user});
     CAIRN_ASSIGN_OR_RETURN(info, client->CreateRun(experiment_id, options.run_name,
                                                    SystemClock()->NowMillis(), tags));
   }

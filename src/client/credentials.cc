@@ -20,11 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
-}
-
 // "http://host:5000/" and "http://host:5000" name the same server.
 std::string SectionName(std::string uri) {
   while (uri.size() > 1 && uri.back() == '/') uri.pop_back();
@@ -90,9 +85,9 @@ Result<std::string> ReadPrivateFile(const std::string& path) {
 }  // namespace
 
 std::string CredentialsFilePath() {
-  std::string base = Env("XDG_CONFIG_HOME");
+  std::string base = EnvOrEmpty("XDG_CONFIG_HOME");
   if (base.empty()) {
-    const std::string home = Env("HOME");
+    const std::string home = EnvOrEmpty("HOME");
     if (home.empty()) return "";
     base = home + "/.config";
   }
@@ -100,16 +95,16 @@ std::string CredentialsFilePath() {
 }
 
 Result<std::optional<std::string>> ResolveAuthorization(const std::string& tracking_uri) {
-  if (std::string token = Env("CAIRN_TOKEN"); !token.empty()) {
+  if (std::string token = EnvOrEmpty("CAIRN_TOKEN"); !token.empty()) {
     return std::optional<std::string>("Bearer " + token);
   }
-  if (std::string user = Env("MLFLOW_TRACKING_USERNAME"); !user.empty()) {
-    const std::string password = Env("MLFLOW_TRACKING_PASSWORD");
+  if (std::string user = EnvOrEmpty("MLFLOW_TRACKING_USERNAME"); !user.empty()) {
+    const std::string password = EnvOrEmpty("MLFLOW_TRACKING_PASSWORD");
     if (!password.empty()) {
       return std::optional<std::string>("Basic " + Base64Encode(user + ":" + password));
     }
   }
-  if (std::string token = Env("MLFLOW_TRACKING_TOKEN"); !token.empty()) {
+  if (std::string token = EnvOrEmpty("MLFLOW_TRACKING_TOKEN"); !token.empty()) {
     return std::optional<std::string>("Bearer " + token);
   }
   const std::string path = CredentialsFilePath();

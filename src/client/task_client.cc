@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/json_fields.h"
+
 namespace cairn::client {
 namespace {
 
@@ -9,72 +11,47 @@ using nlohmann::json;
 
 const std::string kApi = "/api/cairn/v1/";
 
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-int64_t Int(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
-std::string Object(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_object() && !it->empty() ? it->dump() : "";
-}
-
-std::vector<std::string> Strings(const json& j, const char* key) {
-  std::vector<std::string> out;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) return out;
-  for (const json& s : *it) {
-    if (s.is_string()) out.push_back(s.get<std::string>());
-  }
-  return out;
-}
-
 core::Task TaskOf(const json& j) {
   core::Task t;
-  t.id = Str(j, "id");
-  t.queue = Str(j, "queue");
-  t.priority = Int(j, "priority");
-  core::ParseTaskState(Str(j, "state"), &t.state);
+  t.id = JsonStr(j, "id");
+  t.queue = JsonStr(j, "queue");
+  t.priority = JsonInt(j, "priority");
+  core::ParseTaskState(JsonStr(j, "state"), &t.state);
   if (auto n = j.find("needs"); n != j.end() && n->is_object()) {
-    t.needs.gpus = Int(*n, "gpus");
+    t.needs.gpus = JsonInt(*n, "gpus");
     if (auto c = n->find("cpus"); c != n->end() && c->is_number()) t.needs.cpus = c->get<double>();
-    t.needs.memory_mib = Int(*n, "memory_mib");
+    t.needs.memory_mib = JsonInt(*n, "memory_mib");
   }
-  t.spec = Object(j, "spec");
-  t.requirements = Object(j, "requirements");
-  t.owner = Str(j, "owner");
-  t.team = Str(j, "team");
-  t.run_id = Str(j, "run_id");
-  t.attempt = Int(j, "attempt");
-  t.max_attempts = Int(j, "max_attempts");
-  t.agent = Str(j, "agent");
-  t.lease_expiry = Int(j, "lease_expiry");
-  t.gpus = Str(j, "gpus");
+  t.spec = JsonObjectText(j, "spec");
+  t.requirements = JsonObjectText(j, "requirements");
+  t.owner = JsonStr(j, "owner");
+  t.team = JsonStr(j, "team");
+  t.run_id = JsonStr(j, "run_id");
+  t.attempt = JsonInt(j, "attempt");
+  t.max_attempts = JsonInt(j, "max_attempts");
+  t.agent = JsonStr(j, "agent");
+  t.lease_expiry = JsonInt(j, "lease_expiry");
+  t.gpus = JsonStr(j, "gpus");
   auto cancel = j.find("cancel_requested");
   t.cancel_requested = cancel != j.end() && cancel->is_boolean() && cancel->get<bool>();
-  t.reason = Str(j, "reason");
-  t.created_time = Int(j, "created_time");
-  t.start_time = Int(j, "start_time");
-  t.end_time = Int(j, "end_time");
+  t.reason = JsonStr(j, "reason");
+  t.created_time = JsonInt(j, "created_time");
+  t.start_time = JsonInt(j, "start_time");
+  t.end_time = JsonInt(j, "end_time");
   return t;
 }
 
 core::Agent AgentOf(const json& j) {
   core::Agent a;
-  a.id = Str(j, "id");
-  a.name = Str(j, "name");
-  a.owner = Str(j, "owner");
-  a.queues = Strings(j, "queues");
-  a.host = Object(j, "host");
-  a.gpus = Strings(j, "gpus");
-  a.slots = Int(j, "slots");
-  a.started_time = Int(j, "started_time");
-  a.heartbeat_time = Int(j, "heartbeat_time");
+  a.id = JsonStr(j, "id");
+  a.name = JsonStr(j, "name");
+  a.owner = JsonStr(j, "owner");
+  a.queues = JsonStrings(j, "queues");
+  a.host = JsonObjectText(j, "host");
+  a.gpus = JsonStrings(j, "gpus");
+  a.slots = JsonInt(j, "slots");
+  a.started_time = JsonInt(j, "started_time");
+  a.heartbeat_time = JsonInt(j, "heartbeat_time");
   return a;
 }
 
@@ -95,6 +72,28 @@ Result<core::Task> TaskAnswer(const Result<json>& answer) {
 }
 
 }  // namespace
+
+Result<core::Task> EnqueueTask(TrackingClient& client, const TaskRequest& request) {
+  json body = {{"queue", request.queue}, {"max_attempts", request.max_attempts}};
+  if (!request.experiment_id.empty()) body["experiment_id"] = request.experiment_id;
+  if (!request.run_id.empty()) body["run_id"] = request.run_id;
+  if (!request.run_name.empty()) body["run_name"] = request.run_name;
+  if (request.priority) body["priority"] = *request.priority;
+  body["needs"] = {{"gpus", request.needs.gpus}, {"cpus", request.needs.cpus}};
+  if (request.needs.memory_mib > 0) body["needs"]["memory_mib"] = request.needs.memory_mib;
+  body["spec"] = json::parse(request.spec, nullptr, /*allow_exceptions=*/false);
+  if (!body["spec"].is_object()) return InvalidArgument("a task's spec must be a JSON object");
+  if (!request.requirements.empty()) {
+    body["requirements"] = json::parse(request.requirements, nullptr, false);
+    if (!body["requirements"].is_object()) {
+      return InvalidArgument("a task's requirements must be a JSON object");
+    }
+  }
+  json tags = json::array();
+  for (const core::Tag& t : request.tags) tags.push_back({{"key", t.key}, {"value", t.value}});
+  body["tags"] = tags;
+  return TaskAnswer(Call(client, "POST", "tasks", body.dump()));
+}
 
 Result<std::vector<core::Task>> ListTasks(TrackingClient& client, const TaskFilter& filter) {
   std::string query = "tasks?max_results=" + std::to_string(filter.max_results);
@@ -130,10 +129,10 @@ Result<std::vector<QueueSummary>> ListQueues(TrackingClient& client) {
   for (const json& q : j.value("queues", json::array())) {
     if (!q.is_object()) continue;
     QueueSummary s;
-    s.queue = {Str(q, "name"), Str(q, "description"), Int(q, "default_priority"),
-               Int(q, "created_time")};
-    s.queued = Int(q, "queued");
-    s.running = Int(q, "running");
+    s.queue = {JsonStr(q, "name"), JsonStr(q, "description"), JsonInt(q, "default_priority"),
+               JsonInt(q, "created_time")};
+    s.queued = JsonInt(q, "queued");
+    s.running = JsonInt(q, "running");
     out.push_back(std::move(s));
   }
   return out;

@@ -26,6 +26,21 @@ struct QueueSummary {
   int64_t running = 0;
 };
 
+// What POST tasks takes (docs/api/cairn.md).
+struct TaskRequest {
+  std::string queue;
+  std::string experiment_id;  // "": Default
+  std::string run_id;         // a SCHEDULED run of that experiment for the first attempt; "": new
+  std::string run_name;
+  std::optional<int64_t> priority;  // unset: the queue's default
+  core::TaskNeeds needs;
+  std::string spec;          // JSON object
+  std::string requirements;  // JSON object, "" for none
+  int64_t max_attempts = 3;
+  std::vector<core::Tag> tags;
+};
+Result<core::Task> EnqueueTask(TrackingClient& client, const TaskRequest& request);
+
 Result<std::vector<core::Task>> ListTasks(TrackingClient& client, const TaskFilter& filter);
 Result<core::Task> GetTask(TrackingClient& client, const std::string& id);
 Result<core::Task> CancelTask(TrackingClient& client, const std::string& id);

@@ -14,6 +14,7 @@
 #include "core/mlflow_json.h"
 #include "util/curl_api.h"
 #include "util/strings.h"
+#include "client/json_fields.h"
 
 namespace cairn::client {
 
@@ -70,33 +71,6 @@ StatusCode CodeOfMlflowError(std::string_view error_code, int http_status) {
   return StatusCode::kUnavailable;
 }
 
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-int64_t Int(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return 0;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_string()) return std::strtoll(it->get<std::string>().c_str(), nullptr, 10);
-  return 0;
-}
-
-double Number(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return 0;
-  if (it->is_number()) return it->get<double>();
-  if (it->is_string()) {  // "NaN", "Infinity", "-Infinity"
-    const std::string s = it->get<std::string>();
-    if (s == "NaN") return std::nan("");
-    if (s == "Infinity") return INFINITY;
-    if (s == "-Infinity") return -INFINITY;
-    return std::strtod(s.c_str(), nullptr);
-  }
-  return 0;
-}
-
 // The fields a new run starts with: its name, start time, tags, and the user from the
 // mlflow.user tag (as MLflow's clients send it).
 void WriteRunStart(JsonWriter& w, const std::string& run_name, int64_t start_time,
@@ -112,23 +86,23 @@ void WriteRunStart(JsonWriter& w, const std::string& run_name, int64_t start_tim
 std::vector<core::Tag> DecodeTags(const json& j) {
   std::vector<core::Tag> tags;
   if (auto it = j.find("tags"); it != j.end() && it->is_array()) {
-    for (const json& t : *it) tags.push_back({Str(t, "key"), Str(t, "value")});
+    for (const json& t : *it) tags.push_back({JsonStr(t, "key"), JsonStr(t, "value")});
   }
   return tags;
 }
 
 core::RunInfo DecodeRunInfo(const json& j) {
   core::RunInfo info;
-  info.run_id = Str(j, "run_id");
-  if (info.run_id.empty()) info.run_id = Str(j, "run_uuid");
-  info.experiment_id = Str(j, "experiment_id");
-  info.run_name = Str(j, "run_name");
-  info.user_id = Str(j, "user_id");
-  core::ParseRunStatus(Str(j, "status"), &info.status);
-  info.start_time = Int(j, "start_time");
-  if (j.contains("end_time")) info.end_time = Int(j, "end_time");
-  info.artifact_uri = Str(j, "artifact_uri");
-  core::ParseLifecycleStage(Str(j, "lifecycle_stage"), &info.lifecycle_stage);
+  info.run_id = JsonStr(j, "run_id");
+  if (info.run_id.empty()) info.run_id = JsonStr(j, "run_uuid");
+  info.experiment_id = JsonStr(j, "experiment_id");
+  info.run_name = JsonStr(j, "run_name");
+  info.user_id = JsonStr(j, "user_id");
+  core::ParseRunStatus(JsonStr(j, "status"), &info.status);
+  info.start_time = JsonInt(j, "start_time");
+  if (j.contains("end_time")) info.end_time = JsonInt(j, "end_time");
+  info.artifact_uri = JsonStr(j, "artifact_uri");
+  core::ParseLifecycleStage(JsonStr(j, "lifecycle_stage"), &info.lifecycle_stage);
   return info;
 }
 
@@ -139,21 +113,21 @@ core::Run DecodeRun(const json& j) {
   if (data == j.end()) return run;
   for (const json& m : data->value("metrics", json::array())) {
     run.data.metrics.push_back(
-        {Str(m, "key"), Number(m, "value"), Int(m, "timestamp"), Int(m, "step")});
+        {JsonStr(m, "key"), JsonNumber(m, "value"), JsonInt(m, "timestamp"), JsonInt(m, "step")});
   }
   for (const json& p : data->value("params", json::array())) {
-    run.data.params.push_back({Str(p, "key"), Str(p, "value")});
+    run.data.params.push_back({JsonStr(p, "key"), JsonStr(p, "value")});
   }
   for (const json& t : data->value("tags", json::array())) {
-    run.data.tags.push_back({Str(t, "key"), Str(t, "value")});
+    run.data.tags.push_back({JsonStr(t, "key"), JsonStr(t, "value")});
   }
   if (auto inputs = j.find("inputs"); inputs != j.end() && inputs->is_object()) {
     for (const json& in : inputs->value("dataset_inputs", json::array())) {
       core::DatasetInput d;
       d.tags = DecodeTags(in);
       const json ds = in.value("dataset", json::object());
-      d.dataset = {Str(ds, "name"),   Str(ds, "digest"), Str(ds, "source_type"),
-                   Str(ds, "source"), Str(ds, "schema"), Str(ds, "profile")};
+      d.dataset = {JsonStr(ds, "name"),   JsonStr(ds, "digest"), JsonStr(ds, "source_type"),
+                   JsonStr(ds, "source"), JsonStr(ds, "schema"), JsonStr(ds, "profile")};
       run.inputs.push_back(std::move(d));
     }
   }
@@ -162,18 +136,18 @@ core::Run DecodeRun(const json& j) {
 
 core::ModelVersion DecodeModelVersion(const json& j) {
   core::ModelVersion v;
-  v.name = Str(j, "name");
-  v.version = Int(j, "version");
-  v.creation_timestamp = Int(j, "creation_timestamp");
-  v.last_updated_timestamp = Int(j, "last_updated_timestamp");
-  v.user_id = Str(j, "user_id");
-  core::ParseModelStage(Str(j, "current_stage"), &v.current_stage);
-  v.description = Str(j, "description");
-  v.source = Str(j, "source");
-  v.run_id = Str(j, "run_id");
-  v.run_link = Str(j, "run_link");
-  v.status_message = Str(j, "status_message");
-  const std::string status = Str(j, "status");
+  v.name = JsonStr(j, "name");
+  v.version = JsonInt(j, "version");
+  v.creation_timestamp = JsonInt(j, "creation_timestamp");
+  v.last_updated_timestamp = JsonInt(j, "last_updated_timestamp");
+  v.user_id = JsonStr(j, "user_id");
+  core::ParseModelStage(JsonStr(j, "current_stage"), &v.current_stage);
+  v.description = JsonStr(j, "description");
+  v.source = JsonStr(j, "source");
+  v.run_id = JsonStr(j, "run_id");
+  v.run_link = JsonStr(j, "run_link");
+  v.status_message = JsonStr(j, "status_message");
+  const std::string status = JsonStr(j, "status");
   if (status == "PENDING_REGISTRATION") v.status = core::ModelVersionStatus::kPendingRegistration;
   if (status == "FAILED_REGISTRATION") v.status = core::ModelVersionStatus::kFailedRegistration;
   v.tags = DecodeTags(j);
@@ -187,14 +161,14 @@ core::ModelVersion DecodeModelVersion(const json& j) {
 
 core::RegisteredModel DecodeRegisteredModel(const json& j) {
   core::RegisteredModel m;
-  m.name = Str(j, "name");
-  m.creation_timestamp = Int(j, "creation_timestamp");
-  m.last_updated_timestamp = Int(j, "last_updated_timestamp");
-  m.user_id = Str(j, "user_id");
-  m.description = Str(j, "description");
+  m.name = JsonStr(j, "name");
+  m.creation_timestamp = JsonInt(j, "creation_timestamp");
+  m.last_updated_timestamp = JsonInt(j, "last_updated_timestamp");
+  m.user_id = JsonStr(j, "user_id");
+  m.description = JsonStr(j, "description");
   m.tags = DecodeTags(j);
   if (auto it = j.find("aliases"); it != j.end() && it->is_array()) {
-    for (const json& a : *it) m.aliases.push_back({Str(a, "alias"), Int(a, "version")});
+    for (const json& a : *it) m.aliases.push_back({JsonStr(a, "alias"), JsonInt(a, "version")});
   }
   if (auto it = j.find("latest_versions"); it != j.end() && it->is_array()) {
     for (const json& v : *it) m.latest_versions.push_back(DecodeModelVersion(v));
@@ -204,14 +178,14 @@ core::RegisteredModel DecodeRegisteredModel(const json& j) {
 
 core::Experiment DecodeExperiment(const json& e) {
   core::Experiment out;
-  out.experiment_id = Str(e, "experiment_id");
-  out.name = Str(e, "name");
-  out.artifact_location = Str(e, "artifact_location");
-  core::ParseLifecycleStage(Str(e, "lifecycle_stage"), &out.lifecycle_stage);
-  out.creation_time = Int(e, "creation_time");
-  out.last_update_time = Int(e, "last_update_time");
+  out.experiment_id = JsonStr(e, "experiment_id");
+  out.name = JsonStr(e, "name");
+  out.artifact_location = JsonStr(e, "artifact_location");
+  core::ParseLifecycleStage(JsonStr(e, "lifecycle_stage"), &out.lifecycle_stage);
+  out.creation_time = JsonInt(e, "creation_time");
+  out.last_update_time = JsonInt(e, "last_update_time");
   if (auto tags = e.find("tags"); tags != e.end() && tags->is_array()) {
-    for (const json& t : *tags) out.tags.push_back({Str(t, "key"), Str(t, "value")});
+    for (const json& t : *tags) out.tags.push_back({JsonStr(t, "key"), JsonStr(t, "value")});
   }
   return out;
 }
@@ -399,10 +373,10 @@ struct TrackingClient::Impl {
       }
       if (res->status >= 200 && res->status < 300) return res;
       json body = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-      std::string message = body.is_object() ? Str(body, "message") : std::string();
+      std::string message = body.is_object() ? JsonStr(body, "message") : std::string();
       if (message.empty()) message = res->body.substr(0, 300);
       StatusCode code =
-          CodeOfMlflowError(body.is_object() ? Str(body, "error_code") : "", res->status);
+          CodeOfMlflowError(body.is_object() ? JsonStr(body, "error_code") : "", res->status);
       if (res->status >= 500) {
         last_error = what + ": server answered " + std::to_string(res->status) + ": " + message;
         continue;
@@ -526,10 +500,10 @@ Result<std::string> TrackingClient::GetOrCreateExperiment(const std::string& nam
   for (int attempt = 0; attempt < 2; ++attempt) {
     Result<json> found =
         impl_->Get("experiments/get-by-name", "experiment_name=" + PercentEncode(name));
-    if (found.ok()) return Str((*found)["experiment"], "experiment_id");
+    if (found.ok()) return JsonStr((*found)["experiment"], "experiment_id");
     if (found.status().code() != StatusCode::kNotFound) return found.status();
     Result<json> created = impl_->Post("experiments/create", {{"name", name}});
-    if (created.ok()) return Str(*created, "experiment_id");
+    if (created.ok()) return JsonStr(*created, "experiment_id");
     // Another client created it in between: look it up again.
     if (created.status().code() != StatusCode::kAlreadyExists) return created.status();
   }
@@ -541,10 +515,10 @@ Result<core::Experiment> TrackingClient::GetExperiment(const std::string& experi
       json r, impl_->Get("experiments/get", "experiment_id=" + PercentEncode(experiment_id)));
   const json& e = r["experiment"];
   core::Experiment out;
-  out.experiment_id = Str(e, "experiment_id");
-  out.name = Str(e, "name");
-  out.artifact_location = Str(e, "artifact_location");
-  core::ParseLifecycleStage(Str(e, "lifecycle_stage"), &out.lifecycle_stage);
+  out.experiment_id = JsonStr(e, "experiment_id");
+  out.name = JsonStr(e, "name");
+  out.artifact_location = JsonStr(e, "artifact_location");
+  core::ParseLifecycleStage(JsonStr(e, "lifecycle_stage"), &out.lifecycle_stage);
   return out;
 }
 
@@ -557,7 +531,7 @@ Result<TrackingClient::ExperimentPage> TrackingClient::SearchExperiments(
   if (auto items = r.find("experiments"); items != r.end() && items->is_array()) {
     for (const json& e : *items) page.experiments.push_back(DecodeExperiment(e));
   }
-  page.next_page_token = Str(r, "next_page_token");
+  page.next_page_token = JsonStr(r, "next_page_token");
   return page;
 }
 
@@ -576,7 +550,7 @@ Result<TrackingClient::RunPage> TrackingClient::SearchRuns(const RunSearch& sear
   if (auto items = r.find("runs"); items != r.end() && items->is_array()) {
     for (const json& run : *items) page.runs.push_back(DecodeRun(run));
   }
-  page.next_page_token = Str(r, "next_page_token");
+  page.next_page_token = JsonStr(r, "next_page_token");
   return page;
 }
 
@@ -589,9 +563,9 @@ Result<std::vector<TrackingClient::ArtifactFile>> TrackingClient::ListArtifacts(
   if (auto items = r.find("files"); items != r.end() && items->is_array()) {
     for (const json& f : *items) {
       auto is_dir = f.find("is_dir");
-      files.push_back({Str(f, "path"),
+      files.push_back({JsonStr(f, "path"),
                        is_dir != f.end() && is_dir->is_boolean() && is_dir->get<bool>(),
-                       Int(f, "file_size")});
+                       JsonInt(f, "file_size")});
     }
   }
   return files;
@@ -618,9 +592,11 @@ Result<core::RunInfo> TrackingClient::CreateRun(const std::string& experiment_id
 
 Result<core::RunInfo> TrackingClient::CreateRunWithId(
     const std::string& run_id, const std::string& experiment_id, const std::string& experiment_name,
-    const std::string& run_name, int64_t start_time, const std::vector<core::Tag>& tags) {
+    const std::string& run_name, int64_t start_time, const std::vector<core::Tag>& tags,
+    bool scheduled) {
   JsonWriter w;
   w.BeginObject().Key("run_id").String(run_id);
+  if (scheduled) w.Key("status").String("SCHEDULED");
   if (!experiment_id.empty()) w.Key("experiment_id").String(experiment_id);
   if (!experiment_name.empty()) w.Key("experiment_name").String(experiment_name);
   WriteRunStart(w, run_name, start_time, tags);
@@ -628,9 +604,9 @@ Result<core::RunInfo> TrackingClient::CreateRunWithId(
   CAIRN_ASSIGN_OR_RETURN(
       json r, impl_->PostText("create run", impl_->prefix + "/api/cairn/v1/runs", w.str()));
   core::RunInfo info;
-  info.run_id = Str(r, "run_id");
-  info.experiment_id = Str(r, "experiment_id");
-  info.artifact_uri = Str(r, "artifact_uri");
+  info.run_id = JsonStr(r, "run_id");
+  info.experiment_id = JsonStr(r, "experiment_id");
+  info.artifact_uri = JsonStr(r, "artifact_uri");
   info.run_name = run_name;
   return info;
 }
@@ -638,6 +614,23 @@ Result<core::RunInfo> TrackingClient::CreateRunWithId(
 Result<core::Run> TrackingClient::GetRun(const std::string& run_id) {
   CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("runs/get", "run_id=" + PercentEncode(run_id)));
   return DecodeRun(r["run"]);
+}
+
+Result<std::vector<core::Metric>> TrackingClient::GetMetricHistory(const std::string& run_id,
+                                                                   const std::string& key) {
+  std::vector<core::Metric> out;
+  std::string token;
+  do {
+    std::string query = "run_id=" + PercentEncode(run_id) + "&metric_key=" + PercentEncode(key) +
+                        "&max_results=25000";
+    if (!token.empty()) query += "&page_token=" + PercentEncode(token);
+    CAIRN_ASSIGN_OR_RETURN(json r, impl_->Get("metrics/get-history", query));
+    for (const json& m : r.value("metrics", json::array())) {
+      out.push_back({key, JsonNumber(m, "value"), JsonInt(m, "timestamp"), JsonInt(m, "step")});
+    }
+    token = JsonStr(r, "next_page_token");
+  } while (!token.empty());
+  return out;
 }
 
 Result<std::vector<core::RegisteredModel>> TrackingClient::SearchRegisteredModels(
@@ -652,7 +645,7 @@ Result<std::vector<core::RegisteredModel>> TrackingClient::SearchRegisteredModel
     for (const json& m : r.value("registered_models", json::array())) {
       out.push_back(DecodeRegisteredModel(m));
     }
-    token = Str(r, "next_page_token");
+    token = JsonStr(r, "next_page_token");
   } while (!token.empty() && static_cast<int64_t>(out.size()) < max_results);
   if (static_cast<int64_t>(out.size()) > max_results) out.resize(static_cast<size_t>(max_results));
   return out;
@@ -720,7 +713,7 @@ Result<std::optional<int64_t>> TrackingClient::RollbackModelAlias(const std::str
   json r = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (r.is_discarded() || !r.contains("version")) return Unavailable("unreadable answer: " + body);
   if (r["version"].is_null()) return std::optional<int64_t>();
-  return std::optional<int64_t>(Int(r, "version"));
+  return std::optional<int64_t>(JsonInt(r, "version"));
 }
 
 Result<std::vector<core::AliasMove>> TrackingClient::ModelAliasHistory(const std::string& name,
@@ -733,12 +726,12 @@ Result<std::vector<core::AliasMove>> TrackingClient::ModelAliasHistory(const std
   if (r.is_discarded()) return out;
   for (const json& m : r.value("moves", json::array())) {
     core::AliasMove move;
-    move.id = Int(m, "id");
-    move.alias = Str(m, "alias");
-    core::ParseAliasMoveKind(Str(m, "kind"), &move.kind);
-    if (m.contains("version") && !m["version"].is_null()) move.version = Int(m, "version");
-    move.time = Int(m, "time");
-    move.actor = Str(m, "actor");
+    move.id = JsonInt(m, "id");
+    move.alias = JsonStr(m, "alias");
+    core::ParseAliasMoveKind(JsonStr(m, "kind"), &move.kind);
+    if (m.contains("version") && !m["version"].is_null()) move.version = JsonInt(m, "version");
+    move.time = JsonInt(m, "time");
+    move.actor = JsonStr(m, "actor");
     out.push_back(std::move(move));
   }
   return out;
@@ -780,7 +773,7 @@ Result<int64_t> TrackingClient::AppendRunLog(const std::string& run_id,
   // Console text is UTF-8 already (the wrapper decodes it); the writer replaces anything else
   // rather than fail the upload.
   CAIRN_ASSIGN_OR_RETURN(json r, impl_->PostText("console log upload", path, w.str()));
-  return Int(r, "length");
+  return JsonInt(r, "length");
 }
 
 Result<TrackingClient::LogPage> TrackingClient::ReadRunLog(const std::string& run_id,

@@ -63,12 +63,17 @@ class TrackingClient {
   // Creates a run under an id the client chose (cairn API, POST /api/cairn/v1/runs): in the
   // experiment `experiment_id`, else the one named `experiment_name` (created when missing),
   // else Default. A run that exists already is returned as it is. Fills run_id,
-  // experiment_id and artifact_uri.
+  // experiment_id and artifact_uri. `scheduled`: the run starts SCHEDULED, not RUNNING.
   Result<core::RunInfo> CreateRunWithId(const std::string& run_id, const std::string& experiment_id,
                                         const std::string& experiment_name,
                                         const std::string& run_name, int64_t start_time,
-                                        const std::vector<core::Tag>& tags);
+                                        const std::vector<core::Tag>& tags,
+                                        bool scheduled = false);
   Result<core::Run> GetRun(const std::string& run_id);
+  // Every value of the run's metric `key` (metrics/get-history, all pages), as the server
+  // orders them.
+  Result<std::vector<core::Metric>> GetMetricHistory(const std::string& run_id,
+                                                     const std::string& key);
 
   // --- Model registry ----------------------------------------------------------------------
   // Registered models matching MLflow's filter, up to max_results (paging as needed).

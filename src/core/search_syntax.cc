@@ -53,9 +53,8 @@ namespace {
 // Text helpers. Only ASCII is folded or classified: keys and keywords of the grammar are ASCII,
 // and locale-dependent <cctype> would make parsing depend on the process environment.
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsWordChar(char c) { return IsLetter(c) || IsDigit(c) || c == '_'; }
+bool IsWordChar(char c) { return IsLetter(c) || IsAsciiDigit(c) || c == '_'; }
 
 // ---------------------------------------------------------------------------------------------
 // Tokens.
@@ -136,7 +135,7 @@ Result<std::vector<Token>> Lexer::Tokenize() {
 bool Lexer::AtNumberStart() const {
   size_t i = pos_;
   if (At(i) == '+' || At(i) == '-') ++i;
-  return IsDigit(At(i)) || (At(i) == '.' && IsDigit(At(i + 1)));
+  return IsAsciiDigit(At(i)) || (At(i) == '.' && IsAsciiDigit(At(i + 1)));
 }
 
 Status Lexer::LexIdentifier(Token* token) {
@@ -166,16 +165,16 @@ Status Lexer::LexNumber(Token* token) {
   if (At(pos_) == '+') ++pos_;  // std::from_chars accepts '-' but not '+'
   const size_t number_start = pos_;
   if (At(pos_) == '-') ++pos_;
-  while (IsDigit(At(pos_))) ++pos_;
+  while (IsAsciiDigit(At(pos_))) ++pos_;
   if (At(pos_) == '.') {
     ++pos_;
-    while (IsDigit(At(pos_))) ++pos_;
+    while (IsAsciiDigit(At(pos_))) ++pos_;
   }
   if ((At(pos_) == 'e' || At(pos_) == 'E') &&
-      (IsDigit(At(pos_ + 1)) ||
-       ((At(pos_ + 1) == '+' || At(pos_ + 1) == '-') && IsDigit(At(pos_ + 2))))) {
+      (IsAsciiDigit(At(pos_ + 1)) ||
+       ((At(pos_ + 1) == '+' || At(pos_ + 1) == '-') && IsAsciiDigit(At(pos_ + 2))))) {
     pos_ += 2;
-    while (IsDigit(At(pos_))) ++pos_;
+    while (IsAsciiDigit(At(pos_))) ++pos_;
   }
   if (IsWordChar(At(pos_)) || At(pos_) == '.') {
     while (IsWordChar(At(pos_)) || At(pos_) == '.') ++pos_;

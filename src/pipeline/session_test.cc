@@ -89,7 +89,7 @@ struct Scenario {
   Tracker* tracker = nullptr;
 };
 
-struct Outcome {
+struct SessionOutcome {
   BuildResult result;
   std::vector<std::string> started;  // "id#attempt", in the order they started
   std::map<std::string, std::map<std::string, std::string>> env;
@@ -136,9 +136,9 @@ class SessionTest : public ::testing::Test {
 
   // One session of the run `state` to its end; the session is gone (its cache entries written)
   // when this returns.
-  std::unique_ptr<Outcome> Drive(const Pipeline& pipeline, RunState& state,
+  std::unique_ptr<SessionOutcome> Drive(const Pipeline& pipeline, RunState& state,
                                  Scenario scenario = {}) {
-    auto out = std::make_unique<Outcome>();
+    auto out = std::make_unique<SessionOutcome>();
     WritingExecutor executor(pipeline);
     executor.script = scenario.script;
     executor.writes_nothing = scenario.writes_nothing;
@@ -176,10 +176,10 @@ class SessionTest : public ::testing::Test {
   }
 
   // A new run of `pipeline`, driven to its end.
-  std::unique_ptr<Outcome> RunNew(const Pipeline& pipeline, const std::string& id,
+  std::unique_ptr<SessionOutcome> RunNew(const Pipeline& pipeline, const std::string& id,
                                   Scenario scenario = {}) {
     std::unique_ptr<RunState> state = NewRun(pipeline, id);
-    if (state == nullptr) return std::make_unique<Outcome>();
+    if (state == nullptr) return std::make_unique<SessionOutcome>();
     return Drive(pipeline, *state, std::move(scenario));
   }
 
@@ -198,7 +198,7 @@ steps:
 TEST_F(SessionTest, TwoStepsRunInDependencyOrderAndTheRunRecordsThem) {
   Write("raw.txt", "raw");
   Pipeline p = Load(kTwoSteps);
-  std::unique_ptr<Outcome> o = RunNew(p, "11111111aaaaaaaa");
+  std::unique_ptr<SessionOutcome> o = RunNew(p, "11111111aaaaaaaa");
   EXPECT_TRUE(o->result.ok());
   EXPECT_THAT(o->started, ElementsAre("prepare#1", "train#1"));
   EXPECT_EQ(Read("model.bin"), "train(prepare(raw))");
@@ -225,7 +225,7 @@ TEST_F(SessionTest, ASecondRunWithUnchangedInputsRestoresEveryStepFromTheCache) 
   fs::remove(work_ / "data.csv");
   fs::remove(work_ / "model.bin");
 
-  std::unique_ptr<Outcome> o = RunNew(p, "22222222bbbbbbbb");
+  std::unique_ptr<SessionOutcome> o = RunNew(p, "22222222bbbbbbbb");
   EXPECT_TRUE(o->result.ok());
   EXPECT_THAT(o->started, IsEmpty()) << "nothing runs";
   EXPECT_EQ(Read("data.csv"), "prepare(raw)");
@@ -254,7 +254,7 @@ TEST_F(SessionTest, ChangingAnInputReRunsItsReaderAndWhatIsDownstreamOfIt) {
 
   // publish only `needs` train: what train wrote is its input all the same.
   Write("raw.txt", "raw, edited");
-  std::unique_ptr<Outcome> o = RunNew(p, "22222222bbbbbbbb");
+  std::unique_ptr<SessionOutcome> o = RunNew(p, "22222222bbbbbbbb");
   EXPECT_TRUE(o->result.ok());
   EXPECT_THAT(o->started, UnorderedElementsAre("clean#1", "train#1", "report#1", "publish#1"));
   EXPECT_EQ(o->latest.at("stats").state, "cached");
@@ -272,7 +272,7 @@ TEST_F(SessionTest, AStepWhoseUpstreamRewroteTheSameBytesIsNotRunAgain) {
   // clean's command changes; what it writes does not.
   std::string edited = kDiamond;
   edited.replace(edited.find("run: clean"), 10, "run: clean --fast");
-  std::unique_ptr<Outcome> o = RunNew(Load(edited), "22222222bbbbbbbb");
+  std::unique_ptr<SessionOutcome> o = RunNew(Load(edited), "22222222bbbbbbbb");
   EXPECT_TRUE(o->result.ok());
   EXPECT_THAT(o->started, ElementsAre("clean#1"));
   EXPECT_EQ(o->counts, (std::map<std::string, int>{{"cached", 4}, {"done", 1}}));
@@ -298,7 +298,7 @@ steps:
   EXPECT_THAT(RunNew(Load(kSpec, {{"lr", "0.2"}}), "22222222bbbbbbbb")->started,
               ElementsAre("train#1"));
   // Back to 0.1: the first run's result is still in the cache.
-  std::unique_ptr<Outcome> o = RunNew(Load(kSpec, {{"lr", "0.1"}}), "33333333cccccccc");
+  std::unique_ptr<SessionOutcome> o = RunNew(Load(kSpec, {{"lr", "0.1"}}), "33333333cccccccc");
   EXPECT_THAT(o->started, IsEmpty());
   EXPECT_EQ(o->latest.at("train").cached_from, "11111111aaaaaaaa");
 }
@@ -315,7 +315,7 @@ steps:
 TEST_F(SessionTest, AFailingStepSkipsWhatNeedsItWhileIndependentStepsFinish) {
   Pipeline p = Load(kWithAFailure);
   std::unique_ptr<RunState> state = NewRun(p, "11111111aaaaaaaa");
-  std::unique_ptr<Outcome> o = Drive(p, *state, {.script = {{"bad", {{1000, 3}}}}});
+  std::unique_ptr<SessionOutcome> o = Drive(p, *state, {.script = {{"bad", {{1000, 3}}}}});
   EXPECT_FALSE(o->result.ok());
   EXPECT_THAT(o->started, UnorderedElementsAre("bad#1", "other#1"));
   const StepEvent& bad = o->latest.at("bad");
@@ -338,7 +338,7 @@ steps:
   flaky: {run: flaky, retries: {limit: 2, backoff: 10s}}
   stubborn: {run: stubborn, retries: 1}
 )");
-  std::unique_ptr<Outcome> o =
+  std::unique_ptr<SessionOutcome> o =
       RunNew(p, "11111111aaaaaaaa",
              {.script = {{"flaky", {{1000, 1}, {1000, 1}, {1000, 0}}}, {"stubborn", {{1000, 4}}}}});
   EXPECT_EQ(o->latest.at("flaky").state, "done");
@@ -368,7 +368,7 @@ TEST_F(SessionTest, AResumeKeepsWhatCompletedAndRunsTheRest) {
   Write("other.out", "changed since, by hand");
   std::unique_ptr<RunState> state = Reopen("11111111");
   // Even without the cache: a completed step is kept as it is.
-  std::unique_ptr<Outcome> o =
+  std::unique_ptr<SessionOutcome> o =
       Drive(p, *state, {.use_cache = false, .completed = CompletedSteps(*state)});
   EXPECT_TRUE(o->result.ok());
   EXPECT_THAT(o->started, ElementsAre("bad#1", "child#1", "grandchild#1"));
@@ -390,7 +390,7 @@ steps:
   EXPECT_THAT(RunNew(p, "22222222bbbbbbbb", {.use_cache = false})->started,
               UnorderedElementsAre("fetch#1", "prepare#1"));
   // A step marked `cache: false` runs every time; the other one is taken from the cache.
-  std::unique_ptr<Outcome> o = RunNew(p, "33333333cccccccc");
+  std::unique_ptr<SessionOutcome> o = RunNew(p, "33333333cccccccc");
   EXPECT_THAT(o->started, ElementsAre("fetch#1"));
   EXPECT_EQ(o->latest.at("prepare").cached_from, "22222222bbbbbbbb");
 }
@@ -399,7 +399,7 @@ TEST_F(SessionTest, AStepThatDoesNotWriteADeclaredOutputFailsEvenWhenAnOldOneIsT
   Write("raw.txt", "raw");
   Write("data.csv", "left over from before");
   Pipeline p = Load(kTwoSteps);
-  std::unique_ptr<Outcome> o = RunNew(p, "11111111aaaaaaaa", {.writes_nothing = {"prepare"}});
+  std::unique_ptr<SessionOutcome> o = RunNew(p, "11111111aaaaaaaa", {.writes_nothing = {"prepare"}});
   EXPECT_EQ(o->latest.at("prepare").state, "failed");
   EXPECT_THAT(o->latest.at("prepare").reason, HasSubstr("did not write its output data.csv"));
   EXPECT_EQ(o->latest.at("train").state, "skipped");
@@ -440,7 +440,7 @@ TEST_F(SessionTest, TheTrackerSeesOneParentRunAndAChildPerStepThatRan) {
   std::unique_ptr<RunState> state = NewRun(p, "11111111aaaaaaaa");
   Tracked t(p, *state);
   ASSERT_NE(t.tracker, nullptr);
-  std::unique_ptr<Outcome> o =
+  std::unique_ptr<SessionOutcome> o =
       Drive(p, *state, {.script = {{"bad", {{1000, 3}}}}, .tracker = t.tracker.get()});
   t.tracker->Finish(o->result.ok(), o->result.interrupted);
 
@@ -484,13 +484,13 @@ TEST_F(SessionTest, AStepKeptOnResumeStillNamesItsTrackingRun) {
     std::unique_ptr<RunState> first = NewRun(p, "11111111aaaaaaaa");
     Tracked t(p, *first);
     ASSERT_NE(t.tracker, nullptr);
-    std::unique_ptr<Outcome> o =
+    std::unique_ptr<SessionOutcome> o =
         Drive(p, *first, {.script = {{"bad", {{1000, 3}}}}, .tracker = t.tracker.get()});
     other_run = o->latest.at("other").run_id;
   }
   ASSERT_FALSE(other_run.empty());
   std::unique_ptr<RunState> state = Reopen("11111111");
-  std::unique_ptr<Outcome> o = Drive(p, *state, {.completed = CompletedSteps(*state)});
+  std::unique_ptr<SessionOutcome> o = Drive(p, *state, {.completed = CompletedSteps(*state)});
   EXPECT_EQ(o->latest.at("other").state, "done");
   EXPECT_EQ(o->latest.at("other").run_id, other_run)
       << "the run's record still leads from the kept step to its tracking run";
@@ -509,7 +509,7 @@ TEST_F(SessionTest, ACachedStepsTrackingRunNamesTheRunThatProducedItsOutputs) {
   }
   std::unique_ptr<RunState> state = NewRun(p, "22222222bbbbbbbb");
   Tracked t(p, *state);
-  std::unique_ptr<Outcome> o = Drive(p, *state, {.tracker = t.tracker.get()});
+  std::unique_ptr<SessionOutcome> o = Drive(p, *state, {.tracker = t.tracker.get()});
   t.tracker->Finish(o->result.ok(), o->result.interrupted);
   EXPECT_THAT(o->started, IsEmpty());
   std::map<std::string, fakes::FakeRun> children = Children(t.server->Runs(), "22222222bbbbbbbb");
@@ -556,7 +556,7 @@ steps:
   train: {run: python train.py, inputs: [raw.txt], outputs: [model.bin]}
   tool: {run: tool, env: none, outputs: [tool.out]}
 )");
-  std::unique_ptr<Outcome> o = RunNew(p, "11111111aaaaaaaa");
+  std::unique_ptr<SessionOutcome> o = RunNew(p, "11111111aaaaaaaa");
   const std::string prefix = (dir_ / "envs" / "a").string();
   EXPECT_THAT(o->env["train"]["PATH"], StartsWith(prefix + "/bin:"));
   EXPECT_EQ(o->env["train"]["VIRTUAL_ENV"], prefix);
@@ -582,7 +582,7 @@ steps:
   train: {run: python train.py, env: pylock.toml, outputs: [model.bin]}
   report: {run: report, inputs: [model.bin]}
 )");
-  std::unique_ptr<Outcome> o = RunNew(p, "11111111aaaaaaaa");
+  std::unique_ptr<SessionOutcome> o = RunNew(p, "11111111aaaaaaaa");
   EXPECT_THAT(o->started, IsEmpty());
   EXPECT_EQ(o->latest.at("train").state, "failed");
   EXPECT_EQ(o->latest.at("train").reason,
@@ -603,7 +603,7 @@ TEST_F(SessionTest, OutsideGitOnlyDeclaredCodePathsInvalidateAStep) {
   Write("other.txt", "other");
   Write("clean.py", "v1");
   Write("stats.py", "v1");
-  std::unique_ptr<Outcome> o = RunNew(Load(kNoCode), "11111111aaaaaaaa");
+  std::unique_ptr<SessionOutcome> o = RunNew(Load(kNoCode), "11111111aaaaaaaa");
   EXPECT_THAT(o->progress.warnings, ElementsAre(HasSubstr("not in a git repository")));
 
   // Every step declares its code: git is not needed.
@@ -629,7 +629,7 @@ TEST_F(SessionTest, InAGitRepositoryAnEditedScriptReRunsTheStepsThatDeclareNoCod
                       "-c user.email=t@example.com -c commit.gpgsign=false commit -qm init");
   ASSERT_EQ(git.code, 0) << git.out;
   Pipeline p = Load(kNoCode);
-  std::unique_ptr<Outcome> o = RunNew(p, "11111111aaaaaaaa");
+  std::unique_ptr<SessionOutcome> o = RunNew(p, "11111111aaaaaaaa");
   EXPECT_THAT(o->progress.warnings, IsEmpty());
   // The run's own records and the steps' outputs, untracked, change nothing.
   EXPECT_THAT(RunNew(p, "22222222bbbbbbbb")->started, IsEmpty());

@@ -11,14 +11,15 @@
 #include "fakes/temp_dir.h"
 #include "util/file.h"
 #include "util/hash.h"
+#include "fakes/files.h"
 
 namespace cairn::pipeline {
 namespace {
+using fakes::kShaAbc;
+using fakes::kShaEmpty;
 
 namespace fs = std::filesystem;
 
-constexpr char kShaEmpty[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-constexpr char kShaAbc[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
 struct stat FakeStat(uint64_t ino, int64_t size, int64_t mtime_nanos, int64_t ctime_nanos) {
   struct stat st {};

@@ -326,13 +326,112 @@ Status HashJobs(std::vector<Job>& jobs, const HashOptions& options, int threads,
   });
 }
 
+int ThreadCount(const HashOptions& options) {
+  return options.threads > 0 ? options.threads
+                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Sorts a directory's entries and names it by their manifest.
+void SealDirectory(TreeHash* out) {
+  out->is_directory = true;
+  out->bytes = 0;
+  for (const FileEntry& e : out->files) out->bytes += e.size;
+  std::sort(out->files.begin(), out->files.end(),
+            [](const FileEntry& a, const FileEntry& b) { return a.path < b.path; });
+  out->digest = Sha256Hex(ManifestJson(out->files));
+}
+
+bool PlainRelativePath(std::string_view path) {
+  if (path.empty() || path.front() == '/' || path.find('\0') != std::string_view::npos) {
+    return false;
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    std::string_view part = path.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
 }  // namespace
+
+Result<TreeHash> HashFiles(const std::string& root, const std::vector<std::string>& paths,
+                           const HashOptions& options) {
+  if (options.threads < 0) return InvalidArgument("threads must be >= 0");
+  int64_t start_nanos = NowNanos(options.cache ? options.cache->clock() : SystemClock());
+  std::vector<std::string> sorted = paths;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  const std::string prefix = root.empty() || root.back() == '/' ? root : root + "/";
+  std::error_code ec;
+  const std::filesystem::path real_root = std::filesystem::canonical(root, ec);
+  if (ec) return NotFound(PrintablePath(root) + " does not exist");
+  TreeHash out;
+  out.files.reserve(sorted.size());
+  std::vector<size_t> to_read;  // indexes into out.files
+  for (const std::string& rel : sorted) {
+    if (!PlainRelativePath(rel)) {
+      return InvalidArgument(PrintablePath(rel) + " is not a relative path inside " +
+                             PrintablePath(root));
+    }
+    if (!IsValidUtf8(rel)) {
+      return InvalidArgument(PrintablePath(rel) +
+                             ": the name is not valid UTF-8, which a manifest cannot record; "
+                             "rename it");
+    }
+    const std::string full = prefix + rel;
+    // Every directory on the way must be a real directory under the root.
+    if (size_t slash = rel.rfind('/'); slash != std::string::npos) {
+      std::filesystem::path parent = std::filesystem::canonical(prefix + rel.substr(0, slash), ec);
+      if (ec) continue;  // gone
+      auto [r, p] = std::mismatch(real_root.begin(), real_root.end(), parent.begin(), parent.end());
+      if (r != real_root.end()) {
+        return InvalidArgument(PrintablePath(rel) + " leads out of " + PrintablePath(root) +
+                               " through a symlink");
+      }
+    }
+    struct stat st;
+    if (::lstat(full.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) continue;
+      return FileError("stat", full);
+    }
+    if (S_ISDIR(st.st_mode)) continue;
+    if (S_ISLNK(st.st_mode)) {
+      CAIRN_ASSIGN_OR_RETURN(std::string target, ReadLinkAt(AT_FDCWD, full.c_str(), full, st.st_size));
+      out.files.push_back({rel, static_cast<int64_t>(target.size()), kModeSymlink,
+                           Sha256Hex(target)});
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return InvalidArgument(PrintablePath(full) + " is " + std::string(TypeName(st.st_mode)) +
+                             "; only regular files, directories and symlinks can be hashed");
+    }
+    std::optional<std::string> sha;
+    if (options.cache != nullptr) sha = options.cache->Lookup(st);
+    if (sha) {
+      out.files.push_back({rel, st.st_size, FileMode(st), std::move(*sha)});
+    } else {
+      out.files.push_back({rel, st.st_size, 0, ""});
+      to_read.push_back(out.files.size() - 1);
+    }
+  }
+  std::vector<Job> jobs;
+  jobs.reserve(to_read.size());
+  for (size_t i : to_read) {
+    jobs.push_back({&out.files[i], prefix + out.files[i].path, out.files[i].size, false});
+  }
+  CAIRN_RETURN_IF_ERROR(HashJobs(jobs, options, ThreadCount(options), start_nanos));
+  out.files_read = static_cast<int64_t>(jobs.size());
+  SealDirectory(&out);
+  return out;
+}
 
 Result<TreeHash> HashPath(const std::string& path, const HashOptions& options) {
   if (options.threads < 0) return InvalidArgument("threads must be >= 0");
-  int threads = options.threads > 0
-                    ? options.threads
-                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = ThreadCount(options);
   // Taken before anything is stat'ed: every stat below is at least this recent (the racy rule).
   int64_t start_nanos = NowNanos(options.cache ? options.cache->clock() : SystemClock());
   struct stat st;
@@ -370,12 +469,10 @@ Result<TreeHash> HashPath(const std::string& path, const HashOptions& options) {
     return InvalidArgument(PrintablePath(path) + " is " + std::string(TypeName(st.st_mode)) +
                            "; only regular files, directories and symlinks can be hashed");
   }
-  for (const FileEntry& e : out.files) out.bytes += e.size;
   if (out.is_directory) {
-    std::sort(out.files.begin(), out.files.end(),
-              [](const FileEntry& a, const FileEntry& b) { return a.path < b.path; });
-    out.digest = Sha256Hex(ManifestJson(out.files));
+    SealDirectory(&out);
   } else {
+    out.bytes = out.files[0].size;
     out.digest = out.files[0].sha256;
   }
   return out;

@@ -51,4 +51,12 @@ struct HashOptions {
 // may help) or cannot be read, with the errno text and path.
 Result<TreeHash> HashPath(const std::string& path, const HashOptions& options);
 
+// Hashes the chosen files under directory `root` (`paths` relative to it, '/'-separated) as
+// HashPath would hash them inside a directory: a regular file by its bytes, a symlink by its
+// target, never followed. A path that is gone or names a directory is left out, as is a
+// duplicate; a path with a `.` or `..` component, or leading out of `root` through a symlinked
+// directory, is kInvalidArgument. The result is a directory of the files hashed.
+Result<TreeHash> HashFiles(const std::string& root, const std::vector<std::string>& paths,
+                           const HashOptions& options);
+
 }  // namespace cairn::pipeline

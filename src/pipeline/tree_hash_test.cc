@@ -14,14 +14,15 @@
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/hash.h"
+#include "fakes/files.h"
 
 namespace cairn::pipeline {
 namespace {
+using fakes::kShaAbc;
+using fakes::kShaEmpty;
 
 namespace fs = std::filesystem;
 
-constexpr char kShaEmpty[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-constexpr char kShaAbc[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
 void Write(const std::string& path, std::string_view bytes, mode_t mode = 0644) {
   std::error_code ec;
@@ -312,6 +313,56 @@ TEST(TreeHashTest, RacyFilesAreNotTrusted) {
   clock.Advance(3'000);
   EXPECT_EQ(MustHash(dir.path(), options).files_read, 1);
   EXPECT_EQ(MustHash(dir.path(), options).files_read, 0);
+}
+
+// --- Chosen files ----------------------------------------------------------------------------
+
+TEST(TreeHashTest, HashFilesHashesOnlyTheChosenFilesLikeATree) {
+  fakes::TempDir dir;
+  Write(dir / "a.txt", "abc");
+  Write(dir / "sub/run.sh", "#!/bin/sh\n", 0755);
+  Write(dir / "ignored.bin", "not chosen");
+  Symlink("a.txt", dir / "link");
+  Result<TreeHash> h = HashFiles(dir.path(), {"sub/run.sh", "a.txt", "link", "a.txt"}, {});
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_TRUE(h->is_directory);
+  ASSERT_EQ(h->files.size(), 3u);
+  EXPECT_EQ(h->files[0], (FileEntry{"a.txt", 3, kModeFile, kShaAbc}));
+  EXPECT_EQ(h->files[1], (FileEntry{"link", 5, kModeSymlink, Sha256Hex("a.txt")}));
+  EXPECT_EQ(h->files[2].path, "sub/run.sh");
+  EXPECT_EQ(h->files[2].mode, kModeExecutable);
+  EXPECT_EQ(h->bytes, 3 + 5 + 10);
+  EXPECT_EQ(h->digest, Sha256Hex(ManifestJson(h->files)));
+
+  // The same files as a whole tree hash alike.
+  fs::remove(dir / "ignored.bin");
+  EXPECT_EQ(MustHash(dir.path()).digest, h->digest);
+}
+
+TEST(TreeHashTest, HashFilesLeavesOutWhatIsGoneAndDirectories) {
+  fakes::TempDir dir;
+  Write(dir / "kept", "abc");
+  fs::create_directories(dir / "nested");
+  Result<TreeHash> h = HashFiles(dir.path(), {"kept", "deleted", "nested", "deleted/below"}, {});
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_EQ(h->files.size(), 1u);
+  EXPECT_EQ(h->files[0].path, "kept");
+}
+
+TEST(TreeHashTest, HashFilesRefusesPathsThatLeaveTheRoot) {
+  fakes::TempDir dir;
+  fakes::TempDir outside;
+  Write(outside / "secret", "abc");
+  Write(dir / "a", "abc");
+  Symlink(outside.path(), dir / "out");
+  for (const char* bad : {"../secret", "/etc/passwd", "a/../a", "./a", "", "out/secret"}) {
+    Result<TreeHash> h = HashFiles(dir.path(), {bad}, {});
+    EXPECT_EQ(h.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  // A link at the top is hashed as a link, never followed.
+  Result<TreeHash> link = HashFiles(dir.path(), {"out"}, {});
+  ASSERT_TRUE(link.ok());
+  EXPECT_EQ(link->files[0].mode, kModeSymlink);
 }
 
 }  // namespace

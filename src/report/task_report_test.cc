@@ -8,7 +8,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int64_t kNow = 1'715'940'000'000;
+constexpr int64_t kTaskNow = 1'715'940'000'000;
 
 core::Task Sample(core::TaskState state) {
   core::Task t;
@@ -20,7 +20,7 @@ core::Task Sample(core::TaskState state) {
   t.owner = "alice";
   t.attempt = state == core::TaskState::kQueued ? 0 : 1;
   t.max_attempts = 3;
-  t.created_time = kNow - 65'000;
+  t.created_time = kTaskNow - 65'000;
   t.spec = R"({"command":["python","train.py"]})";
   return t;
 }
@@ -30,14 +30,14 @@ TEST(TaskReportTest, TheTableSaysWhatEachTaskIsDoing) {
   waiting.reason = "over the team's GPU quota";
   core::Task running = Sample(core::TaskState::kRunning);
   running.agent = "gpu-host-1";
-  running.start_time = kNow - 130'000;
+  running.start_time = kTaskNow - 130'000;
   running.cancel_requested = true;
   core::Task failed = Sample(core::TaskState::kFailed);
   failed.reason = "agent lost";
-  failed.end_time = kNow - 1000;
+  failed.end_time = kTaskNow - 1000;
   const core::Task tasks[] = {waiting, running, failed};
   OutputStyle style{.width = 200, .truncate = false, .color = false};
-  const std::string text = FormatTaskTable(tasks, style, kNow);
+  const std::string text = FormatTaskTable(tasks, style, kTaskNow);
   EXPECT_THAT(text, HasSubstr("TASK      QUEUE  STATE"));
   EXPECT_THAT(text, HasSubstr("01234567  gpu    queued"));
   EXPECT_THAT(text, HasSubstr("waiting 1m05s (over the team's GPU quota)"));
@@ -45,13 +45,13 @@ TEST(TaskReportTest, TheTableSaysWhatEachTaskIsDoing) {
   EXPECT_THAT(text, HasSubstr("failed "));
   EXPECT_THAT(text, HasSubstr("(agent lost)"));
   EXPECT_THAT(text, HasSubstr("1/3"));
-  EXPECT_EQ(FormatTaskTable({}, style, kNow), "no tasks\n");
+  EXPECT_EQ(FormatTaskTable({}, style, kTaskNow), "no tasks\n");
 }
 
 TEST(TaskReportTest, DetailsAndJsonLines) {
   core::Task t = Sample(core::TaskState::kQueued);
   t.requirements = R"({"cuda":"12"})";
-  const std::string text = FormatTaskDetails(t, kNow);
+  const std::string text = FormatTaskDetails(t, kTaskNow);
   EXPECT_THAT(text, HasSubstr("needs       2 GPU(s), 4 CPU(s), 8192 MiB\n"));
   EXPECT_THAT(text, HasSubstr("host needs  {\"cuda\":\"12\"}\n"));
   EXPECT_THAT(text, HasSubstr("attempt     0 of 3\n"));

@@ -152,6 +152,12 @@ Result<CairnResponse> CreateRun(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> name, f.Str("run_name"));
   req.run_name = name.value_or("");
   CAIRN_ASSIGN_OR_RETURN(req.start_time, f.Int("start_time"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> status, f.Str("status"));
+  if (status && *status != "RUNNING" && *status != "SCHEDULED") {
+    return InvalidArgument("Invalid value '" + *status +
+                           "' for 'status': a new run is RUNNING or SCHEDULED");
+  }
+  req.scheduled = status == "SCHEDULED";
   CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> tags, f.Objects("tags"));
   for (const Fields& t : tags) {
     core::Tag tag;
@@ -199,7 +205,7 @@ Result<CairnResponse> RunEnvironmentDiff(ApiContext& ctx, const CairnCall& call)
   return CairnResponse{w.Take()};
 }
 
-constexpr CairnRoute kRoutes[] = {
+constexpr CairnRoute kCairnRoutes[] = {
     {"GET", "metrics/series", MetricSeries},
     {"GET", "experiments/stats", ExperimentStats},
     {"GET", "runs/environment-diff", RunEnvironmentDiff},
@@ -210,7 +216,7 @@ constexpr CairnRoute kRoutes[] = {
 
 }  // namespace
 
-std::span<const CairnRoute> CairnRoutes() { return kRoutes; }
+std::span<const CairnRoute> CairnRoutes() { return kCairnRoutes; }
 
 const CairnRoute* FindCairnRoute(std::string_view method, std::string_view path,
                                  std::string_view* wildcard) {

@@ -459,7 +459,7 @@ Result<std::string> SearchLoggedModels(ApiContext&, const Fields&) {
   return std::string("{\"models\":[]}");
 }
 
-constexpr Route kRoutes[] = {
+constexpr Route kMlflowRoutes[] = {
     {"POST", "experiments/create", CreateExperiment},
     {"GET", "experiments/get", GetExperiment},
     {"GET", "experiments/get-by-name", GetExperimentByName},
@@ -499,7 +499,7 @@ constexpr StreamRoute kStreamRoutes[] = {
 
 }  // namespace
 
-std::span<const Route> MlflowRoutes() { return kRoutes; }
+std::span<const Route> MlflowRoutes() { return kMlflowRoutes; }
 
 std::span<const StreamRoute> MlflowStreamRoutes() { return kStreamRoutes; }
 

@@ -14,7 +14,7 @@ using core::RegisteredModel;
 using core::WriteModelVersion;
 using core::WriteRegisteredModel;
 
-constexpr std::string_view kEmpty = "{}";
+constexpr std::string_view kEmptyObject = "{}";
 
 std::string ModelResponse(const RegisteredModel& m) {
   JsonWriter w;
@@ -99,7 +99,7 @@ Result<std::string> DeleteRegisteredModel(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.RequiredStr("name"));
   // Nobody keeps a permission on what is gone.
   CAIRN_RETURN_IF_ERROR(ctx.registry->DeleteRegisteredModel(name));
-  return std::string(kEmpty);
+  return std::string(kEmptyObject);
 }
 
 Result<std::string> SearchRegisteredModels(ApiContext& ctx, const Fields& f) {
@@ -131,14 +131,14 @@ Result<std::string> SetRegisteredModelTag(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> value, f.Str("value"));
   CAIRN_RETURN_IF_ERROR(ctx.registry->SetRegisteredModelTag(name, {key, value.value_or("")}));
-  return std::string(kEmpty);
+  return std::string(kEmptyObject);
 }
 
 Result<std::string> DeleteRegisteredModelTag(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.RequiredStr("name"));
   CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
   CAIRN_RETURN_IF_ERROR(ctx.registry->DeleteRegisteredModelTag(name, key));
-  return std::string(kEmpty);
+  return std::string(kEmptyObject);
 }
 
 // --- Aliases ---------------------------------------------------------------------------------
@@ -148,14 +148,14 @@ Result<std::string> SetAlias(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string alias, f.RequiredStr("alias"));
   CAIRN_ASSIGN_OR_RETURN(std::string version, f.RequiredStr("version"));
   CAIRN_RETURN_IF_ERROR(ctx.registry->SetAlias(name, alias, version, Actor(ctx)));
-  return std::string(kEmpty);
+  return std::string(kEmptyObject);
 }
 
 Result<std::string> DeleteAlias(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.RequiredStr("name"));
   CAIRN_ASSIGN_OR_RETURN(std::string alias, f.RequiredStr("alias"));
   CAIRN_RETURN_IF_ERROR(ctx.registry->DeleteAlias(name, alias, Actor(ctx)));
-  return std::string(kEmpty);
+  return std::string(kEmptyObject);
 }
 
 Result<std::string> GetModelVersionByAlias(ApiContext& ctx, const Fields& f) {
@@ -228,7 +228,7 @@ Result<std::string> DeleteModelVersion(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string name, f.RequiredStr("name"));
   CAIRN_ASSIGN_OR_RETURN(std::string version, f.RequiredStr("version"));
   CAIRN_RETURN_IF_ERROR(ctx.registry->DeleteModelVersion(name, version, Actor(ctx)));
-  return std::string(kEmpty);
+  return std::string(kEmptyObject);
 }
 
 Result<std::string> SearchModelVersions(ApiContext& ctx, const Fields& f) {
@@ -253,7 +253,7 @@ Result<std::string> SetModelVersionTag(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> value, f.Str("value"));
   CAIRN_RETURN_IF_ERROR(ctx.registry->SetModelVersionTag(name, version, {key, value.value_or("")}));
-  return std::string(kEmpty);
+  return std::string(kEmptyObject);
 }
 
 Result<std::string> DeleteModelVersionTag(ApiContext& ctx, const Fields& f) {
@@ -261,7 +261,7 @@ Result<std::string> DeleteModelVersionTag(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::string version, f.RequiredStr("version"));
   CAIRN_ASSIGN_OR_RETURN(std::string key, f.RequiredStr("key"));
   CAIRN_RETURN_IF_ERROR(ctx.registry->DeleteModelVersionTag(name, version, key));
-  return std::string(kEmpty);
+  return std::string(kEmptyObject);
 }
 
 // --- cairn's registry calls: an alias's history and its rollback ------------------------------
@@ -310,7 +310,7 @@ constexpr CairnRoute kCairnRoutes[] = {
     {"POST", "models/rollback", RollbackAlias},
 };
 
-constexpr Route kRoutes[] = {
+constexpr Route kRegistryRoutes[] = {
     {"POST", "registered-models/create", CreateRegisteredModel},
     {"GET", "registered-models/get", GetRegisteredModel},
     {"POST", "registered-models/rename", RenameRegisteredModel},
@@ -337,7 +337,7 @@ constexpr Route kRoutes[] = {
 
 }  // namespace
 
-std::span<const Route> RegistryRoutes() { return kRoutes; }
+std::span<const Route> RegistryRoutes() { return kRegistryRoutes; }
 
 std::span<const CairnRoute> CairnRegistryRoutes() { return kCairnRoutes; }
 

@@ -47,6 +47,8 @@ Result<CairnResponse> Enqueue(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(r.queue, f.RequiredStr("queue"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> experiment, f.Str("experiment_id"));
   r.experiment_id = experiment.value_or("0");
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> run_id, f.Str("run_id"));
+  r.run_id = run_id.value_or("");
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> name, f.Str("run_name"));
   r.run_name = name.value_or("");
   CAIRN_ASSIGN_OR_RETURN(r.priority, f.Int("priority"));
@@ -283,7 +285,7 @@ Result<CairnResponse> Finish(ApiContext& ctx, const CairnCall& call) {
   return TaskAnswer(task);
 }
 
-constexpr CairnRoute kRoutes[] = {
+constexpr CairnRoute kTaskRoutes[] = {
     {"POST", "tasks", Enqueue},         {"GET", "tasks", ListTasks},
     {"GET", "tasks/*", GetTask},        {"POST", "tasks/*/cancel", CancelTask},
     {"POST", "tasks/*/move", MoveTask}, {"GET", "queues", ListQueues},
@@ -294,6 +296,6 @@ constexpr CairnRoute kRoutes[] = {
 
 }  // namespace
 
-std::span<const CairnRoute> CairnTaskRoutes() { return kRoutes; }
+std::span<const CairnRoute> CairnTaskRoutes() { return kTaskRoutes; }
 
 }  // namespace cairn::server

@@ -21,7 +21,7 @@ using core::PrincipalKind;
 using core::ResourceKind;
 using ::testing::HasSubstr;
 
-constexpr int64_t kNow = 1'700'000'000'000;
+constexpr int64_t kAccessNow = 1'700'000'000'000;
 
 Credentials Basic(const std::string& user, const std::string& password) {
   return {Credentials::Kind::kBasic, user, password};
@@ -41,14 +41,14 @@ class AccessServiceTest : public ::testing::Test {
     return p.ok() ? *p : core::Principal{};
   }
 
-  fakes::FakeClock clock_{kNow};
+  fakes::FakeClock clock_{kAccessNow};
   std::unique_ptr<store::MetadataStore> store_ = store::NewMemoryMetadataStore({});
   AccessService access_;
   IdentityService identity_;
 };
 
 TEST(AccessServiceOffTest, EveryRequestIsAnAnonymousAdmin) {
-  fakes::FakeClock clock(kNow);
+  fakes::FakeClock clock(kAccessNow);
   auto store = store::NewMemoryMetadataStore({});
   AccessService access(store.get(), &clock, AccessOptions{});
   Result<core::Principal> p = access.Authenticate(Credentials{}, "10.0.0.1");
@@ -102,16 +102,16 @@ TEST_F(AccessServiceTest, RevokedTokenStopsWorkingWithinTheRecheckPeriod) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_THAT(t->value, ::testing::StartsWith("cairn_"));
   // A service account's token expires in 90 days unless told otherwise.
-  EXPECT_EQ(t->token.expiry_time, kNow + 90LL * 24 * 3600 * 1000);
+  EXPECT_EQ(t->token.expiry_time, kAccessNow + 90LL * 24 * 3600 * 1000);
 
   Result<core::Principal> p = access_.Authenticate(Bearer(t->value), "10.0.0.2");
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->username, "ci");
   EXPECT_EQ(p->token_name, "runner");
-  EXPECT_EQ(store_->identity().GetToken(t->token.id)->last_used_time, kNow);
+  EXPECT_EQ(store_->identity().GetToken(t->token.id)->last_used_time, kAccessNow);
 
   // Revoked by another process: the cache holds until the recheck period is over.
-  ASSERT_TRUE(store_->identity().RevokeToken(t->token.id, kNow + 10).ok());
+  ASSERT_TRUE(store_->identity().RevokeToken(t->token.id, kAccessNow + 10).ok());
   const int64_t recheck = access_.options().recheck_ms;
   ASSERT_LT(recheck, 1000);
   clock_.Advance(recheck - 1);
@@ -185,7 +185,7 @@ TEST_F(AccessServiceTest, ATokenMadeByATokenLastsNoLongerThanItsMaker) {
   EXPECT_EQ(forever->token.expiry_time, parent->token.expiry_time);
   Result<CreatedToken> shorter = identity_.CreateToken(*via_token, {"", "day", {}, 1});
   ASSERT_TRUE(shorter.ok());
-  EXPECT_EQ(shorter->token.expiry_time, kNow + 24LL * 3600 * 1000);
+  EXPECT_EQ(shorter->token.expiry_time, kAccessNow + 24LL * 3600 * 1000);
 }
 
 TEST_F(AccessServiceTest, ProvenPasswordsAndValidTokensAreNotHeldBackByOthersFailures) {
@@ -318,7 +318,7 @@ TEST_P(AccessPropertyTest, ServiceAgreesWithTheReferenceModel) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
   ReferenceModel model;
   model.fallback = static_cast<Permission>(pick(4));
-  fakes::FakeClock clock(kNow);
+  fakes::FakeClock clock(kAccessNow);
   auto store = store::NewMemoryMetadataStore({});
   AccessOptions options;
   options.enabled = true;
@@ -333,7 +333,7 @@ TEST_P(AccessPropertyTest, ServiceAgreesWithTheReferenceModel) {
   const std::vector<std::string> scope_sets = {"read", "write", "admin"};
   std::map<std::pair<std::string, std::string>, std::string> tokens;  // (user, scopes) -> value
   for (const std::string& u : users) {
-    core::User user{0, u, "", false, false, kNow};
+    core::User user{0, u, "", false, false, kAccessNow};
     ASSERT_TRUE(store->identity().CreateUser(user).ok());
     model.admins[u] = false;
     for (const std::string& scopes : scope_sets) {

@@ -102,9 +102,8 @@ Status TaskService::ScheduleRun(const Task& task, const std::string& run_id, int
   r.tags.push_back({std::string(kTaskIdTag), task.id});
   r.tags.push_back({std::string(kTaskQueueTag), task.queue});
   r.tags.push_back({std::string(kTaskAttemptTag), std::to_string(attempt)});
-  CAIRN_RETURN_IF_ERROR(tracking_->CreateRun(r).status());
-  return tracking_->UpdateRun(run_id, core::RunStatus::kScheduled, std::nullopt, std::nullopt)
-      .status();
+  r.scheduled = true;
+  return tracking_->CreateRun(r).status();
 }
 
 void TaskService::EndRun(const Task& task, core::RunStatus status, const std::string& reason) {
@@ -149,23 +148,52 @@ Result<Task> TaskService::Enqueue(const EnqueueRequest& request) {
   task.max_attempts = request.max_attempts;
   task.created_time = now;
 
+  std::vector<core::Tag> task_tags = {{std::string(kTaskIdTag), task.id},
+                                      {std::string(kTaskQueueTag), task.queue},
+                                      {std::string(kTaskAttemptTag), "1"}};
+  if (!request.run_id.empty()) {
+    CAIRN_RETURN_IF_ERROR(AdoptRun(request, task_tags));
+    task.run_id = request.run_id;
+    return store_->queue().EnqueueTask(task);
+  }
   CreateRunRequest r;
   r.experiment_id = request.experiment_id;
   r.user_id = request.user_id;
   r.run_name = request.run_name;
   r.start_time = now;
   r.tags = request.tags;
-  r.tags.push_back({std::string(kTaskIdTag), task.id});
-  r.tags.push_back({std::string(kTaskQueueTag), task.queue});
-  r.tags.push_back({std::string(kTaskAttemptTag), "1"});
+  r.tags.insert(r.tags.end(), task_tags.begin(), task_tags.end());
+  r.scheduled = true;
   CAIRN_ASSIGN_OR_RETURN(core::Run run, tracking_->CreateRun(r));
   task.run_id = run.info.run_id;
-  Status scheduled =
-      tracking_->UpdateRun(task.run_id, core::RunStatus::kScheduled, std::nullopt, std::nullopt)
-          .status();
-  Result<Task> stored = scheduled.ok() ? store_->queue().EnqueueTask(task) : scheduled;
+  Result<Task> stored = store_->queue().EnqueueTask(task);
   if (!stored.ok()) (void)tracking_->DeleteRun(task.run_id);  // no run without its task
   return stored;
+}
+
+Status TaskService::AdoptRun(const EnqueueRequest& request, const std::vector<core::Tag>& tags) {
+  Result<core::Run> run = tracking_->GetRun(request.run_id);
+  if (!run.ok() && run.status().code() == StatusCode::kNotFound) {
+    return InvalidArgument("Run '" + request.run_id + "' not found.");
+  }
+  CAIRN_RETURN_IF_ERROR(run.status());
+  if (run->info.experiment_id != core::CanonicalExperimentId(request.experiment_id)) {
+    return InvalidArgument("Run '" + request.run_id + "' is not in experiment " +
+                           core::CanonicalExperimentId(request.experiment_id) + ".");
+  }
+  if (run->info.status != core::RunStatus::kScheduled ||
+      run->info.lifecycle_stage != core::LifecycleStage::kActive) {
+    return InvalidArgument("Run '" + request.run_id +
+                           "' cannot start a task: it must be active and SCHEDULED.");
+  }
+  for (const core::Tag& t : run->data.tags) {
+    if (t.key == kTaskIdTag) {
+      return InvalidArgument("Run '" + request.run_id + "' belongs to task " + t.value + ".");
+    }
+  }
+  std::vector<core::Tag> all = request.tags;
+  all.insert(all.end(), tags.begin(), tags.end());
+  return tracking_->LogBatch(request.run_id, {}, {}, all);
 }
 
 Result<Task> TaskService::GetTask(const std::string& id) { return store_->queue().GetTask(id); }

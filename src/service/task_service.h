@@ -35,6 +35,9 @@ inline constexpr std::string_view kTaskAgentTag = "cairn.task.agent";
 struct EnqueueRequest {
   std::string queue;
   std::string experiment_id;  // where the task's runs go
+  // The run of the first attempt, made SCHEDULED by the caller in that experiment (to upload
+  // the task's code into it before it can start); empty: a new run.
+  std::string run_id;
   std::string run_name;
   std::string user_id;
   std::string team;                 // whose quota it counts against ("" for none)
@@ -97,6 +100,9 @@ class TaskService {
   static std::string HostShortfall(const std::string& requirements, const env::HostFacts& host);
 
  private:
+  // Makes `request.run_id` the first attempt's run, with `tags`: it must be SCHEDULED, in the
+  // task's experiment and no task's yet.
+  Status AdoptRun(const EnqueueRequest& request, const std::vector<core::Tag>& tags);
   // A SCHEDULED run for `task`'s next attempt, with the id `run_id`.
   Status ScheduleRun(const core::Task& task, const std::string& run_id, int64_t attempt);
   // The run of an attempt that ended: its status, end time and, for a failure, the reason.

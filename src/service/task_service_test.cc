@@ -13,7 +13,7 @@ using core::Task;
 using core::TaskState;
 using ::testing::HasSubstr;
 
-constexpr int64_t kNow = 1'700'000'000'000;
+constexpr int64_t kTaskNow = 1'700'000'000'000;
 
 env::HostFacts GpuHost(const std::string& driver, const std::string& cuda) {
   env::HostFacts h;
@@ -72,10 +72,55 @@ class TaskServiceTest : public ::testing::Test {
   }
 
   std::unique_ptr<store::MetadataStore> store_ = store::NewMemoryMetadataStore({});
-  fakes::FakeClock clock_{kNow};
+  fakes::FakeClock clock_{kTaskNow};
   TrackingService tracking_{store_.get(), &clock_};
   TaskService svc_{store_.get(), &tracking_, &clock_};
 };
+
+TEST_F(TaskServiceTest, ATaskStartsInAScheduledRunItsCallerMade) {
+  CreateRunRequest made;
+  made.experiment_id = "0";
+  made.run_name = "uploaded";
+  made.scheduled = true;
+  Result<core::Run> run = tracking_.CreateRun(made);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->info.status, core::RunStatus::kScheduled);
+
+  EnqueueRequest r;
+  r.queue = "gpu";
+  r.experiment_id = "0";
+  r.run_id = run->info.run_id;
+  r.spec = R"({"command": ["true"]})";
+  r.tags = {{"team", "vision"}};
+  Result<Task> task = svc_.Enqueue(r);
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EXPECT_EQ(task->run_id, run->info.run_id);
+  core::Run adopted = RunOf(task->run_id);
+  EXPECT_EQ(adopted.info.run_name, "uploaded");
+  EXPECT_EQ(Tag(adopted, kTaskIdTag), task->id);
+  EXPECT_EQ(Tag(adopted, kTaskAttemptTag), "1");
+  EXPECT_EQ(Tag(adopted, "team"), "vision");
+
+  // Not twice, not a running run, not another experiment's, not one that does not exist.
+  Result<Task> again = svc_.Enqueue(r);
+  EXPECT_EQ(again.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(again.status().message(), HasSubstr("belongs to task " + task->id));
+  CreateRunRequest plain;
+  plain.experiment_id = "0";
+  Result<core::Run> running = tracking_.CreateRun(plain);
+  ASSERT_TRUE(running.ok());
+  r.run_id = running->info.run_id;
+  EXPECT_THAT(svc_.Enqueue(r).status().message(), HasSubstr("must be active and SCHEDULED"));
+  Result<std::string> other = tracking_.CreateExperiment("other", "", {});
+  ASSERT_TRUE(other.ok());
+  made.experiment_id = *other;
+  Result<core::Run> elsewhere = tracking_.CreateRun(made);
+  ASSERT_TRUE(elsewhere.ok());
+  r.run_id = elsewhere->info.run_id;
+  EXPECT_THAT(svc_.Enqueue(r).status().message(), HasSubstr("is not in experiment 0"));
+  r.run_id = std::string(32, 'a');
+  EXPECT_THAT(svc_.Enqueue(r).status().message(), HasSubstr("not found"));
+}
 
 TEST_F(TaskServiceTest, AQueuedTaskIsAScheduledRun) {
   Result<Task> t = Enqueue("gpu", 1);
@@ -128,7 +173,7 @@ TEST_F(TaskServiceTest, ATaskLandsOnlyWhereItsEnvironmentCanRun) {
   ASSERT_TRUE(leased.ok() && leased->has_value()) << leased.status().ToString();
   EXPECT_EQ((*leased)->id, cuda12->id);
   EXPECT_EQ((*leased)->gpus, "1");
-  EXPECT_EQ((*leased)->lease_expiry, kNow + 30'000);
+  EXPECT_EQ((*leased)->lease_expiry, kTaskNow + 30'000);
   core::Run run = RunOf(cuda12->run_id);
   EXPECT_EQ(run.info.status, core::RunStatus::kRunning);
   EXPECT_EQ(Tag(run, kTaskAgentTag), "new");
@@ -142,13 +187,13 @@ TEST_F(TaskServiceTest, AFinishedAttemptEndsItsRun) {
   clock_.Advance(10'000);
   Result<Task> renewed = svc_.Renew(t.id, "a1", 1, 30'000);
   ASSERT_TRUE(renewed.ok());
-  EXPECT_EQ(renewed->lease_expiry, kNow + 40'000);
+  EXPECT_EQ(renewed->lease_expiry, kTaskNow + 40'000);
   Result<Task> failed = svc_.Finish(t.id, "a1", 1, TaskState::kFailed, "exit code 3");
   ASSERT_TRUE(failed.ok()) << failed.status().ToString();
   core::Run run = RunOf(t.run_id);
   EXPECT_EQ(run.info.status, core::RunStatus::kFailed);
   EXPECT_EQ(Tag(run, TrackingService::kFailureReasonTag), "exit code 3");
-  EXPECT_EQ(run.info.end_time, kNow + 10'000);
+  EXPECT_EQ(run.info.end_time, kTaskNow + 10'000);
 }
 
 TEST_F(TaskServiceTest, ALostAgentsAttemptFailsAndTheTaskRunsAgainInANewRun) {

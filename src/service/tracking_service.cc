@@ -196,7 +196,7 @@ Result<Run> TrackingService::CreateRun(const CreateRunRequest& request) {
   run.info.run_id = request.run_id.empty() ? RandomHex(16) : request.run_id;
   run.info.experiment_id = e.experiment_id;
   run.info.user_id = request.user_id;
-  run.info.status = core::RunStatus::kRunning;
+  run.info.status = request.scheduled ? core::RunStatus::kScheduled : core::RunStatus::kRunning;
   run.info.start_time = request.start_time.value_or(clock_->NowMillis());
   // Artifacts always go through this server's store; an experiment's artifact_location given
   // by a client is kept as a label only.

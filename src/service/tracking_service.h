@@ -44,6 +44,9 @@ struct CreateRunRequest {
   std::string run_name;
   std::optional<int64_t> start_time;
   std::vector<core::Tag> tags;
+  // Made SCHEDULED rather than RUNNING: a run that waits to be started elsewhere, such as the
+  // first attempt of a task whose code is uploaded before it is queued.
+  bool scheduled = false;
 };
 
 // Which experiments a search may show; unset: all. Searches leave the others out as if they

@@ -1,5 +1,7 @@
 #include "util/strings.h"
 
+#include <cstdlib>
+
 namespace cairn {
 
 bool IsAsciiSpace(char c) {
@@ -40,6 +42,28 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
     if (at == std::string_view::npos) return out;
     s.remove_prefix(at + 1);
   }
+}
+
+std::vector<std::string> SplitNonEmpty(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  for (std::string_view piece : Split(s, sep)) {
+    if (!piece.empty()) out.emplace_back(piece);
+  }
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+std::string EnvOrEmpty(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
 }
 
 std::string PrintableText(std::string_view text) {

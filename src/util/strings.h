@@ -8,6 +8,12 @@
 
 namespace cairn {
 
+// ASCII character classes, whatever the locale (<cctype> depends on it).
+inline bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+inline bool IsAsciiLower(char c) { return c >= 'a' && c <= 'z'; }
+inline bool IsAsciiAlpha(char c) { return IsAsciiLower(c) || (c >= 'A' && c <= 'Z'); }
+inline bool IsAsciiAlnum(char c) { return IsAsciiDigit(c) || IsAsciiAlpha(c); }
+
 // Space, tab, newline, carriage return, form feed, vertical tab (C's isspace in the "C" locale).
 bool IsAsciiSpace(char c);
 // `s` without leading and trailing ASCII whitespace.
@@ -25,5 +31,12 @@ std::string PrintableText(std::string_view text);
 
 // The pieces of `s` between each `sep` (n separators give n + 1 pieces; "" gives one).
 std::vector<std::string_view> Split(std::string_view s, char sep);
+// The non-empty pieces of `s` between each `sep`, copied: "0,,1," gives {"0", "1"}.
+std::vector<std::string> SplitNonEmpty(std::string_view s, char sep);
+// `items` with `sep` between each two.
+std::string Join(const std::vector<std::string>& items, std::string_view sep);
+
+// The value of environment variable `name`, "" when it is not set.
+std::string EnvOrEmpty(const char* name);
 
 }  // namespace cairn

@@ -825,6 +825,27 @@ class PythonClientTest(unittest.TestCase):
         runs = self.c.post(API + "runs/search", {"experiment_ids": [exp_id]})
         self.assertEqual(len(runs.body.get("runs", [])), 1, "the client created a second run")
 
+    def test_params_come_from_cairn_run_over_the_defaults(self):
+        script = os.path.join(self.root, "params.py")
+        with open(script, "w") as f:
+            f.write("import json, os, cairn\n"
+                    "p = cairn.params({'lr': 0.01, 'epochs': 3, 'fast': False, 'name': 'x'})\n"
+                    "print(json.dumps(p, sort_keys=True), os.environ['CAIRN_PARAM_BATCH_SIZE'])\n")
+        p = subprocess.run([tl.CONFIG.cairn, "run", "--experiment", "py-params", "-p", "lr=0.5",
+                            "-p", "epochs=7", "-p", "fast=yes", "-p", "batch-size=32", "--",
+                            sys.executable, script],
+                           env=child_env(CAIRN_TRACKING_URI=self.url), cwd=self.root,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip(),
+                         '{"batch-size": "32", "epochs": 7, "fast": true, "lr": 0.5, '
+                         '"name": "x"} 32')
+        # Outside cairn run: the defaults; a value that cannot be converted: ValueError.
+        self.assertEqual(cairn.params({"lr": 0.01}), {"lr": 0.01})
+        with mock.patch.dict(os.environ, {"CAIRN_PARAMS": '{"epochs": "many"}'}):
+            with self.assertRaisesRegex(ValueError, "'epochs' is 'many', which is not an integer"):
+                cairn.params({"epochs": 3})
+
     # -- artifacts ----------------------------------------------------------------------------
 
     def test_log_artifact_round_trip(self):

@@ -19,7 +19,9 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "fixtures"))
 import cairn_testlib as tl  # noqa: E402
+import wheels  # noqa: E402
 
 API = "/api/2.0/mlflow/"
 CAIRN = "/api/cairn/v1/"
@@ -229,8 +231,12 @@ class AgentTest(unittest.TestCase):
         if not tl.keep_data():
             shutil.rmtree(cls.root, True)
 
-    def start_agent(self, name, queue, *extra):
-        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url)
+    def start_agent(self, name, queue, *extra, env=None):
+        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url,
+                   CAIRN_ENV_STORE=os.path.join(self.root, "envs"),
+                   CAIRN_CACHE_DIR=os.path.join(self.root, "cache"),
+                   PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"),
+                   **(env or {}))
         env.pop("MLFLOW_TRACKING_URI", None)
         p = subprocess.Popen([tl.CONFIG.cairn, "agent", "--queue", queue, "--id", name,
                               "--host-facts", self.host, "--poll-ms", "50",
@@ -309,6 +315,223 @@ class AgentTest(unittest.TestCase):
         tags = {t["key"]: t["value"] for t in dead["data"]["tags"]}
         self.assertIn("agent lost", tags["cairn.failure_reason"])
         self.assertEqual(self.run_of(done["run_id"])["info"]["status"], "FINISHED")
+
+
+    def git(self, repo, *args):
+        subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+                       cwd=repo, check=True, capture_output=True)
+
+    def test_run_queue_ships_the_code_and_the_environment(self):
+        # A repository with a commit, an uncommitted change, an untracked file and an ignored
+        # one, and a project environment locked from a local wheel.
+        repo = os.path.join(self.root, "repo")
+        os.makedirs(os.path.join(repo, "src"))
+        wheel_dir = os.path.join(self.root, "wheels")
+        wheels.build_wheel(wheel_dir, "tinypkg", "1.0",
+                           files={"tinypkg/__init__.py": "GREETING = 'from tinypkg'\n"})
+        with open(os.path.join(repo, "cairn.yaml"), "w") as f:
+            f.write("environment:\n  python: \"3.11\"\n  requirements: [\"tinypkg\"]\n"
+                    "  sources:\n    - find-links: %s\n" % wheel_dir)
+        with open(os.path.join(repo, "src", "train.py"), "w") as f:
+            f.write("import os, sys, tinypkg\n"
+                    "print('args', sys.argv[1:], 'env', os.environ['CAIRN_PARAM_EPOCHS'])\n"
+                    "print(open('notes.txt').read().strip(), open('new.txt').read().strip())\n"
+                    "print(tinypkg.GREETING, os.path.exists('../cache.log'))\n")
+        with open(os.path.join(repo, "src", "notes.txt"), "w") as f:
+            f.write("committed\n")
+        with open(os.path.join(repo, ".gitignore"), "w") as f:
+            f.write("*.log\n")
+        self.git(repo, "init", "-q")
+        self.git(repo, "add", ".")
+        self.git(repo, "commit", "-qm", "first")
+        with open(os.path.join(repo, "src", "notes.txt"), "w") as f:
+            f.write("uncommitted\n")
+        with open(os.path.join(repo, "src", "new.txt"), "w") as f:
+            f.write("untracked\n")
+        with open(os.path.join(repo, "cache.log"), "w") as f:
+            f.write("ignored\n")
+        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url,
+                   CAIRN_ENV_STORE=os.path.join(self.root, "envs"),
+                   CAIRN_CACHE_DIR=os.path.join(self.root, "cache"),
+                   PATH="/usr/local/bin:/usr/bin:/bin")
+        env.pop("MLFLOW_TRACKING_URI", None)
+        p = subprocess.run([tl.CONFIG.cairn, "env", "lock"], cwd=repo, env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+        p = subprocess.run([tl.CONFIG.cairn, "run", "--queue", "code-q", "-p", "epochs=3",
+                            "--name", "shipped", "--", "python", "train.py", "${params.epochs}"],
+                           cwd=os.path.join(repo, "src"), env=env, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"queued task [0-9a-f]{32} in code-q")
+        self.assertIn("6 files", p.stdout)  # with the untracked pylock.toml
+        self.assertIn("with uncommitted changes", p.stdout)
+        self.assertIn("environment: %s" % os.path.join(repo, "pylock.toml"), p.stdout)
+        task_id = p.stdout.split()[2]
+        task = self.task(task_id)
+        self.assertEqual(self.run_of(task["run_id"])["info"]["status"], "SCHEDULED")
+        code = task["spec"]["code"]
+        self.assertEqual((code["cwd"], code["files"], code["dirty"]), ("src", 6, True))
+        listed = self.c.get(API + "artifacts/list", {"run_id": task["run_id"],
+                                                     "path": "cairn/task/code/src"}).body
+        self.assertEqual(sorted(f["path"] for f in listed["files"]),
+                         ["cairn/task/code/src/new.txt", "cairn/task/code/src/notes.txt",
+                          "cairn/task/code/src/train.py"])
+
+        # The agent needs nothing of the repository: it is gone before the task starts.
+        shutil.rmtree(repo)
+        agent = self.start_agent("shipper", "code-q", "--max-tasks", "1")
+        out, _ = agent.communicate(timeout=120)
+        self.assertEqual(agent.returncode, 0, out)
+        done = self.task(task_id)
+        self.assertEqual(done["state"], "done", (done, out))
+        log = self.c.get("/api/cairn/v1/runs/%s/log" % task["run_id"]).text
+        self.assertEqual(log, "args ['3'] env 3\nuncommitted untracked\nfrom tinypkg False\n")
+        run = self.run_of(task["run_id"])
+        tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
+        self.assertEqual(tags["cairn.code.snapshot"], code["snapshot"])
+        self.assertEqual(tags["mlflow.source.git.commit"], code["commit"])
+        self.assertEqual({p["key"]: p["value"] for p in run["data"]["params"]}, {"epochs": "3"})
+        self.assertIn(os.path.join(self.root, "envs"), tags["cairn.python.executable"])
+
+    def test_a_task_whose_code_cannot_be_written_fails_with_the_reason(self):
+        task = self.enqueue("broken-q", ["true"])
+        spec = {"command": ["true"], "code": {"snapshot": "0" * 64, "run_id": task["run_id"]}}
+        broken = self.c.post(CAIRN + "tasks", {"queue": "broken-q", "spec": spec}).body["task"]
+        agent = self.start_agent("breaker", "broken-q", "--max-tasks", "2")
+        out, _ = agent.communicate(timeout=60)
+        self.assertEqual(agent.returncode, 0, out)
+        failed = self.task(broken["id"])
+        self.assertEqual(failed["state"], "failed", out)
+        self.assertIn("cannot start: writing the code snapshot", failed["reason"])
+        tags = {t["key"]: t["value"] for t in self.run_of(broken["run_id"])["data"]["tags"]}
+        self.assertIn("cannot start", tags["cairn.failure_reason"])
+        self.assertEqual(self.task(task["id"])["state"], "done")
+
+
+    REPRO_SCRIPT = """import os, random, cairn
+p = cairn.params({"kind": "deterministic"})
+random.seed(os.environ["CAIRN_RUN_ID"])  # another run, other noise
+scale = float(os.environ.get("REPRO_SCALE", "1"))
+for step in range(10):
+    loss = 1.0 / (step + 1)
+    if p["kind"] == "noisy":
+        loss *= 1 + random.uniform(-1e-5, 1e-5)
+    if p["kind"] == "environment" and step >= 6:
+        loss *= scale
+    cairn.log_metric("loss", loss, step=step)
+cairn.log_metric("acc", 0.5, step=0)
+print("kind", p["kind"], "lr", os.environ.get("CAIRN_PARAM_LR", "-"))
+"""
+
+    def queue_script(self, kind):
+        project = os.path.join(self.root, "repro-" + kind)
+        os.makedirs(project, exist_ok=True)
+        with open(os.path.join(project, "train.py"), "w") as f:
+            f.write(self.REPRO_SCRIPT)
+        p = subprocess.run([tl.CONFIG.cairn, "run", "--queue", "repro-q", "-p", "kind=" + kind,
+                            "--", "python3", "train.py"], cwd=project, env=self.cli_env(),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.split()[2]
+
+    def cli_env(self, **extra):
+        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url,
+                   PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"),
+                   **extra)
+        env.pop("MLFLOW_TRACKING_URI", None)
+        return env
+
+    def run_one(self, name, **env):
+        agent = self.start_agent(name, "repro-q", "--max-tasks", "1", env=env)
+        out, _ = agent.communicate(timeout=120)
+        self.assertEqual(agent.returncode, 0, out)
+        return out
+
+    def reproduce(self, run_id, *args, agent_env=None):
+        """`cairn reproduce` through the queue, with an agent to run it."""
+        p = subprocess.Popen([tl.CONFIG.cairn, "reproduce", run_id, *args], env=self.cli_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.run_one("reproducer", **(agent_env or {}))
+        out, err = p.communicate(timeout=60)
+        return p.returncode, out, err
+
+    def test_reproduce_gives_each_kind_of_script_its_verdict(self):
+        det = self.task(self.queue_script("deterministic"))
+        noisy = self.task(self.queue_script("noisy"))
+        env_dependent = self.task(self.queue_script("environment"))
+        for _ in range(3):
+            self.run_one("first", REPRO_SCALE="1")
+        for t in (det, noisy, env_dependent):
+            self.assertEqual(self.task(t["id"])["state"], "done")
+        original = det["run_id"]
+
+        code, out, err = self.reproduce(original)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("identical: 2 metric(s), 11 value(s), bit for bit", out)
+        new_run = out.split()[5]
+        run = self.run_of(new_run)
+        tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
+        self.assertEqual((tags["cairn.reproduce.of"], tags["cairn.reproduce.verdict"]),
+                         (original, "identical"))
+        self.assertEqual(tags["cairn.code.snapshot"], det["spec"]["code"]["snapshot"])
+        record = self.c.get("/api/2.0/mlflow-artifacts/artifacts/%s/%s/artifacts/cairn/"
+                            "reproduce.json" % (run["info"]["experiment_id"], new_run)).body
+        self.assertEqual((record["original"], record["verdict"]), (original, "identical"))
+        self.assertEqual(record["environment"]["host"]["os"], "linux")
+        self.assertEqual(record["differences"]["code"], [])
+
+        code, out, err = self.reproduce(noisy["run_id"], "--rtol", "1e-3")
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("within tolerance: 2 metric(s)", out)
+        code, out, err = self.reproduce(noisy["run_id"])
+        self.assertEqual(code, 1, out + err)
+        self.assertRegex(out, r"diverged at step \d: loss ")
+
+        code, out, err = self.reproduce(env_dependent["run_id"], "--metric", "loss",
+                                        agent_env={"REPRO_SCALE": "2"})
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("diverged at step 6: loss 0.2857142857142857 (original 0.14285714285714285)",
+                      out)
+
+        # Here rather than through a queue; and a run that fails is incomplete.
+        p = subprocess.run([tl.CONFIG.cairn, "reproduce", original, "--local"],
+                           env=self.cli_env(), capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("identical", p.stdout)
+        p = subprocess.run([tl.CONFIG.cairn, "reproduce", original, "--local"],
+                           env=self.cli_env(PATH="/nonexistent"), capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("incomplete: the new run ended FAILED", p.stdout)
+
+    def test_clone_queues_a_run_again_with_other_parameters(self):
+        first = self.task(self.queue_script("deterministic"))
+        self.run_one("cloner")
+        p = subprocess.run([tl.CONFIG.cairn, "clone", first["run_id"], "-p", "lr=0.3",
+                            "--name", "more-lr"], env=self.cli_env(), capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("lr = 0.3 (was not set)", p.stdout)
+        clone = self.task(p.stdout.split()[2])
+        self.assertEqual(clone["spec"]["params"], {"kind": "deterministic", "lr": "0.3"})
+        self.assertEqual(clone["spec"]["code"], first["spec"]["code"])
+        self.run_one("cloner")
+        run = self.run_of(clone["run_id"])
+        self.assertEqual(run["info"]["run_name"], "more-lr")
+        self.assertEqual({x["key"]: x["value"] for x in run["data"]["params"]},
+                         {"kind": "deterministic", "lr": "0.3"})
+        tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
+        self.assertEqual(tags["cairn.clone.of"], first["run_id"])
+        log = self.c.get("/api/cairn/v1/runs/%s/log" % clone["run_id"]).text
+        self.assertEqual(log, "kind deterministic lr 0.3\n")
+        # A run that did not come from a queue has nothing to run again.
+        plain = self.c.post(API + "runs/create", {"experiment_id": "0"}).body["run"]["info"]
+        p = subprocess.run([tl.CONFIG.cairn, "clone", plain["run_id"]], env=self.cli_env(),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("was not run from a queue", p.stderr)
 
 
 class TasksAuthTest(unittest.TestCase):

@@ -22,29 +22,17 @@
 #include "fakes/shell.h"
 #include "fakes/temp_dir.h"
 #include "util/hash.h"
+#include "fakes/files.h"
 
 namespace cairn::env {
 namespace {
+using fakes::Listing;
+using fakes::WheelLikeBlob;
+using fakes::WriteAll;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// Bytes that look like a wheel (a zip's magic) and are not all alike.
-std::string WheelLikeBlob(size_t size, unsigned seed = 12345) {
-  return "PK\x03\x04" + fakes::PatternBytes(size > 4 ? size - 4 : 0, seed);
-}
-
-void WriteAll(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::vector<std::string> Listing(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 // A port on which nothing listens: bound, then closed.
 int ClosedPort() {

@@ -20,24 +20,18 @@
 #include "fakes/shell.h"
 #include "fakes/temp_dir.h"
 #include "util/hash.h"
+#include "fakes/files.h"
 
 namespace cairn::env {
 namespace {
+using fakes::WheelLikeBlob;
+using fakes::WriteAll;
 
 using fakes::ScopedEnv;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// Bytes that look like a wheel (a zip's magic) and are not all alike.
-std::string WheelLikeBlob(size_t size, unsigned seed = 12345) {
-  return "PK\x03\x04" + fakes::PatternBytes(size > 4 ? size - 4 : 0, seed);
-}
-
-void WriteAll(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
 
 // Every regular file under `root`, relative to it.
 std::vector<std::string> FilesUnder(const fs::path& root) {

@@ -15,9 +15,11 @@
 #include "fakes/shell.h"
 #include "fakes/temp_dir.h"
 #include "util/process.h"
+#include "fakes/files.h"
 
 namespace cairn::env {
 namespace {
+using fakes::kSystemPython;
 
 namespace fs = std::filesystem;
 using fakes::RunShell;
@@ -25,8 +27,6 @@ using fakes::ShellRun;
 using fakes::Slurp;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-constexpr char kSystemPython[] = "/usr/bin/python3";
 
 class VenvLayoutTest : public ::testing::Test {
  protected:

@@ -15,9 +15,13 @@
 
 #include "fakes/wheels.h"
 #include "util/hash.h"
+#include "fakes/files.h"
+#include "fakes/shell.h"
 
 namespace cairn::env {
 namespace {
+using fakes::Listing;
+using fakes::Slurp;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -29,7 +33,7 @@ using fakes::WheelSpec;
 using fakes::WriteZip;
 using ZipEntry = fakes::ZipEntry;
 
-WheelSpec DemoSpec() {
+WheelSpec ArchiveDemoSpec() {
   WheelSpec s;
   s.files = {
       {"demo/__init__.py", "__version__ = \"1.0\"\n"},
@@ -56,18 +60,6 @@ class TempDir {
   fs::path path_;
 };
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::vector<std::string> Listing(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 class WheelArchiveTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -90,7 +82,7 @@ class WheelArchiveTest : public ::testing::Test {
 };
 
 TEST_F(WheelArchiveTest, UnpacksAndVerifies) {
-  fs::path whl = BuildWheel(Wheels(), DemoSpec());
+  fs::path whl = BuildWheel(Wheels(), ArchiveDemoSpec());
   fs::path dest = Cache() / "demo-1.0";
   Result<UnpackedWheel> r = UnpackWheel(whl.string(), dest.string());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -126,7 +118,7 @@ TEST_F(WheelArchiveTest, UnpacksAndVerifies) {
 }
 
 TEST_F(WheelArchiveTest, DestinationThatExistsIsRefused) {
-  fs::path whl = BuildWheel(Wheels(), DemoSpec());
+  fs::path whl = BuildWheel(Wheels(), ArchiveDemoSpec());
   fs::create_directories(Cache() / "demo");
   Result<UnpackedWheel> r = UnpackWheel(whl.string(), (Cache() / "demo").string());
   ASSERT_FALSE(r.ok());
@@ -134,7 +126,7 @@ TEST_F(WheelArchiveTest, DestinationThatExistsIsRefused) {
 }
 
 TEST_F(WheelArchiveTest, TamperedFileFailsAndLeavesNoDestination) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.tamper["demo/cli.py"] = "def main():\n    print(\"HELLO\")\n";  // same size, other bytes
   std::string m = ExpectRejected(s);
   EXPECT_THAT(m, HasSubstr("demo/cli.py"));
@@ -142,32 +134,32 @@ TEST_F(WheelArchiveTest, TamperedFileFailsAndLeavesNoDestination) {
 }
 
 TEST_F(WheelArchiveTest, SizeMismatchFails) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.tamper["demo/cli.py"] = "def main():\n    print(\"hello, and much more\")\n";
   EXPECT_THAT(ExpectRejected(s), HasSubstr("larger than"));
 }
 
 TEST_F(WheelArchiveTest, FileMissingFromRecordFails) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.unrecorded.insert("demo/cli.py");
   EXPECT_THAT(ExpectRejected(s), HasSubstr("demo/cli.py is not listed in RECORD"));
 }
 
 TEST_F(WheelArchiveTest, RecordedFileMissingFromArchiveFails) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.extra_record_rows.push_back("demo/gone.py," + TestRecordHash("x") + ",1");
   EXPECT_THAT(ExpectRejected(s), HasSubstr("demo/gone.py, which the wheel lacks"));
 }
 
 TEST_F(WheelArchiveTest, RecordRowWithoutHashFails) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.unrecorded.insert("demo/cli.py");
   s.extra_record_rows.push_back("demo/cli.py,,");
   EXPECT_THAT(ExpectRejected(s), HasSubstr("no hash for demo/cli.py"));
 }
 
 TEST_F(WheelArchiveTest, WeakHashFails) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.unrecorded.insert("demo/cli.py");
   s.extra_record_rows.push_back("demo/cli.py,md5=AAAA,31");
   EXPECT_THAT(ExpectRejected(s), HasSubstr("weaker than sha256"));
@@ -177,7 +169,7 @@ TEST_F(WheelArchiveTest, PathTraversalIsRejected) {
   // libarchive reads a backslash as a separator, so "..\\evil" is "../evil" and refused too.
   for (const char* name : {"../evil", "/abs/evil", "demo/../../evil", "..\\evil"}) {
     SCOPED_TRACE(name);
-    WheelSpec s = DemoSpec();
+    WheelSpec s = ArchiveDemoSpec();
     s.raw.push_back({name, "pwned\n"});
     EXPECT_THAT(ExpectRejected(s), HasSubstr("unsafe member name"));
     EXPECT_FALSE(fs::exists(tmp_.path() / "evil"));
@@ -188,25 +180,25 @@ TEST_F(WheelArchiveTest, PathTraversalIsRejected) {
 }
 
 TEST_F(WheelArchiveTest, SymlinkEntryIsRejected) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.raw.push_back({"demo/link", "", 0777, ZipEntry::Kind::kSymlink, "/etc/passwd"});
   EXPECT_THAT(ExpectRejected(s), HasSubstr("symbolic link"));
 }
 
 TEST_F(WheelArchiveTest, DuplicateNamesAreRejected) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.raw.push_back({"demo/cli.py", "def main():\n    print(\"hello\")\n"});
   EXPECT_THAT(ExpectRejected(s), HasSubstr("duplicate member demo/cli.py"));
 }
 
 TEST_F(WheelArchiveTest, WheelVersion2IsRejected) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.wheel_version = "2.0";
   EXPECT_THAT(ExpectRejected(s), HasSubstr("Wheel-Version 2.0 is not supported"));
 }
 
 TEST_F(WheelArchiveTest, WheelVersion19Warns) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.wheel_version = "1.9";
   fs::path whl = BuildWheel(Wheels(), s);
   Result<UnpackedWheel> r = UnpackWheel(whl.string(), (Cache() / "demo").string());
@@ -216,7 +208,7 @@ TEST_F(WheelArchiveTest, WheelVersion19Warns) {
 }
 
 TEST_F(WheelArchiveTest, MissingOrDoubleDistInfoIsRejected) {
-  WheelSpec s = DemoSpec();
+  WheelSpec s = ArchiveDemoSpec();
   s.raw.push_back({"other-2.0.dist-info/METADATA", "Name: other\n"});
   EXPECT_THAT(ExpectRejected(s), HasSubstr("several .dist-info directories"));
 
@@ -240,7 +232,7 @@ TEST_F(WheelArchiveTest, NotAZipIsRejected) {
 }
 
 TEST_F(WheelArchiveTest, ConcurrentUnpacksOfOneWheelBothSucceed) {
-  fs::path whl = BuildWheel(Wheels(), DemoSpec());
+  fs::path whl = BuildWheel(Wheels(), ArchiveDemoSpec());
   fs::path dest = Cache() / "demo-1.0";
   std::vector<Result<UnpackedWheel>> results(4, Status(StatusCode::kInternal, "not run"));
   std::vector<std::thread> threads;
@@ -262,7 +254,7 @@ TEST_F(WheelArchiveTest, ConcurrentUnpacksOfOneWheelBothSucceed) {
 }
 
 TEST_F(WheelArchiveTest, ReadsSingleMembersWithoutUnpacking) {
-  fs::path whl = BuildWheel(Wheels(), DemoSpec());
+  fs::path whl = BuildWheel(Wheels(), ArchiveDemoSpec());
   Result<std::string> init = ReadWheelMember(whl.string(), "demo/__init__.py");
   ASSERT_TRUE(init.ok()) << init.status().ToString();
   EXPECT_EQ(*init, "__version__ = \"1.0\"\n");

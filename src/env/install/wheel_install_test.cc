@@ -23,9 +23,11 @@
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/process.h"
+#include "fakes/files.h"
 
 namespace cairn::env {
 namespace {
+using fakes::kSystemPython;
 
 namespace fs = std::filesystem;
 using fakes::RunShell;
@@ -33,8 +35,6 @@ using fakes::ShellRun;
 using fakes::Slurp;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-constexpr char kSystemPython[] = "/usr/bin/python3";
 
 using fakes::BuildWheel;
 using fakes::TestRecordHash;

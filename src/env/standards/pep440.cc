@@ -7,10 +7,6 @@
 namespace cairn::env {
 namespace {
 
-// ASCII only: versions and names are ASCII, and <cctype> depends on the locale.
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsAlnum(char c) { return IsDigit(c) || IsAlpha(c); }
 bool IsSeparator(char c) { return c == '-' || c == '_' || c == '.'; }
 
 // Reads a version from left to right. The grammar is the specification's regular expression;
@@ -30,7 +26,7 @@ class VersionReader {
   void advance(size_t n = 1) { at_ += n; }
   void reset(size_t to) { at_ = to; }
 
-  bool AtDigit() const { return at_ < s_.size() && IsDigit(s_[at_]); }
+  bool AtDigit() const { return at_ < s_.size() && IsAsciiDigit(s_[at_]); }
 
   // Consumes one of `labels` (longest first), ignoring case.
   std::optional<std::string_view> Label(std::initializer_list<std::string_view> labels) {
@@ -136,7 +132,7 @@ Result<Version> Version::Parse(std::string_view text) {
     if (!r.Number(&number, &error)) return fail(error);
   }
   v.release_.push_back(number);
-  while (r.peek() == '.' && IsDigit(r.peek(1))) {
+  while (r.peek() == '.' && IsAsciiDigit(r.peek(1))) {
     r.advance();
     if (!r.Number(&number, &error)) return fail(error);
     v.release_.push_back(number);
@@ -159,7 +155,7 @@ Result<Version> Version::Parse(std::string_view text) {
 
   // Post-release: "-N", or [sep] label [sep] [number].
   mark = r.pos();
-  if (r.peek() == '-' && IsDigit(r.peek(1))) {
+  if (r.peek() == '-' && IsAsciiDigit(r.peek(1))) {
     r.advance();
     int64_t post = 0;
     if (!r.Number(&post, &error)) return fail(error);
@@ -193,11 +189,11 @@ Result<Version> Version::Parse(std::string_view text) {
     r.advance();
     for (;;) {
       const size_t start = r.pos();
-      while (!r.done() && IsAlnum(trimmed[r.pos()])) r.advance();
+      while (!r.done() && IsAsciiAlnum(trimmed[r.pos()])) r.advance();
       if (r.pos() == start) return unexpected("expected a letter or digit in the local label");
       std::string_view part = trimmed.substr(start, r.pos() - start);
       LocalPart lp;
-      lp.numeric = std::all_of(part.begin(), part.end(), IsDigit);
+      lp.numeric = std::all_of(part.begin(), part.end(), IsAsciiDigit);
       if (lp.numeric) {
         part.remove_prefix(std::min(part.find_first_not_of('0'), part.size() - 1));
         lp.text = std::string(part);
@@ -568,8 +564,8 @@ std::string NormalizeName(std::string_view name) {
 }
 
 bool IsValidName(std::string_view name) {
-  if (name.empty() || !IsAlnum(name.front()) || !IsAlnum(name.back())) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) { return IsAlnum(c) || IsSeparator(c); });
+  if (name.empty() || !IsAsciiAlnum(name.front()) || !IsAsciiAlnum(name.back())) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) { return IsAsciiAlnum(c) || IsSeparator(c); });
 }
 
 }  // namespace cairn::env

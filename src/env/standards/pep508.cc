@@ -1,4 +1,5 @@
 #include "env/standards/pep508.h"
+#include "util/strings.h"
 
 #include <algorithm>
 #include <utility>
@@ -29,9 +30,6 @@ using Node = Marker::Node;
 constexpr int kMaxMarkerDepth = 64;
 
 bool IsWsp(char c) { return c == ' ' || c == '\t'; }  // PEP 508's wsp: no line breaks
-bool IsAsciiAlnum(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
 bool IsNameChar(char c) { return IsAsciiAlnum(c) || c == '-' || c == '_' || c == '.'; }
 bool IsWordChar(char c) { return IsAsciiAlnum(c) || c == '_'; }
 // The characters of `version` in PEP 508's grammar.

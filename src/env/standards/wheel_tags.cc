@@ -15,13 +15,9 @@
 namespace cairn::env {
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
-bool IsAsciiLetter(char c) { return IsLower(c) || (c >= 'A' && c <= 'Z'); }
-bool IsAsciiAlnum(char c) { return IsAsciiLetter(c) || IsDigit(c); }
 
 bool AllOf(std::string_view s, bool (*pred)(char)) { return std::all_of(s.begin(), s.end(), pred); }
-bool IsLowerAlnumOrUnderscore(char c) { return IsLower(c) || IsDigit(c) || c == '_'; }
+bool IsLowerAlnumOrUnderscore(char c) { return IsAsciiLower(c) || IsAsciiDigit(c) || c == '_'; }
 bool IsTagChar(char c) { return IsAsciiAlnum(c) || c == '_'; }
 
 std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
@@ -29,7 +25,7 @@ std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 // A decimal number of at most 9 digits (so it fits an int). With `canonical`, a leading zero is
 // refused ("05"), because the text forms cairn writes must read back to themselves.
 std::optional<int> ParseNumber(std::string_view s, bool canonical) {
-  if (s.empty() || s.size() > 9 || !AllOf(s, IsDigit)) return std::nullopt;
+  if (s.empty() || s.size() > 9 || !AllOf(s, IsAsciiDigit)) return std::nullopt;
   if (canonical && s.size() > 1 && s[0] == '0') return std::nullopt;
   int value = 0;
   for (char c : s) value = value * 10 + (c - '0');
@@ -39,7 +35,7 @@ std::optional<int> ParseNumber(std::string_view s, bool canonical) {
 // Takes the leading digits of `*s` off it as a number.
 std::optional<int> TakeNumber(std::string_view* s) {
   size_t n = 0;
-  while (n < s->size() && IsDigit((*s)[n])) ++n;
+  while (n < s->size() && IsAsciiDigit((*s)[n])) ++n;
   std::optional<int> value = ParseNumber(s->substr(0, n), /*canonical=*/false);
   if (value) s->remove_prefix(n);
   return value;
@@ -129,7 +125,7 @@ Result<std::vector<WheelTag>> ParseTagSet(std::string_view compressed) {
         return InvalidArgument("tag " + Quote(compressed) + ": " + kPartNames[i] + " tag " +
                                Quote(member) + " has characters other than A-Z, a-z, 0-9, _");
       }
-      if (i == 0 && IsDigit(member[0])) {
+      if (i == 0 && IsAsciiDigit(member[0])) {
         return InvalidArgument("tag " + Quote(compressed) + ": python tag " + Quote(member) +
                                " starts with a digit");
       }
@@ -190,8 +186,8 @@ Result<WheelFileName> WheelFileName::Parse(std::string_view file_name) {
   wheel.name = std::string(name);
 
   std::string_view version = parts[1];
-  bool starts_well = IsDigit(version[0]) || ((version[0] == 'v' || version[0] == 'V') &&
-                                             version.size() > 1 && IsDigit(version[1]));
+  bool starts_well = IsAsciiDigit(version[0]) || ((version[0] == 'v' || version[0] == 'V') &&
+                                             version.size() > 1 && IsAsciiDigit(version[1]));
   if (!starts_well) return error("version " + Quote(version) + " does not start with a digit");
   for (char c : version) {
     if (!IsAsciiAlnum(c) && c != '.' && c != '_' && c != '+' && c != '!') {
@@ -201,7 +197,7 @@ Result<WheelFileName> WheelFileName::Parse(std::string_view file_name) {
   wheel.version = std::string(version);
 
   if (parts.size() == 6) {
-    if (!IsDigit(parts[2][0])) {
+    if (!IsAsciiDigit(parts[2][0])) {
       return error("build tag " + Quote(parts[2]) + " does not start with a digit");
     }
     wheel.build_tag = std::string(parts[2]);
@@ -220,7 +216,7 @@ std::strong_ordering CompareBuildTags(std::string_view a, std::string_view b) {
   if (a.empty() || b.empty()) return !a.empty() <=> !b.empty();
   auto split = [](std::string_view tag) {
     size_t digits = 0;
-    while (digits < tag.size() && IsDigit(tag[digits])) ++digits;
+    while (digits < tag.size() && IsAsciiDigit(tag[digits])) ++digits;
     std::string_view number = tag.substr(0, digits);
     while (!number.empty() && number[0] == '0') number.remove_prefix(1);
     return std::make_pair(number, tag.substr(digits));
@@ -252,7 +248,7 @@ Status TargetPlatform::Validate() const {
     return error("libc " + Quote(libc) + " is not \"glibc\" or \"musl\"");
   }
   if (libc_major < 0 || libc_minor < 0) return error("negative libc version");
-  if (!AllOf(abiflags, IsLower)) {
+  if (!AllOf(abiflags, IsAsciiLower)) {
     return error("abiflags " + Quote(abiflags) + " are not lowercase letters");
   }
   if (!AllOf(interpreter_abi, IsLowerAlnumOrUnderscore)) {
@@ -286,9 +282,9 @@ Result<TargetPlatform> TargetPlatform::FromString(std::string_view text) {
   // "cp313t": implementation letters, one digit of major version, the minor, abiflags.
   std::string_view interpreter = parts[0];
   size_t letters = 0;
-  while (letters < interpreter.size() && IsLower(interpreter[letters])) ++letters;
+  while (letters < interpreter.size() && IsAsciiLower(interpreter[letters])) ++letters;
   size_t digits = letters;
-  while (digits < interpreter.size() && IsDigit(interpreter[digits])) ++digits;
+  while (digits < interpreter.size() && IsAsciiDigit(interpreter[digits])) ++digits;
   std::string_view version = interpreter.substr(letters, digits - letters);
   std::optional<int> minor =
       version.size() >= 2 ? ParseNumber(version.substr(1), /*canonical=*/true) : std::nullopt;

@@ -1,0 +1,452 @@
+// `cairn clone RUN` and `cairn reproduce RUN` (docs/reproduce.md): a past queued run's task
+// queued again, with other parameters or the same ones; a reproduction then waits for the new
+// run and compares it with the original (report/reproduce.h).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "capture/run_wrapper.h"
+#include "cli/commands.h"
+#include "client/task_client.h"
+#include "client/tracking_client.h"
+#include "core/task_spec.h"
+#include "report/reproduce.h"
+#include "util/clock.h"
+#include "util/file.h"
+#include "util/hash.h"
+#include "util/process.h"
+#include "util/strings.h"
+
+namespace cairn::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct CloneFlags {
+  std::string tracking_uri;
+  std::string run;
+  std::string queue;
+  std::vector<std::string> params;
+  std::string name;
+  std::optional<int64_t> priority;
+  std::optional<int64_t> gpus;
+  // reproduce only
+  bool local = false;
+  std::vector<std::string> rtol;
+  std::vector<std::string> atol;
+  std::vector<std::string> metrics;
+  int64_t timeout_seconds = 0;
+};
+
+int Failed(const std::string& command, const Status& s) {
+  std::fprintf(stderr, "cairn %s: %s\n", command.c_str(), s.message().c_str());
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+std::string TagOf(const core::Run& run, std::string_view key) {
+  const core::Tag* t = run.FindTag(key);
+  return t == nullptr ? "" : t->value;
+}
+
+// The task a run was an attempt of, and what it ran.
+struct Origin {
+  core::Run run;
+  core::Task task;
+  core::TaskSpec spec;
+};
+
+Result<Origin> ReadOrigin(client::TrackingClient& client, const std::string& run_id) {
+  Origin o;
+  CAIRN_ASSIGN_OR_RETURN(o.run, client.GetRun(run_id));
+  const std::string task_id = TagOf(o.run, "cairn.task.id");
+  if (task_id.empty()) {
+    return FailedPrecondition("run " + run_id +
+                              " was not run from a queue, so it has no code snapshot to run "
+                              "again; queue work with `cairn run --queue`");
+  }
+  CAIRN_ASSIGN_OR_RETURN(o.task, client::GetTask(client, task_id));
+  CAIRN_ASSIGN_OR_RETURN(o.spec, core::ParseTaskSpec(o.task.spec));
+  return o;
+}
+
+// A SCHEDULED run beside the original, for a new attempt at its task's spec.
+// `of_tag` (cairn.clone.of or cairn.reproduce.of) names the original; the run is named
+// `name`, else the original's name with `suffix`.
+Result<core::RunInfo> NewRun(client::TrackingClient& client, const Origin& o,
+                             const std::string& name, const std::string& suffix,
+                             const std::string& of_tag, const core::TaskSpec& spec) {
+  std::vector<core::Tag> all = {{of_tag, o.run.info.run_id}};
+  if (const std::string user = EnvOrEmpty("USER"); !user.empty()) {
+    all.push_back({"mlflow.user", user});
+  }
+  CAIRN_ASSIGN_OR_RETURN(
+      core::RunInfo run,
+      client.CreateRunWithId(RandomHex(16), o.run.info.experiment_id, "",
+                             name.empty() ? o.run.info.run_name + suffix : name,
+                             SystemClock()->NowMillis(), all, /*scheduled=*/true));
+  std::vector<core::Param> params;
+  for (const auto& [k, v] : spec.params) params.push_back({k, v});
+  if (!params.empty()) CAIRN_RETURN_IF_ERROR(client.LogBatch(run.run_id, {}, params, {}));
+  return run;
+}
+
+Result<core::Task> Enqueue(client::TrackingClient& client, const Origin& o,
+                           const core::RunInfo& run, const core::TaskSpec& spec,
+                           const CloneFlags& flags) {
+  client::TaskRequest request;
+  request.queue = flags.queue.empty() ? o.task.queue : flags.queue;
+  request.experiment_id = run.experiment_id;
+  request.run_id = run.run_id;
+  request.priority = flags.priority;
+  request.needs = o.task.needs;
+  if (flags.gpus) request.needs.gpus = *flags.gpus;
+  request.spec = core::TaskSpecJson(spec);
+  request.requirements = o.task.requirements;
+  request.max_attempts = o.task.max_attempts;
+  return client::EnqueueTask(client, request);
+}
+
+int Clone(const CloneFlags& flags) {
+  auto client = ConnectOrExplain(flags.tracking_uri);
+  if (client == nullptr) return 2;
+  Result<Origin> origin = ReadOrigin(*client, flags.run);
+  if (!origin.ok()) return Failed("clone", origin.status());
+  core::TaskSpec spec = origin->spec;
+  for (const std::string& item : flags.params) {
+    auto kv = capture::ParseKeyValue(item, "-p");
+    if (!kv.ok()) return Failed("clone", kv.status());
+    spec.params[kv->first] = kv->second;
+  }
+  Result<core::RunInfo> run =
+      NewRun(*client, *origin, flags.name, "-clone", "cairn.clone.of", spec);
+  if (!run.ok()) return Failed("clone", run.status());
+  Result<core::Task> task = Enqueue(*client, *origin, *run, spec, flags);
+  if (!task.ok()) {
+    (void)client->UpdateRun(run->run_id, core::RunStatus::kFailed, SystemClock()->NowMillis());
+    return Failed("clone", task.status());
+  }
+  std::printf("queued task %s in %s: run %s, a clone of %s\n", task->id.c_str(),
+              task->queue.c_str(), run->run_id.c_str(), flags.run.c_str());
+  for (const auto& [k, v] : spec.params) {
+    auto was = origin->spec.params.find(k);
+    if (was == origin->spec.params.end() || was->second != v) {
+      std::printf("  %s = %s (was %s)\n", k.c_str(), v.c_str(),
+                  was == origin->spec.params.end() ? "not set" : was->second.c_str());
+    }
+  }
+  return 0;
+}
+
+// --rtol/--atol values: "R" for every metric, "KEY=R" for one; a metric given only one of
+// them keeps the other's value for every metric.
+Status ReadTolerances(const std::vector<std::string>& rtol, const std::vector<std::string>& atol,
+                      report::ReproduceOptions* options) {
+  std::map<std::string, double> per[2];
+  double* every[2] = {&options->tolerance.rtol, &options->tolerance.atol};
+  const std::vector<std::string>* lists[2] = {&rtol, &atol};
+  for (int i = 0; i < 2; ++i) {
+    for (const std::string& item : *lists[i]) {
+      const size_t eq = item.rfind('=');
+      const std::string number = eq == std::string::npos ? item : item.substr(eq + 1);
+      char* end = nullptr;
+      const double value = std::strtod(number.c_str(), &end);
+      if (number.empty() || *end != '\0' || !(value >= 0) || eq == 0) {
+        return InvalidArgument(std::string(i == 0 ? "--rtol" : "--atol") +
+                               " takes a number >= 0, or KEY=NUMBER; got '" + item + "'");
+      }
+      if (eq == std::string::npos) {
+        *every[i] = value;
+      } else {
+        per[i][item.substr(0, eq)] = value;
+      }
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (const auto& [key, value] : per[i]) {
+      report::Tolerance& t = options->per_metric[key];
+      (i == 0 ? t.rtol : t.atol) = value;
+      if (per[1 - i].count(key) == 0) (i == 0 ? t.atol : t.rtol) = *every[1 - i];
+    }
+  }
+  return Status::Ok();
+}
+
+// Waits for the task to end, saying where it is as that changes.
+Result<core::Task> WaitForTask(client::TrackingClient& client, const std::string& id,
+                               int64_t timeout_seconds) {
+  const int64_t deadline =
+      timeout_seconds > 0 ? SystemClock()->NowMillis() + timeout_seconds * 1000 : 0;
+  std::string said;
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(core::Task task, client::GetTask(client, id));
+    if (core::TaskStateFinal(task.state)) return task;
+    const std::string now = task.state == core::TaskState::kQueued
+                                ? "waiting in " + task.queue
+                                : "running on " + task.agent + " (attempt " +
+                                      std::to_string(task.attempt) + ")";
+    if (now != said) {
+      std::fprintf(stderr, "cairn reproduce: %s\n", now.c_str());
+      said = now;
+    }
+    if (deadline > 0 && SystemClock()->NowMillis() > deadline) {
+      return Unavailable("the task " + id + " did not end within " +
+                         std::to_string(timeout_seconds) + " s; it goes on: `cairn task show " +
+                         id.substr(0, 8) + "`");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+// Runs the spec here, as an agent would, in a directory of its own; returns when it ended.
+Status RunLocally(client::TrackingClient& client, const core::RunInfo& run,
+                  const core::TaskSpec& spec) {
+  const fs::path dir = fs::temp_directory_path() / ("cairn-reproduce-" + run.run_id);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  CAIRN_RETURN_IF_ERROR(MakeDirs(dir / "work"));
+  CAIRN_RETURN_IF_ERROR(WriteFileAtomic(dir / "work.spec.json", core::TaskSpecJson(spec)));
+  std::error_code self_ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", self_ec);
+  SpawnOptions spawn;
+  spawn.argv = {self_ec ? std::string("cairn") : self.string(), "agent", "exec-task",
+                "--run-id", run.run_id, "--spec", (dir / "work.spec.json").string(),
+                "--tracking-uri", client.tracking_uri()};
+  spawn.cwd = (dir / "work").string();
+  CAIRN_ASSIGN_OR_RETURN(Process child, Process::Spawn(spawn));
+  Result<ExitStatus> exit = child.Wait();
+  Result<std::string> failure = ReadFile(dir / "work.failure");
+  fs::remove_all(dir, ec);
+  if (failure.ok()) {
+    (void)client.SetTag(run.run_id, "cairn.failure_reason", *failure);
+    (void)client.UpdateRun(run.run_id, core::RunStatus::kFailed, SystemClock()->NowMillis());
+  }
+  return exit.status();
+}
+
+// Every file of a run's artifacts but cairn's own records, with its size.
+std::map<std::string, int64_t> ArtifactSizes(client::TrackingClient& client,
+                                             const std::string& run_id) {
+  std::map<std::string, int64_t> out;
+  std::vector<std::string> dirs = {""};
+  while (!dirs.empty() && out.size() < 10000) {
+    const std::string dir = dirs.back();
+    dirs.pop_back();
+    auto listed = client.ListArtifacts(run_id, dir);
+    if (!listed.ok()) break;
+    for (const auto& f : *listed) {
+      if (f.path == "cairn" || f.path.starts_with("cairn/")) continue;
+      if (f.is_dir) {
+        dirs.push_back(f.path);
+      } else {
+        out[f.path] = f.file_size;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> ArtifactDifferences(const std::map<std::string, int64_t>& a,
+                                             const std::map<std::string, int64_t>& b) {
+  std::vector<std::string> out;
+  for (const auto& [path, size] : a) {
+    auto it = b.find(path);
+    if (it == b.end()) {
+      out.push_back(path + ": only in the original");
+    } else if (it->second != size) {
+      out.push_back(path + ": " + std::to_string(size) + " -> " + std::to_string(it->second) +
+                    " bytes");
+    }
+  }
+  for (const auto& [path, size] : b) {
+    if (a.count(path) == 0) out.push_back(path + ": only in the new run");
+  }
+  return out;
+}
+
+// The environment diff the server computes, one line per difference.
+std::vector<std::string> EnvironmentDifferences(client::TrackingClient& client,
+                                                const std::string& a, const std::string& b) {
+  std::vector<std::string> out;
+  auto text = client.CallJson("GET",
+                              "/api/cairn/v1/runs/environment-diff?run_id=" + client::PercentEncode(a) +
+                                  "&run_id=" + client::PercentEncode(b),
+                              "");
+  if (!text.ok()) return {"not compared: " + text.status().message()};
+  json j = json::parse(*text, nullptr, false);
+  if (!j.is_object()) return {"not compared: an unreadable answer"};
+  std::vector<std::string> unrecorded;
+  for (const json& r : j.value("runs", json::array())) {
+    if (r.is_object() && !r.value("recorded", false)) {
+      unrecorded.push_back(r.value("run_id", std::string()));
+    }
+  }
+  if (unrecorded.size() == 1) out.push_back("only one run recorded its environment");
+  for (const json& d : j.value("diffs", json::array())) {
+    const json diff = d.value("diff", json::object());
+    for (const json& p : diff.value("packages", json::array())) {
+      const std::string change = p.value("change", std::string());
+      const std::string name = p.value("name", std::string());
+      if (change == "added") {
+        out.push_back("+ " + name + " " + p.value("to", std::string()));
+      } else if (change == "removed") {
+        out.push_back("- " + name + " " + p.value("from", std::string()));
+      } else {
+        out.push_back(name + " " + p.value("from", std::string()) + " -> " +
+                      p.value("to", std::string()));
+      }
+    }
+    for (const char* section : {"interpreter", "host_requirements", "host"}) {
+      for (const json& h : diff.value(section, json::array())) {
+        out.push_back(h.value("name", std::string()) + " " + h.value("from", std::string()) +
+                      " -> " + h.value("to", std::string()));
+      }
+    }
+  }
+  return out;
+}
+
+Result<report::MetricHistories> Histories(client::TrackingClient& client, const core::Run& run,
+                                          const std::vector<std::string>& keys) {
+  report::MetricHistories out;
+  for (const std::string& key : keys) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<core::Metric> series,
+                           client.GetMetricHistory(run.info.run_id, key));
+    if (!series.empty()) out[key] = std::move(series);
+  }
+  return out;
+}
+
+int Reproduce(const CloneFlags& flags) {
+  report::ReproduceOptions options;
+  options.metrics = flags.metrics;
+  if (Status s = ReadTolerances(flags.rtol, flags.atol, &options); !s.ok()) {
+    return Failed("reproduce", s);
+  }
+  auto client = ConnectOrExplain(flags.tracking_uri);
+  if (client == nullptr) return 2;
+  Result<Origin> origin = ReadOrigin(*client, flags.run);
+  if (!origin.ok()) return Failed("reproduce", origin.status());
+  Result<core::RunInfo> run =
+      NewRun(*client, *origin, flags.name, "-reproduced", "cairn.reproduce.of", origin->spec);
+  if (!run.ok()) return Failed("reproduce", run.status());
+  std::fprintf(stderr, "cairn reproduce: run %s reproduces %s\n", run->run_id.c_str(),
+               flags.run.c_str());
+  if (flags.local) {
+    if (Status s = RunLocally(*client, *run, origin->spec); !s.ok()) return Failed("reproduce", s);
+  } else {
+    Result<core::Task> task = Enqueue(*client, *origin, *run, origin->spec, flags);
+    if (!task.ok()) {
+      (void)client->UpdateRun(run->run_id, core::RunStatus::kFailed, SystemClock()->NowMillis());
+      return Failed("reproduce", task.status());
+    }
+    std::fprintf(stderr, "cairn reproduce: queued task %s in %s\n", task->id.c_str(),
+                 task->queue.c_str());
+    Result<core::Task> ended = WaitForTask(*client, task->id, flags.timeout_seconds);
+    if (!ended.ok()) return Failed("reproduce", ended.status());
+  }
+
+  Result<core::Run> reproduced = client->GetRun(run->run_id);
+  if (!reproduced.ok()) return Failed("reproduce", reproduced.status());
+  std::vector<std::string> keys = options.metrics;
+  if (keys.empty()) {
+    for (const core::Metric& m : origin->run.data.metrics) {
+      if (!m.key.starts_with("system/")) keys.push_back(m.key);
+    }
+  }
+  Result<report::MetricHistories> a = Histories(*client, origin->run, keys);
+  Result<report::MetricHistories> b = Histories(*client, *reproduced, keys);
+  if (!a.ok()) return Failed("reproduce", a.status());
+  if (!b.ok()) return Failed("reproduce", b.status());
+  options.metrics = keys;
+  const report::Verdict verdict =
+      report::CompareReproduction(*a, *b, options, reproduced->info.status);
+  report::ReproductionDifferences differences =
+      report::CompareRunRecords(origin->run, *reproduced);
+  differences.environment = EnvironmentDifferences(*client, flags.run, run->run_id);
+  differences.artifacts = ArtifactDifferences(ArtifactSizes(*client, flags.run),
+                                              ArtifactSizes(*client, run->run_id));
+  Result<std::string> host = client->DownloadArtifact(reproduced->info.artifact_uri,
+                                                      "cairn/host.json");
+  const std::string record =
+      report::ReproductionJson(origin->run, *reproduced, options, verdict, differences,
+                               host.ok() ? *host : "");
+  Status recorded = client->UploadArtifact(reproduced->info.artifact_uri, "cairn/reproduce.json",
+                                           record);
+  if (recorded.ok()) {
+    recorded = client->SetTag(run->run_id, "cairn.reproduce.verdict",
+                              std::string(report::VerdictName(verdict.kind)));
+  }
+  if (!recorded.ok()) {
+    std::fprintf(stderr, "cairn reproduce: warning: the verdict was not recorded: %s\n",
+                 recorded.message().c_str());
+  }
+  PrintText(report::FormatReproduction(origin->run, *reproduced, verdict, differences));
+  return verdict.kind == report::VerdictKind::kIdentical ||
+                 verdict.kind == report::VerdictKind::kWithinTolerance
+             ? 0
+             : 1;
+}
+
+void AddCloneOptions(CLI::App* cmd, CloneFlags* flags) {
+  AddTrackingUriOption(cmd, &flags->tracking_uri);
+  cmd->add_option("RUN", flags->run, "The run to run again (one that ran from a queue)")
+      ->required();
+  cmd->add_option("--queue", flags->queue, "Queue it here (default: the original's queue)");
+  cmd->add_option("--name", flags->name, "Name of the new run");
+  cmd->add_option("--priority", flags->priority, "Higher starts first (default: the queue's)");
+  cmd->add_option("--gpus", flags->gpus, "GPUs it needs (default: as the original)")
+      ->check(CLI::Range(0, 64));
+}
+
+}  // namespace
+
+void RegisterClone(CLI::App& app, Action* action) {
+  auto [cmd, flags] = AddSubcommand<CloneFlags>(
+      &app, action, "clone",
+      "Queue a past run's task again, with parameters changed: the same code snapshot,\n"
+      "environment lock and command, in a new run of the same experiment (tag cairn.clone.of).\n"
+      "The command gets the parameters through ${params.NAME}, CAIRN_PARAM_<NAME> and the\n"
+      "Python client's cairn.params().\n\n"
+      "  cairn clone 0f3c2a... -p lr=0.001 --queue gpu",
+      Clone);
+  AddCloneOptions(cmd, flags.get());
+  cmd->add_option("-p,--param", flags->params, "Parameter key=value to change; repeatable")
+      ->allow_extra_args(false);
+}
+
+void RegisterReproduce(CLI::App& app, Action* action) {
+  auto [cmd, flags] = AddSubcommand<CloneFlags>(
+      &app, action, "reproduce",
+      "Run a past run again from its record alone (code snapshot, environment lock,\n"
+      "parameters, command) and compare the new run with it, metric by metric and step by\n"
+      "step: identical (bit for bit), within tolerance, diverged (the first metric and step\n"
+      "beyond tolerance) or incomplete. Also lists how the environment, code, datasets and\n"
+      "artifacts differ. The verdict goes into the new run (tags cairn.reproduce.of and\n"
+      "cairn.reproduce.verdict, artifact cairn/reproduce.json). Exits 0 for identical or\n"
+      "within tolerance, 1 otherwise.\n\n"
+      "  cairn reproduce 0f3c2a... --rtol 1e-3\n"
+      "  cairn reproduce 0f3c2a... --local --metric loss",
+      Reproduce);
+  AddCloneOptions(cmd, flags.get());
+  cmd->add_flag("--local", flags->local,
+                "Run it here, as an agent would, rather than through a queue");
+  cmd->add_option("--rtol", flags->rtol,
+                  "Relative tolerance, for every metric (R) or one (KEY=R); repeatable");
+  cmd->add_option("--atol", flags->atol,
+                  "Absolute tolerance, for every metric (A) or one (KEY=A); repeatable");
+  cmd->add_option("--metric", flags->metrics,
+                  "Compare only these metrics (default: all but system/...); repeatable");
+  cmd->add_option("--timeout", flags->timeout_seconds,
+                  "Give up waiting for a queued reproduction after this many seconds "
+                  "(default: wait)")
+      ->check(CLI::Range(0, 30 * 86400));
+}
+
+}  // namespace cairn::cli

@@ -1,0 +1,122 @@
+#include "report/reproduce.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace cairn::report {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<core::Metric> Series(const std::string& key, std::vector<double> values,
+                                 int64_t first_step = 0) {
+  std::vector<core::Metric> out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    out.push_back({key, values[i], 1000 + static_cast<int64_t>(i),
+                   first_step + static_cast<int64_t>(i)});
+  }
+  return out;
+}
+
+MetricHistories Losses(std::vector<double> loss, std::vector<double> acc) {
+  return {{"loss", Series("loss", std::move(loss))}, {"acc", Series("acc", std::move(acc))}};
+}
+
+constexpr core::RunStatus kFinished = core::RunStatus::kFinished;
+
+TEST(ReproduceTest, EqualBitsAreIdentical) {
+  MetricHistories a = Losses({0.9, 0.5, 0.25}, {0.1, 0.6, std::nan("")});
+  a["system/cpu_utilization_percentage"] = Series("system/cpu_utilization_percentage", {30});
+  MetricHistories b = Losses({0.9, 0.5, 0.25}, {0.1, 0.6, std::nan("")});
+  b["system/cpu_utilization_percentage"] = Series("system/cpu_utilization_percentage", {99});
+  Verdict v = CompareReproduction(a, b, {}, kFinished);
+  EXPECT_EQ(v.kind, VerdictKind::kIdentical) << v.summary;
+  EXPECT_EQ(v.summary, "identical: 2 metric(s), 6 value(s), bit for bit");
+  ASSERT_EQ(v.metrics.size(), 2u);  // system metrics are not compared
+}
+
+TEST(ReproduceTest, SmallNoiseIsWithinAToleranceAndDivergesWithoutOne) {
+  MetricHistories a = Losses({0.9, 0.5, 0.25}, {0.1, 0.6, 0.7});
+  MetricHistories b = Losses({0.9, 0.5002, 0.25}, {0.1, 0.6, 0.7});
+  ReproduceOptions loose;
+  loose.tolerance.rtol = 1e-3;
+  Verdict within = CompareReproduction(a, b, loose, kFinished);
+  EXPECT_EQ(within.kind, VerdictKind::kWithinTolerance) << within.summary;
+  EXPECT_THAT(within.summary, HasSubstr("the largest difference is"));
+  EXPECT_THAT(within.summary, HasSubstr("in loss"));
+
+  Verdict strict = CompareReproduction(a, b, {}, kFinished);
+  EXPECT_EQ(strict.kind, VerdictKind::kDiverged);
+  EXPECT_EQ(strict.summary, "diverged at step 1: loss 0.5002 (original 0.5)");
+
+  // A tolerance for loss alone does it too; an absolute one as well.
+  ReproduceOptions per;
+  per.per_metric["loss"] = {0, 1e-3};
+  EXPECT_EQ(CompareReproduction(a, b, per, kFinished).kind, VerdictKind::kWithinTolerance);
+}
+
+TEST(ReproduceTest, TheFirstStepBeyondToleranceIsNamedAcrossMetrics) {
+  MetricHistories a = Losses({1, 2, 3, 4, 5}, {1, 2, 3, 4, 5});
+  MetricHistories b = Losses({1, 2, 3, 4, 6}, {1, 2, 3.5, 4, 5});
+  Verdict v = CompareReproduction(a, b, {}, kFinished);
+  EXPECT_EQ(v.kind, VerdictKind::kDiverged);
+  EXPECT_EQ(v.summary, "diverged at step 2: acc 3.5 (original 3)");
+  EXPECT_EQ(v.metrics[1].key, "loss");
+  EXPECT_EQ(v.metrics[1].step, 4);
+}
+
+TEST(ReproduceTest, MissingShortOrFailedRunsAreIncomplete) {
+  MetricHistories a = Losses({1, 2, 3}, {1, 2, 3});
+  MetricHistories no_acc = {{"loss", Series("loss", {1, 2, 3})}};
+  EXPECT_EQ(CompareReproduction(a, no_acc, {}, kFinished).summary,
+            "incomplete: acc: the new run logged none of it");
+  MetricHistories short_run = Losses({1, 2}, {1, 2, 3});
+  EXPECT_EQ(CompareReproduction(a, short_run, {}, kFinished).summary,
+            "incomplete: loss: 2 of 3 values; none from step 2 on");
+  EXPECT_EQ(CompareReproduction(a, a, {}, core::RunStatus::kFailed).summary,
+            "incomplete: the new run ended FAILED");
+  EXPECT_EQ(CompareReproduction({}, {}, {}, kFinished).summary,
+            "incomplete: the original run has no metrics to compare");
+  ReproduceOptions named;
+  named.metrics = {"f1"};
+  EXPECT_EQ(CompareReproduction(a, a, named, kFinished).kind, VerdictKind::kIncomplete);
+}
+
+TEST(ReproduceTest, ExtraValuesOrOtherStepsDiverge) {
+  MetricHistories a = Losses({1, 2}, {1, 2});
+  MetricHistories longer = Losses({1, 2, 3}, {1, 2});
+  Verdict v = CompareReproduction(a, longer, {}, kFinished);
+  EXPECT_EQ(v.kind, VerdictKind::kDiverged);
+  EXPECT_THAT(v.summary, HasSubstr("1 more value(s), from step 2"));
+  MetricHistories shifted = {{"loss", Series("loss", {1, 2}, 1)}, {"acc", Series("acc", {1, 2})}};
+  EXPECT_EQ(CompareReproduction(a, shifted, {}, kFinished).kind, VerdictKind::kDiverged);
+}
+
+TEST(ReproduceTest, TheRecordNamesBothRunsTheVerdictAndTheDifferences) {
+  core::Run original, reproduced;
+  original.info.run_id = "a";
+  reproduced.info.run_id = "b";
+  original.data.tags = {{"cairn.code.snapshot", std::string(64, '1')}};
+  reproduced.data.tags = {{"cairn.code.snapshot", std::string(64, '2')},
+                          {"cairn.env.hash", "e"}};
+  original.inputs = {{{}, {"mnist", "d1", "", "", "", ""}}};
+  reproduced.inputs = {{{}, {"mnist", "d2", "", "", "", ""}}};
+  ReproductionDifferences d = CompareRunRecords(original, reproduced);
+  ASSERT_EQ(d.code.size(), 1u);
+  EXPECT_EQ(d.code[0], "code snapshot 111111111111 -> 222222222222");
+  ASSERT_EQ(d.datasets.size(), 1u);
+  EXPECT_EQ(d.datasets[0], "dataset mnist: digest d1 -> d2");
+
+  MetricHistories h = Losses({1}, {1});
+  Verdict v = CompareReproduction(h, h, {}, kFinished);
+  std::string json = ReproductionJson(original, reproduced, {}, v, d, R"({"os":"linux"})");
+  EXPECT_THAT(json, HasSubstr(R"("original":"a","reproduced":"b","verdict":"identical")"));
+  EXPECT_THAT(json, HasSubstr(R"("environment":{"lock_hash":"e","host":{"os":"linux"}})"));
+  EXPECT_THAT(FormatReproduction(original, reproduced, v, d),
+              HasSubstr("code:\n  code snapshot 111111111111 -> 222222222222\n"));
+}
+
+}  // namespace
+}  // namespace cairn::report
