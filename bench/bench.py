@@ -550,6 +550,161 @@ def bench_env_build(cairn, repeats):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+AGENT_SCRIPT = """import os, sys, time
+sys.path.insert(0, os.environ["CAIRN_PYTHON_CLIENT"])
+import cairn, tinypkg
+with open(os.environ["BENCH_STARTED"], "a") as f:
+    f.write("%.6f\\n" % time.time())
+for step in range(10):
+    cairn.log_metric("loss", 1.0 / (step + 1), step=step)
+"""
+
+
+def bench_agents(cairn, drain_tasks, starts):
+    """Queues and agents as users run them: tasks queued with `cairn run --queue` from a small
+    project with a locked environment (one wheel), run by `cairn agent` with default flags
+    against a local server. Three figures:
+    - start latency: an idle agent (waiting on the server) and a task queued; from the moment
+      `cairn run --queue` returns to the moment the command starts (it writes the time), the
+      environment already built; median and slowest of `starts`;
+    - drain: `drain_tasks` no-op tasks (`true`, with the project's snapshot and lock) queued,
+      then one agent with 4 slots started; seconds until every task is done;
+    - reproduction: `cairn reproduce RUN --local` of a finished task (environment built), minus
+      the command's own time when run directly in the same environment; median of 5."""
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "fixtures"))
+    import wheels
+    cairn = os.path.abspath(cairn)
+    s = Server(cairn)
+    agents = []
+    try:
+        scratch = os.path.join(s.dir, "scratch")
+        project = os.path.join(scratch, "project")
+        os.makedirs(project)
+        wheel_dir = os.path.join(scratch, "wheels")
+        wheels.build_wheel(wheel_dir, "tinypkg", "1.0")
+        with open(os.path.join(project, "cairn.yaml"), "w") as f:
+            f.write("environment:\n  python: \"3.11\"\n  requirements: [\"tinypkg\"]\n"
+                    "  sources:\n    - find-links: %s\n" % wheel_dir)
+        with open(os.path.join(project, "train.py"), "w") as f:
+            f.write(AGENT_SCRIPT)
+        started_file = os.path.join(scratch, "started")
+        env = dict(os.environ, CAIRN_TRACKING_URI=s.url, PATH="/usr/local/bin:/usr/bin:/bin",
+                   CAIRN_ENV_STORE=os.path.join(scratch, "envs"),
+                   CAIRN_CACHE_DIR=os.path.join(scratch, "cache"),
+                   CAIRN_HOME=os.path.join(scratch, "home"),
+                   XDG_CACHE_HOME=os.path.join(scratch, "xdg-cache"),
+                   CAIRN_PYTHON_CLIENT=os.path.join(HERE, "..", "python"),
+                   BENCH_STARTED=started_file)
+        env.pop("MLFLOW_TRACKING_URI", None)
+        subprocess.run([cairn, "env", "lock"], cwd=project, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+
+        def queue(queue_name, command=("python3", "train.py")):
+            p = subprocess.run([cairn, "run", "--queue", queue_name, "--", *command],
+                               cwd=project, env=env, check=True, capture_output=True, text=True)
+            return p.stdout.split()[2]
+
+        def task(task_id):
+            c = s.conn()
+            try:
+                return call(c, "GET", "/api/cairn/v1/tasks/" + task_id)["task"]
+            finally:
+                c.close()
+
+        def wait_done(task_id, seconds=120):
+            deadline = time.time() + seconds
+            while time.time() < deadline:
+                t = task(task_id)
+                if t["state"] in ("done", "failed", "cancelled"):
+                    if t["state"] != "done":
+                        raise RuntimeError("task %s ended %s: %s" % (task_id, t["state"],
+                                                                      t["reason"]))
+                    return t
+                time.sleep(0.02)
+            raise RuntimeError("task %s did not end" % task_id)
+
+        def start_agent(name, queue_name, *extra):
+            a = subprocess.Popen([cairn, "agent", "--queue", queue_name, "--id", name,
+                                  "--workdir", os.path.join(scratch, name), *extra],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            agents.append(a)
+            return a
+
+        # Start latency. The first task builds the environment; the others find it built.
+        start_agent("idle", "starts")
+        wait_done(queue("starts"), 300)
+        latencies = []
+        for _ in range(starts):
+            time.sleep(0.5)  # idle again, waiting on the server
+            if os.path.exists(started_file):
+                os.remove(started_file)
+            task_id = queue("starts")
+            queued = time.time()
+            wait_done(task_id)
+            with open(started_file) as f:
+                latencies.append((float(f.read().split()[0]) - queued) * 1000)
+        first_run = task(task_id)["run_id"]
+
+        # Drain: queued from 4 threads, then one agent with 4 slots.
+        ids = []
+        lock = threading.Lock()
+
+        def queue_some(n):
+            for _ in range(n):
+                t = queue("drain", ("true",))
+                with lock:
+                    ids.append(t)
+        threads = [threading.Thread(target=queue_some, args=(drain_tasks // 4,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        t0 = time.perf_counter()
+        drainer = start_agent("drainer", "drain", "--slots", "4")
+        c = s.conn()
+        while True:
+            queues = {q["name"]: q for q in call(c, "GET", "/api/cairn/v1/queues")["queues"]}
+            if queues["drain"]["queued"] == 0 and queues["drain"]["running"] == 0:
+                break
+            time.sleep(0.05)
+        drain_s = time.perf_counter() - t0
+        done = call(c, "GET", "/api/cairn/v1/tasks?queue=drain&state=done&max_results=10000")
+        if len(done["tasks"]) != len(ids):
+            raise RuntimeError("%d of %d drained tasks are done" % (len(done["tasks"]), len(ids)))
+        drainer.terminate()
+
+        # Reproduction overhead, the environment built.
+        env_python = None
+        store = env["CAIRN_ENV_STORE"]
+        for name in os.listdir(store):
+            if os.path.exists(os.path.join(store, name, "bin", "python")):
+                env_python = os.path.join(store, name, "bin", "python")
+        direct, reproduced = [], []
+        for _ in range(5):
+            t = time.perf_counter()
+            subprocess.run([env_python, "train.py"], cwd=project, env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            direct.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            p = subprocess.run([cairn, "reproduce", first_run, "--local"], env=env,
+                               capture_output=True, text=True)
+            reproduced.append(time.perf_counter() - t)
+            if p.returncode != 0:
+                raise RuntimeError("reproduce: %s%s" % (p.stdout, p.stderr))
+        return {"start_p50": statistics.median(latencies), "start_max": max(latencies),
+                "drain": drain_s, "repro": statistics.median(reproduced) - statistics.median(direct),
+                "direct": statistics.median(direct)}
+    finally:
+        for a in agents:
+            if a.poll() is None:
+                a.terminate()
+                try:
+                    a.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    a.kill()
+        s.stop()
+
+
 def bench_pipelines(cairn, steps, small_files):
     """`cairn pipeline run --no-track` of `steps` no-op steps as a chain and as a fan-out
     (fresh cache: every step runs), then fully cached re-runs of each; and a pipeline whose
@@ -607,7 +762,7 @@ def main():
     ap.add_argument("--cairn", required=True)
     ap.add_argument("--only", action="append", default=[],
                     help="ingest1000, ingest10, auth, latency, paced, idle, search, registry, history, "
-                         "runoverhead, pyclient, envbuild, pipeline, coldstart")
+                         "runoverhead, pyclient, envbuild, pipeline, agents, coldstart")
     ap.add_argument("--seconds", type=int, default=10, help="wrk duration per load figure")
     ap.add_argument("--quick", action="store_true", help="smaller data sets (smoke test)")
     args = ap.parse_args()
@@ -715,6 +870,17 @@ def main():
             "(info)", True)
         row("pipeline: cached re-run, input of %d files" % files, "%.2f" % r["files_cached"],
             "s", "<= 1", r["files_cached"] <= 1)
+    if want("agents"):
+        n = 100 if args.quick else 1000
+        r = bench_agents(args.cairn, n, 5 if args.quick else 20)
+        row("idle agent to a queued task's start, p50", "%.0f" % r["start_p50"], "ms", "<= 250",
+            r["start_p50"] <= 250)
+        row("  the same, slowest", "%.0f" % r["start_max"], "ms", "(info)", True)
+        row("4 agent slots drain %d queued tasks" % n, "%.1f" % r["drain"], "s",
+            "<= %d" % (30 * n // 1000), r["drain"] <= 30 * n / 1000)
+        row("cairn reproduce --local, over the command", "%.2f" % r["repro"], "s", "<= 1",
+            r["repro"] <= 1)
+        row("  the command alone", "%.2f" % r["direct"], "s", "(info)", True)
     if want("coldstart"):
         ms = bench_cold_start(args.cairn, 20)
         row("cold start to first answered request", "%.1f" % ms, "ms", "<= 50", ms <= 50)

@@ -8,10 +8,13 @@
 // are free. A task's command runs in a work directory of its own, in its own process group,
 // with CUDA_VISIBLE_DEVICES set to the GPUs it was given and its parameters as
 // CAIRN_PARAM_<NAME> and through ${params.NAME} in its arguments.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +25,7 @@
 #include <set>
 #include <thread>
 
+#include "capture/run_wrapper.h"
 #include "cli/code_snapshot.h"
 #include "cli/commands.h"
 #include "client/task_client.h"
@@ -55,8 +59,33 @@ struct AgentFlags {
   int64_t max_tasks = 0;   // 0: no limit
 };
 
+constexpr int64_t kIdleWaitMs = 2000;
+
 std::atomic<bool> g_stop{false};
 void OnStop(int) { g_stop = true; }
+
+// A byte is written here whenever a child ends (SIGCHLD), so that the loop wakes at once to
+// reap it and take the next task, rather than at its next poll.
+int g_child_pipe[2] = {-1, -1};
+void OnChild(int) {
+  const int saved = errno;
+  if (g_child_pipe[1] >= 0) (void)!::write(g_child_pipe[1], "c", 1);
+  errno = saved;
+}
+
+// Sleeps up to `ms`, less when a child ends meanwhile.
+void WaitForChild(int64_t ms) {
+  if (g_child_pipe[0] < 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return;
+  }
+  struct pollfd p = {g_child_pipe[0], POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(ms)) > 0) {
+    char drain[64];
+    while (::read(g_child_pipe[0], drain, sizeof(drain)) > 0) {
+    }
+  }
+}
 
 // A task's attempt in progress on this agent.
 struct Running {
@@ -92,13 +121,17 @@ class Agent {
       Reap();
       Renew();
       const bool more = flags_.max_tasks == 0 || started < flags_.max_tasks;
-      bool leased = false;
+      Asked asked = Asked::kNothing;
       if (!g_stop && more && static_cast<int64_t>(running_.size()) < flags_.slots) {
-        leased = LeaseOne();
-        if (leased) ++started;
+        asked = LeaseOne();
+        if (asked == Asked::kLeased) ++started;
       }
       if (running_.empty() && (g_stop || !more)) break;
-      if (!leased) std::this_thread::sleep_for(std::chrono::milliseconds(flags_.poll_ms));
+      // An idle agent waited on the server already; one with tasks running polls, so that it
+      // reaps and renews them on time.
+      if (asked == Asked::kFailed || (asked != Asked::kLeased && !running_.empty())) {
+        WaitForChild(flags_.poll_ms);
+      }
     }
     return 0;
   }
@@ -149,7 +182,9 @@ class Agent {
     return true;
   }
 
-  bool LeaseOne() {
+  enum class Asked { kNothing, kLeased, kFailed };
+
+  Asked LeaseOne() {
     std::set<std::string> busy;
     for (const Running& r : running_) {
       for (const std::string& g : SplitNonEmpty(r.task.gpus, ',')) busy.insert(g);
@@ -162,14 +197,17 @@ class Agent {
     }
     ask.host = host_json_;
     ask.lease_ms = flags_.lease_seconds * 1000;
+    // Idle, it waits on the server, which answers as soon as a task that fits is queued; not
+    // long, so that Ctrl-C is seen soon.
+    if (running_.empty()) ask.wait_ms = kIdleWaitMs;
     Result<std::optional<core::Task>> leased = client::LeaseTask(*client_, ask);
     if (!leased.ok()) {
       Warn("asking for work failed: " + leased.status().message());
-      return false;
+      return Asked::kFailed;
     }
-    if (!leased->has_value()) return false;
+    if (!leased->has_value()) return Asked::kNothing;
     Start(**leased);
-    return true;
+    return Asked::kLeased;
   }
 
   // Starts `cairn agent exec-task` in the task's work directory: it materialises the code,
@@ -326,6 +364,7 @@ int ExecTask(const ExecFlags& flags) {
     (void)WriteFileAtomic(dir + ".failure", "cannot start: " + why);
     return 3;
   };
+  if (!FollowAgent()) return fail("the agent that started it is gone");
   Result<std::string> text = ReadFile(flags.spec);
   if (!text.ok()) return fail(text.status().message());
   Result<core::TaskSpec> spec = core::ParseTaskSpec(*text);
@@ -333,14 +372,21 @@ int ExecTask(const ExecFlags& flags) {
   auto client = ConnectOrExplain(flags.tracking_uri);
   if (client == nullptr) return fail("cannot reach " + flags.tracking_uri);
 
-  std::vector<std::string> argv = {SelfExe(), "run", "--run-id", flags.run_id, "--tracking-uri",
-                                   client->tracking_uri()};
+  capture::RunOptions run;
+  run.tracking_uri = client->tracking_uri();
+  run.run_id = flags.run_id;
+  // The artifact URI of the run holding the code or the lock (usually the same run).
+  std::map<std::string, std::string> uris;
+  auto uri_of = [&](const std::string& run_id) -> Result<std::string> {
+    if (auto it = uris.find(run_id); it != uris.end()) return it->second;
+    CAIRN_ASSIGN_OR_RETURN(core::Run holder, client->GetRun(run_id));
+    return uris[run_id] = holder.info.artifact_uri;
+  };
   const core::TaskCode& code = spec->code;
   if (!code.snapshot.empty()) {
-    Result<core::Run> holder = client->GetRun(code.run_id);
+    Result<std::string> holder = uri_of(code.run_id);
     if (!holder.ok()) return fail("reading the run holding the code: " + holder.status().message());
-    Result<int64_t> files =
-        MaterialiseCodeSnapshot(*client, holder->info.artifact_uri, code.snapshot, dir);
+    Result<int64_t> files = MaterialiseCodeSnapshot(*client, *holder, code.snapshot, dir);
     if (!files.ok()) return fail("writing the code snapshot: " + files.status().message());
     std::fprintf(stderr, "cairn agent: code snapshot %s: %lld files\n",
                  code.snapshot.substr(0, 12).c_str(), static_cast<long long>(*files));
@@ -350,22 +396,17 @@ int ExecTask(const ExecFlags& flags) {
         return fail("the snapshot has no directory " + code.cwd);
       }
     }
-    argv.insert(argv.end(), {"--tag", "cairn.code.snapshot=" + code.snapshot});
-    if (!code.commit.empty()) {
-      argv.insert(argv.end(), {"--tag", "mlflow.source.git.commit=" + code.commit});
-    }
-    if (!code.branch.empty()) {
-      argv.insert(argv.end(), {"--tag", "mlflow.source.git.branch=" + code.branch});
-    }
+    run.tags.push_back({"cairn.code.snapshot", code.snapshot});
+    if (!code.commit.empty()) run.tags.push_back({"mlflow.source.git.commit", code.commit});
+    if (!code.branch.empty()) run.tags.push_back({"mlflow.source.git.branch", code.branch});
     if (!code.remote_url.empty()) {
-      argv.insert(argv.end(), {"--tag", "mlflow.source.git.repoURL=" + code.remote_url});
+      run.tags.push_back({"mlflow.source.git.repoURL", code.remote_url});
     }
   }
   if (!spec->environment.run_id.empty()) {
-    Result<core::Run> holder = client->GetRun(spec->environment.run_id);
+    Result<std::string> holder = uri_of(spec->environment.run_id);
     Result<std::string> lock =
-        holder.ok() ? client->DownloadArtifact(holder->info.artifact_uri,
-                                               std::string(core::kTaskLockArtifact))
+        holder.ok() ? client->DownloadArtifact(*holder, std::string(core::kTaskLockArtifact))
                     : Result<std::string>(holder.status());
     if (!lock.ok()) return fail("reading the environment lock: " + lock.status().message());
     if (env::LockHash(*lock) != spec->environment.lock_hash) {
@@ -387,19 +428,17 @@ int ExecTask(const ExecFlags& flags) {
     for (const auto& [name, value] : env::ActivationVariables(built->path)) {
       setenv(name.c_str(), value.c_str(), 1);
     }
-    argv.insert(argv.end(), {"--python", built->path + "/bin/python"});
+    run.python = built->path + "/bin/python";
   }
-  for (const auto& [name, value] : spec->params) argv.insert(argv.end(), {"-p", name + "=" + value});
-  argv.push_back("--");
-  for (std::string& arg : core::SubstituteParams(spec->command, spec->params)) {
-    argv.push_back(std::move(arg));
+  for (const auto& [name, value] : spec->params) run.params.push_back({name, value});
+  run.command = core::SubstituteParams(spec->command, spec->params);
+  // The rest is `cairn run --run-id`, in this process.
+  Result<int> code_of_command = capture::RunTracked(run);
+  if (!code_of_command.ok()) {
+    std::fprintf(stderr, "cairn run: %s\n", code_of_command.status().message().c_str());
+    return code_of_command.status().code() == StatusCode::kNotFound ? 127 : 2;
   }
-  std::vector<char*> args;
-  for (std::string& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  std::fflush(stderr);
-  ::execv(args[0], args.data());
-  return fail(std::string("starting cairn run: ") + std::strerror(errno));
+  return *code_of_command;
 }
 
 int RunAgent(const AgentFlags& flags) {
@@ -414,6 +453,13 @@ int RunAgent(const AgentFlags& flags) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  if (::pipe2(g_child_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+    struct sigaction child {};
+    child.sa_handler = OnChild;
+    child.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&child.sa_mask);
+    sigaction(SIGCHLD, &child, nullptr);
+  }
   Agent agent(flags, std::move(client));
   return agent.Run();
 }
@@ -490,7 +536,9 @@ void RegisterAgent(CLI::App& app, Action* action) {
                   "is queued again")
       ->capture_default_str()
       ->check(CLI::Range(2, 3600));
-  cmd->add_option("--poll-ms", flags->poll_ms, "How often to ask for work while idle")
+  cmd->add_option("--poll-ms", flags->poll_ms,
+                  "How often to ask for more work while tasks run (an idle agent waits on the "
+                  "server, which answers as soon as a task is queued)")
       ->capture_default_str()
       ->check(CLI::Range(10, 60000));
   cmd->add_option("--host-facts", flags->host_facts,

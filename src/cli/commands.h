@@ -39,6 +39,11 @@ std::pair<CLI::App*, std::shared_ptr<Flags>> AddSubcommand(CLI::App* group, Acti
   return {cmd, flags};
 }
 
+// Under an agent (CAIRN_AGENT_PID names it), makes this process end with the agent: a
+// SIGTERM when the agent dies stops the command and ends the run KILLED, rather than leaving
+// it running after its task was queued again elsewhere. False when the agent is gone already.
+bool FollowAgent();
+
 // Writes text to stdout as it is; "error: MESSAGE" to stderr.
 void PrintText(const std::string& text);
 void PrintError(const Status& status);

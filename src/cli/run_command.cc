@@ -34,19 +34,6 @@ struct RunFlags {
   std::string lock;
 };
 
-// Under an agent (CAIRN_AGENT_PID names it), the wrapper ends with the agent: a SIGTERM when
-// the agent dies stops the command and ends the run KILLED, rather than leaving it running
-// after its task was queued again elsewhere.
-bool FollowAgent() {
-  const char* variable = std::getenv("CAIRN_AGENT_PID");
-  if (variable == nullptr || *variable == '\0') return true;
-  const std::string agent = variable;
-  unsetenv("CAIRN_AGENT_PID");  // the command's own `cairn run`, if any, is not the agent's
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  // The agent may have died before the line above.
-  return std::to_string(getppid()) == agent;
-}
-
 int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
   if (!flags.queue.empty() && !flags.run_id.empty()) {
     std::fprintf(stderr, "error: --queue makes a new task and its run; it cannot take --run-id\n");
@@ -105,6 +92,16 @@ int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
 }
 
 }  // namespace
+
+bool FollowAgent() {
+  const char* variable = std::getenv("CAIRN_AGENT_PID");
+  if (variable == nullptr || *variable == '\0') return true;
+  const std::string agent = variable;
+  unsetenv("CAIRN_AGENT_PID");  // the command's own `cairn run`, if any, is not the agent's
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // The agent may have died before the line above.
+  return std::to_string(getppid()) == agent;
+}
 
 void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_dashes) {
   auto flags = std::make_shared<RunFlags>();

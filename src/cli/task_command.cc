@@ -21,6 +21,10 @@ struct TaskFlags {
   int64_t max = 1000;
   bool all = false;
   bool json = false;
+  // queue quota
+  std::string team;
+  std::optional<int64_t> quota_gpus;
+  std::optional<double> quota_hours;
 };
 
 int FailWith(const Status& s) {
@@ -109,6 +113,45 @@ int ListQueues(const TaskFlags& flags) {
   return 0;
 }
 
+// `cairn queue quota [TEAM --gpus N --gpu-hours H]`: lists the quotas, or sets one.
+int Quota(const TaskFlags& flags) {
+  auto client = ConnectOrExplain(flags.tracking_uri);
+  if (client == nullptr) return 2;
+  if (!flags.team.empty()) {
+    if (!flags.quota_gpus && !flags.quota_hours) {
+      PrintError(InvalidArgument("say the quota: --gpus N and/or --gpu-hours H (0 for no cap)"));
+      return 2;
+    }
+    auto now = client::ListQuotas(*client);
+    if (!now.ok()) return FailWith(now.status());
+    core::TeamQuota q{flags.team, 0, 0};
+    for (const auto& [have, used] : *now) {
+      if (have.team == flags.team) q = have;
+    }
+    if (flags.quota_gpus) q.gpus = *flags.quota_gpus;
+    if (flags.quota_hours) q.gpu_hours = *flags.quota_hours;
+    if (Status s = client::SetQuota(*client, q); !s.ok()) return FailWith(s);
+  }
+  auto quotas = client::ListQuotas(*client);
+  if (!quotas.ok()) return FailWith(quotas.status());
+  report::Table table;
+  table.columns = {{"TEAM"}, {"GPUS", true, false}, {"IN USE", true, false},
+                   {"GPU-HOURS / 7 DAYS", true, false}, {"USED", true, false}};
+  auto hours = [](double h) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f", h);
+    return std::string(text);
+  };
+  for (const auto& [q, used] : *quotas) {
+    table.rows.push_back({q.team, q.gpus > 0 ? std::to_string(q.gpus) : "-",
+                          std::to_string(used.gpus), q.gpu_hours > 0 ? hours(q.gpu_hours) : "-",
+                          hours(used.gpu_hours)});
+  }
+  PrintText(table.rows.empty() ? "no quotas\n"
+                               : report::RenderTable(table, report::DetectOutputStyle()));
+  return 0;
+}
+
 CLI::App* AddTaskCommand(CLI::App* group, Action* action, const char* name, const char* help,
                          int (*run)(const TaskFlags&), std::shared_ptr<TaskFlags>* flags) {
   auto [cmd, added] = AddSubcommand<TaskFlags>(group, action, name, help, run);
@@ -164,6 +207,18 @@ void RegisterQueue(CLI::App& app, Action* action) {
   std::shared_ptr<TaskFlags> f;
   AddTaskCommand(group, action, "ls", "List queues: tasks waiting and running, default priority",
                  ListQueues, &f);
+  CLI::App* quota = AddTaskCommand(
+      group, action, "quota",
+      "List the teams' GPU quotas with what each uses; with TEAM, set its quota (admins). A\n"
+      "task that needs GPUs waits while its team is over quota, and says so.\n\n"
+      "  cairn queue quota vision --gpus 8 --gpu-hours 500",
+      Quota, &f);
+  quota->add_option("TEAM", f->team, "The team whose quota to set");
+  quota->add_option("--gpus", f->quota_gpus, "GPUs the team may hold at once (0: no cap)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}));
+  quota->add_option("--gpu-hours", f->quota_hours,
+                    "GPU-hours the team may use in any 7 days (0: no cap)")
+      ->check(CLI::Range(0.0, 1e9));
 }
 
 }  // namespace cairn::cli

@@ -138,6 +138,23 @@ Result<std::vector<QueueSummary>> ListQueues(TrackingClient& client) {
   return out;
 }
 
+Result<std::vector<std::pair<core::TeamQuota, core::TeamUsage>>> ListQuotas(
+    TrackingClient& client) {
+  CAIRN_ASSIGN_OR_RETURN(json j, Call(client, "GET", "quotas", ""));
+  std::vector<std::pair<core::TeamQuota, core::TeamUsage>> out;
+  for (const json& q : j.value("quotas", json::array())) {
+    if (!q.is_object()) continue;
+    out.push_back({{JsonStr(q, "team"), JsonInt(q, "gpus"), JsonNumber(q, "gpu_hours")},
+                   {JsonInt(q, "used_gpus"), JsonNumber(q, "used_gpu_hours")}});
+  }
+  return out;
+}
+
+Status SetQuota(TrackingClient& client, const core::TeamQuota& quota) {
+  json body = {{"team", quota.team}, {"gpus", quota.gpus}, {"gpu_hours", quota.gpu_hours}};
+  return Call(client, "POST", "quotas", body.dump()).status();
+}
+
 Result<std::vector<core::Agent>> ListAgents(TrackingClient& client) {
   CAIRN_ASSIGN_OR_RETURN(json j, Call(client, "GET", "agents", ""));
   std::vector<core::Agent> out;
@@ -163,6 +180,7 @@ Result<std::optional<core::Task>> LeaseTask(TrackingClient& client, const LeaseA
                {"queues", ask.queues},
                {"free_gpus", ask.free_gpus},
                {"lease_ms", ask.lease_ms}};
+  if (ask.wait_ms > 0) body["wait_ms"] = ask.wait_ms;
   if (ask.free_cpus > 0) body["free_cpus"] = ask.free_cpus;
   if (ask.free_memory_mib > 0) body["free_memory_mib"] = ask.free_memory_mib;
   json host = json::parse(ask.host, nullptr, /*allow_exceptions=*/false);

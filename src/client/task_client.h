@@ -49,6 +49,10 @@ Result<core::Task> MoveTask(TrackingClient& client, const std::string& id, const
                             std::optional<int64_t> priority);
 Result<std::vector<QueueSummary>> ListQueues(TrackingClient& client);
 Result<std::vector<core::Agent>> ListAgents(TrackingClient& client);
+// Team quotas with what each team uses now; setting one needs an admin.
+Result<std::vector<std::pair<core::TeamQuota, core::TeamUsage>>> ListQuotas(
+    TrackingClient& client);
+Status SetQuota(TrackingClient& client, const core::TeamQuota& quota);
 
 // --- What an agent calls (as a service account) -------------------------------------------
 // `agent.host` is the agent's host facts as JSON (env::HostFactsJson).
@@ -62,6 +66,9 @@ struct LeaseAsk {
   int64_t free_memory_mib = 0;  // 0: not said
   std::string host;             // host facts as JSON
   int64_t lease_ms = 60000;
+  // Wait this long on the server for a task when none fits yet (a long poll; at most 30 s,
+  // below the client's timeout).
+  int64_t wait_ms = 0;
 };
 // The task leased, or nullopt when nothing waiting fits.
 Result<std::optional<core::Task>> LeaseTask(TrackingClient& client, const LeaseAsk& ask);

@@ -63,6 +63,22 @@ struct Queue {
   bool operator==(const Queue&) const = default;
 };
 
+// A team's share of the GPUs (0: no cap): at most `gpus` GPUs at once, and `gpu_hours`
+// GPU-hours in any 7 days. A task that needs GPUs and would go over waits, with the reason.
+struct TeamQuota {
+  std::string team;
+  int64_t gpus = 0;
+  double gpu_hours = 0;
+  bool operator==(const TeamQuota&) const = default;
+};
+
+// What a team uses: the GPUs of its running tasks, and the GPU-hours of its attempts (ended
+// or running) within the last 7 days.
+struct TeamUsage {
+  int64_t gpus = 0;
+  double gpu_hours = 0;
+};
+
 // An agent as it last described itself.
 struct Agent {
   std::string id;     // chosen by the agent, stable across its restarts

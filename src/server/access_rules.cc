@@ -132,6 +132,8 @@ constexpr AccessRule kRules[] = {
     {Api::kCairn, "POST", "tasks/*/move", Target::kTaskInPath, kUpdate, nullptr},
     {Api::kCairn, "GET", "queues", Target::kSignedIn, kRead, nullptr},
     {Api::kCairn, "POST", "queues", Target::kAdmin, kManage, nullptr},
+    {Api::kCairn, "GET", "quotas", Target::kSignedIn, kRead, nullptr},
+    {Api::kCairn, "POST", "quotas", Target::kAdmin, kManage, nullptr},
     {Api::kCairn, "GET", "agents", Target::kSignedIn, kRead, nullptr},
     {Api::kCairn, "POST", "agents", Target::kAgent, kUpdate, nullptr},
     {Api::kCairn, "POST", "agents/lease", Target::kAgent, kUpdate, nullptr},

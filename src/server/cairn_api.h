@@ -16,6 +16,7 @@
 // timestamps. Server-internal; docs/api/cairn.md describes it for users.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,6 +36,9 @@ struct CairnResponse {
   std::string body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers = {};
+  // An answer that comes later (a long poll, HttpResponse::deferred): called with the callback
+  // that takes the real answer.
+  std::function<void(std::function<void(Result<CairnResponse>)>)> deferred = {};
 };
 
 struct CairnCall {

@@ -442,6 +442,7 @@ class Connection {
     } else {
       auto handle = [&] { return core_.SafeHandle(req); };
       x.res = co_await core_.OnPool(handle);
+      if (x.res.deferred) x.res = co_await core_.AwaitDeferred(std::move(x.res.deferred));
     }
     co_return x;
   }

@@ -102,6 +102,26 @@ struct ServerCore {
         use_awaitable);
   }
 
+  // Waits, holding no thread, for a deferred answer (HttpResponse::deferred).
+  awaitable<HttpResponse> AwaitDeferred(
+      std::function<void(std::function<void(HttpResponse)>)> deferred) {
+    co_return co_await asio::async_initiate<decltype(use_awaitable), void(HttpResponse)>(
+        [&deferred](auto handler) {
+          auto slot = std::make_shared<std::optional<decltype(handler)>>(std::move(handler));
+          auto once = std::make_shared<std::atomic<bool>>(false);
+          deferred([slot, once](HttpResponse r) {
+            if (once->exchange(true)) return;
+            auto h = std::move(**slot);
+            slot->reset();
+            auto ex = asio::get_associated_executor(h);
+            asio::dispatch(ex, [h = std::move(h), r = std::move(r)]() mutable {
+              std::move(h)(std::move(r));
+            });
+          });
+        },
+        use_awaitable);
+  }
+
   HttpResponse SafeHandle(HttpRequest& req) {
     try {
       return handler->Handle(req);

@@ -65,6 +65,11 @@ struct HttpResponse {
   int64_t stream_length = -1;
   // Close the connection after this answer.
   bool close = false;
+  // An answer that comes later (a long poll): instead of writing this response, the
+  // connection calls `deferred` with a callback and waits, holding no thread, for that to be
+  // called with the real answer (exactly once, from any thread, soon after the server is
+  // asked to stop at the latest).
+  std::function<void(std::function<void(HttpResponse)>)> deferred;
 
   void SetHeader(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));

@@ -240,6 +240,9 @@ struct Server::Impl : HttpHandler {
     }
     reaper_cv.notify_all();
     if (reaper.joinable()) reaper.join();
+    // Agents waiting for work are answered now, with none, so that stopping does not wait for
+    // their long polls.
+    if (tasks) tasks->StopWaiting();
   }
 
   ~Impl() override {
@@ -472,6 +475,16 @@ struct Server::Impl : HttpHandler {
   HttpResponse Handle(HttpRequest& req) override {
     HttpResponse res = Dispatch(req);
     AddCors(req, res);
+    if (res.deferred) {
+      const std::string origin(req.headers.Get("Origin"));
+      const bool cors = CorsAllowed(origin, cross_site);
+      res.deferred = [inner = std::move(res.deferred), origin, cors](Respond respond) {
+        inner([respond = std::move(respond), origin, cors](HttpResponse later) {
+          if (cors) AddCorsHeaders(origin, later);
+          respond(std::move(later));
+        });
+      };
+    }
     return res;
   }
 
@@ -551,6 +564,14 @@ struct Server::Impl : HttpHandler {
     return ErrorResponse(out.status());
   }
 
+  static HttpResponse CairnAnswer(Result<CairnResponse> out) {
+    if (!out.ok()) return ErrorResponse(out.status());
+    HttpResponse res = JsonOk(200, std::move(out->body));
+    res.content_type = out->content_type;
+    for (auto& [name, value] : out->headers) res.SetHeader(name, value);
+    return res;
+  }
+
   HttpResponse ServeCairnApi(HttpRequest& req) {
     const std::string_view rest = std::string_view(req.path).substr(kCairnApiPrefix.size());
     std::string_view wildcard;
@@ -573,11 +594,16 @@ struct Server::Impl : HttpHandler {
       if (!c.ok()) return ErrorResponse(c.status());
       Result<CairnResponse> out = route->handler(*c, CairnCall{wildcard, fields});
       gate->Audit(caller, req, call, out.status());
-      if (!out.ok()) return ErrorResponse(out.status());
-      HttpResponse res = JsonOk(200, std::move(out->body));
-      res.content_type = out->content_type;
-      for (auto& [name, value] : out->headers) res.SetHeader(name, value);
-      return res;
+      if (out.ok() && out->deferred) {
+        HttpResponse res;
+        res.deferred = [later = std::move(out->deferred)](Respond respond) {
+          later([respond = std::move(respond)](Result<CairnResponse> r) {
+            respond(CairnAnswer(std::move(r)));
+          });
+        };
+        return res;
+      }
+      return CairnAnswer(std::move(out));
     });
   }
 

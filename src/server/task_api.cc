@@ -1,6 +1,7 @@
 // cairn's task, queue and agent calls under /api/cairn/v1/ (docs/api/cairn.md), over the
 // TaskService.
 #include <algorithm>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "core/mlflow_json.h"
@@ -173,6 +174,32 @@ Result<CairnResponse> UpdateQueue(ApiContext& ctx, const CairnCall& call) {
   return CairnResponse{w.Take()};
 }
 
+Result<CairnResponse> ListQuotas(ApiContext& ctx, const CairnCall&) {
+  CAIRN_ASSIGN_OR_RETURN(auto quotas, ctx.tasks->ListQuotas());
+  JsonWriter w;
+  w.BeginObject().Key("quotas").BeginArray();
+  for (const auto& [q, used] : quotas) {
+    w.BeginObject().Key("team").String(q.team).Key("gpus").Int(q.gpus);
+    w.Key("gpu_hours").Double(q.gpu_hours).Key("used_gpus").Int(used.gpus);
+    w.Key("used_gpu_hours").Double(used.gpu_hours).EndObject();
+  }
+  w.EndArray().EndObject();
+  return CairnResponse{w.Take()};
+}
+
+Result<CairnResponse> SetQuota(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  core::TeamQuota q;
+  CAIRN_ASSIGN_OR_RETURN(q.team, f.RequiredStr("team"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> gpus, f.Int("gpus"));
+  q.gpus = gpus.value_or(0);
+  if (f.Has("gpu_hours")) {
+    CAIRN_ASSIGN_OR_RETURN(q.gpu_hours, f.RequiredDouble("gpu_hours"));
+  }
+  CAIRN_RETURN_IF_ERROR(ctx.tasks->SetQuota(q));
+  return CairnResponse{"{}"};
+}
+
 Result<CairnResponse> ListAgents(ApiContext& ctx, const CairnCall&) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<core::Agent> agents, ctx.tasks->ListAgents());
   JsonWriter w;
@@ -252,10 +279,55 @@ Result<CairnResponse> Lease(ApiContext& ctx, const CairnCall& call) {
   ask.lease_ms = std::clamp<int64_t>(lease_ms.value_or(service::kDefaultLeaseMs), 1000, 3'600'000);
   CAIRN_ASSIGN_OR_RETURN(auto host, HostField(f));
   ask.host = host.second;
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> wait, f.Int("wait_ms"));
   CAIRN_RETURN_IF_ERROR(MayActAs(ctx, ask.agent, &ask.queues));
-  CAIRN_ASSIGN_OR_RETURN(std::optional<Task> leased, ctx.tasks->Lease(ask));
-  if (!leased) return CairnResponse{"{}"};
-  return TaskAnswer(*leased);
+
+  // The answer is known at once (a task, an error, no wait asked) or comes from the service's
+  // waiting thread; it may come before or after this handler returns.
+  struct Pending {
+    std::mutex mu;
+    std::optional<Result<CairnResponse>> early;
+    std::function<void(Result<CairnResponse>)> respond;
+  };
+  auto pending = std::make_shared<Pending>();
+  ctx.tasks->LeaseOrWait(
+      ask, std::clamp<int64_t>(wait.value_or(0), 0, service::kMaxLeaseWaitMs),
+      [pending](Result<std::optional<Task>> leased) {
+        Result<CairnResponse> answer = CairnResponse{"{}"};
+        if (!leased.ok()) {
+          answer = leased.status();
+        } else if (leased->has_value()) {
+          answer = TaskAnswer(**leased);
+        }
+        std::function<void(Result<CairnResponse>)> respond;
+        {
+          std::lock_guard<std::mutex> lock(pending->mu);
+          if (!pending->respond) {
+            pending->early = std::move(answer);
+            return;
+          }
+          respond = pending->respond;
+        }
+        respond(std::move(answer));
+      });
+  {
+    std::lock_guard<std::mutex> lock(pending->mu);
+    if (pending->early) return std::move(*pending->early);
+  }
+  CairnResponse later;
+  later.deferred = [pending](std::function<void(Result<CairnResponse>)> respond) {
+    std::optional<Result<CairnResponse>> ready;
+    {
+      std::lock_guard<std::mutex> lock(pending->mu);
+      if (pending->early) {
+        ready = std::move(pending->early);
+      } else {
+        pending->respond = respond;
+      }
+    }
+    if (ready) respond(std::move(*ready));
+  };
+  return later;
 }
 
 Result<CairnResponse> Renew(ApiContext& ctx, const CairnCall& call) {
@@ -290,6 +362,7 @@ constexpr CairnRoute kTaskRoutes[] = {
     {"GET", "tasks/*", GetTask},        {"POST", "tasks/*/cancel", CancelTask},
     {"POST", "tasks/*/move", MoveTask}, {"GET", "queues", ListQueues},
     {"POST", "queues", UpdateQueue},    {"GET", "agents", ListAgents},
+    {"GET", "quotas", ListQuotas},      {"POST", "quotas", SetQuota},
     {"POST", "agents", RegisterAgent},  {"POST", "agents/lease", Lease},
     {"POST", "agents/renew", Renew},    {"POST", "agents/finish", Finish},
 };

@@ -1,9 +1,13 @@
 #include "service/task_service.h"
 
+#include <chrono>
+#include <cmath>
+
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "core/identity.h"
 #include "env/host_check.h"
 #include "service/validation.h"
 #include "util/hash.h"
@@ -114,6 +118,88 @@ void TaskService::EndRun(const Task& task, core::RunStatus status, const std::st
   }
 }
 
+namespace {
+
+int64_t SteadyMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+TaskService::~TaskService() {
+  StopWaiting();
+  if (wait_thread_.joinable()) wait_thread_.join();
+}
+
+void TaskService::StopWaiting() {
+  std::deque<Waiter> ended;
+  {
+    std::lock_guard<std::mutex> lock(wait_mu_);
+    stop_waiting_ = true;
+    ended.swap(waiters_);
+  }
+  wait_cv_.notify_all();
+  for (Waiter& w : ended) w.done(std::optional<Task>());
+}
+
+void TaskService::WorkChanged() {
+  {
+    std::lock_guard<std::mutex> lock(wait_mu_);
+    ++work_generation_;
+  }
+  wait_cv_.notify_all();
+}
+
+void TaskService::LeaseOrWait(const LeaseAsk& ask, int64_t wait_ms, LeaseDone done) {
+  Result<std::optional<Task>> now = Lease(ask);
+  if (!now.ok() || now->has_value() || wait_ms <= 0) {
+    done(std::move(now));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(wait_mu_);
+    if (!stop_waiting_) {
+      waiters_.push_back({ask, SteadyMillis() + std::min(wait_ms, kMaxLeaseWaitMs), done});
+      if (!wait_thread_.joinable()) wait_thread_ = std::thread([this] { ServeWaiters(); });
+      done = nullptr;
+    }
+  }
+  wait_cv_.notify_all();
+  if (done) done(std::optional<Task>());
+}
+
+void TaskService::ServeWaiters() {
+  uint64_t served = 0;
+  std::unique_lock<std::mutex> lock(wait_mu_);
+  while (!stop_waiting_) {
+    int64_t next = SteadyMillis() + 1000;  // tries again every second in any case
+    for (const Waiter& w : waiters_) next = std::min(next, w.deadline);
+    wait_cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(next - SteadyMillis(), 1)),
+                      [&] { return stop_waiting_ || work_generation_ != served; });
+    if (stop_waiting_) break;
+    served = work_generation_;
+    std::deque<Waiter> pending;
+    pending.swap(waiters_);
+    lock.unlock();
+    // In the order they asked, so that the agent that waited longest gets the task.
+    std::deque<Waiter> still;
+    for (Waiter& w : pending) {
+      Result<std::optional<Task>> got = Lease(w.ask);
+      if (!got.ok() || got->has_value() || SteadyMillis() >= w.deadline) {
+        w.done(std::move(got));
+      } else {
+        still.push_back(std::move(w));
+      }
+    }
+    lock.lock();
+    // Those that asked meanwhile go after those that waited.
+    for (Waiter& w : waiters_) still.push_back(std::move(w));
+    waiters_.swap(still);
+  }
+}
+
 Result<Task> TaskService::Enqueue(const EnqueueRequest& request) {
   CAIRN_RETURN_IF_ERROR(ValidateQueueName(request.queue));
   if (request.needs.gpus < 0 || request.needs.cpus < 0 || request.needs.memory_mib < 0) {
@@ -154,7 +240,9 @@ Result<Task> TaskService::Enqueue(const EnqueueRequest& request) {
   if (!request.run_id.empty()) {
     CAIRN_RETURN_IF_ERROR(AdoptRun(request, task_tags));
     task.run_id = request.run_id;
-    return store_->queue().EnqueueTask(task);
+    Result<Task> stored = store_->queue().EnqueueTask(task);
+    if (stored.ok()) WorkChanged();
+    return stored;
   }
   CreateRunRequest r;
   r.experiment_id = request.experiment_id;
@@ -168,6 +256,7 @@ Result<Task> TaskService::Enqueue(const EnqueueRequest& request) {
   task.run_id = run.info.run_id;
   Result<Task> stored = store_->queue().EnqueueTask(task);
   if (!stored.ok()) (void)tracking_->DeleteRun(task.run_id);  // no run without its task
+  if (stored.ok()) WorkChanged();
   return stored;
 }
 
@@ -198,6 +287,29 @@ Status TaskService::AdoptRun(const EnqueueRequest& request, const std::vector<co
 
 Result<Task> TaskService::GetTask(const std::string& id) { return store_->queue().GetTask(id); }
 
+Status TaskService::SetQuota(const core::TeamQuota& quota) {
+  if (!core::ValidAccountName(quota.team)) {
+    return InvalidArgument("Invalid team name '" + quota.team.substr(0, 64) + "'.");
+  }
+  if (quota.gpus < 0 || !(quota.gpu_hours >= 0) || !std::isfinite(quota.gpu_hours)) {
+    return InvalidArgument("A quota's GPUs and GPU-hours cannot be negative.");
+  }
+  CAIRN_RETURN_IF_ERROR(store_->queue().PutTeamQuota(quota));
+  WorkChanged();  // a raised quota may let a waiting task start
+  return Status::Ok();
+}
+
+Result<std::vector<std::pair<core::TeamQuota, core::TeamUsage>>> TaskService::ListQuotas() {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::TeamQuota> quotas, store_->queue().ListTeamQuotas());
+  std::vector<std::pair<core::TeamQuota, core::TeamUsage>> out;
+  for (const core::TeamQuota& q : quotas) {
+    CAIRN_ASSIGN_OR_RETURN(core::TeamUsage used,
+                           store_->queue().GetTeamUsage(q.team, clock_->NowMillis()));
+    out.emplace_back(q, used);
+  }
+  return out;
+}
+
 Result<std::vector<Task>> TaskService::ListTasks(const store::TaskQuery& query) {
   return store_->queue().ListTasks(query);
 }
@@ -217,6 +329,7 @@ Result<Task> TaskService::Move(const std::string& id, const std::string& queue,
   CAIRN_ASSIGN_OR_RETURN(Task moved,
                          store_->queue().MoveTask(id, queue, priority.value_or(task.priority)));
   (void)tracking_->SetTag(moved.run_id, {std::string(kTaskQueueTag), queue});
+  WorkChanged();
   return moved;
 }
 
@@ -332,6 +445,7 @@ Result<int> TaskService::ExpireLeases() {
       EndRun(lost, core::RunStatus::kFailed, reason);
     }
   }
+  if (ended > 0) WorkChanged();
   return ended;
 }
 

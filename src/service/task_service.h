@@ -10,9 +10,14 @@
 // had max_attempts.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/task.h"
@@ -26,6 +31,7 @@ namespace cairn::service {
 inline constexpr int64_t kMaxTaskSpecBytes = 1 << 20;
 inline constexpr int64_t kMaxTaskAttempts = 100;
 inline constexpr int64_t kDefaultLeaseMs = 60'000;
+inline constexpr int64_t kMaxLeaseWaitMs = 30'000;
 // The tags that tie a run to its task.
 inline constexpr std::string_view kTaskIdTag = "cairn.task.id";
 inline constexpr std::string_view kTaskQueueTag = "cairn.task.queue";
@@ -66,6 +72,8 @@ class TaskService {
   // None of the pointers is owned; all must outlive the service.
   TaskService(store::MetadataStore* store, TrackingService* tracking, Clock* clock)
       : store_(store), tracking_(tracking), clock_(clock) {}
+  // Answers every waiting lease with no task.
+  ~TaskService();
 
   // The task waiting, its first run SCHEDULED.
   Result<core::Task> Enqueue(const EnqueueRequest& request);
@@ -80,6 +88,11 @@ class TaskService {
   Result<core::Queue> UpdateQueue(const std::string& name, const std::string& description,
                                   int64_t default_priority);
 
+  // A team's quota (core::TeamQuota); one without any cap removes it.
+  Status SetQuota(const core::TeamQuota& quota);
+  // Every quota with what its team uses now.
+  Result<std::vector<std::pair<core::TeamQuota, core::TeamUsage>>> ListQuotas();
+
   // Records the agent (as it describes itself now) and its heartbeat.
   Status RegisterAgent(core::Agent agent);
   Result<std::vector<core::Agent>> ListAgents();
@@ -87,6 +100,16 @@ class TaskService {
   // The first waiting task of the agent's queues that fits it, leased to it for
   // `ask.lease_ms`, its run RUNNING; nullopt when none fits.
   Result<std::optional<core::Task>> Lease(const LeaseAsk& ask);
+  // Lease, waiting up to `wait_ms` (at most kMaxLeaseWaitMs) for a task that fits when none
+  // does yet (a long poll): `done` gets the outcome once, on this thread when it is known at
+  // once, else on the service's waiting thread as soon as a task is queued that fits (or at
+  // the end of the wait, with nullopt). Nothing waits while nothing is queued: the waiting
+  // thread tries again when a task is queued, moved or queued again, and every second.
+  using LeaseDone = std::function<void(Result<std::optional<core::Task>>)>;
+  void LeaseOrWait(const LeaseAsk& ask, int64_t wait_ms, LeaseDone done);
+  // Ends every wait now, each with no task (the server is stopping).
+  void StopWaiting();
+
   // Extends the agent's lease; the task as it is (cancel_requested: stop it).
   Result<core::Task> Renew(const std::string& id, const std::string& agent, int64_t attempt,
                            int64_t lease_ms = kDefaultLeaseMs);
@@ -108,9 +131,25 @@ class TaskService {
   // The run of an attempt that ended: its status, end time and, for a failure, the reason.
   void EndRun(const core::Task& task, core::RunStatus status, const std::string& reason);
 
+  // Something waiting leases may want changed: wake the waiting thread.
+  void WorkChanged();
+  void ServeWaiters();
+
   store::MetadataStore* store_;
   TrackingService* tracking_;
   Clock* clock_;
+
+  struct Waiter {
+    LeaseAsk ask;
+    int64_t deadline = 0;  // steady ms
+    LeaseDone done;
+  };
+  std::mutex wait_mu_;
+  std::condition_variable wait_cv_;
+  std::deque<Waiter> waiters_;     // in the order they asked
+  uint64_t work_generation_ = 0;   // bumped by WorkChanged
+  bool stop_waiting_ = false;
+  std::thread wait_thread_;        // started with the first waiter
 };
 
 }  // namespace cairn::service

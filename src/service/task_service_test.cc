@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
+
 #include "fakes/fake_clock.h"
 #include "store/memory/memory_store.h"
 
@@ -120,6 +123,43 @@ TEST_F(TaskServiceTest, ATaskStartsInAScheduledRunItsCallerMade) {
   EXPECT_THAT(svc_.Enqueue(r).status().message(), HasSubstr("is not in experiment 0"));
   r.run_id = std::string(32, 'a');
   EXPECT_THAT(svc_.Enqueue(r).status().message(), HasSubstr("not found"));
+}
+
+TEST_F(TaskServiceTest, AWaitingLeaseIsAnsweredWhenATaskIsQueued) {
+  std::promise<Result<std::optional<Task>>> answered;
+  auto done = [&answered](Result<std::optional<Task>> r) { answered.set_value(std::move(r)); };
+  svc_.LeaseOrWait(Ask("waiter", CpuHost(), {}), 10'000, done);
+  std::future<Result<std::optional<Task>>> later = answered.get_future();
+  EXPECT_EQ(later.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  Result<Task> queued = Enqueue("gpu");
+  ASSERT_TRUE(queued.ok());
+  ASSERT_EQ(later.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  Result<std::optional<Task>> got = later.get();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->id, queued->id);
+  EXPECT_EQ((*got)->agent, "waiter");
+}
+
+TEST_F(TaskServiceTest, AWaitingLeaseEndsEmptyAtItsDeadlineOrWhenTheServiceStops) {
+  std::promise<Result<std::optional<Task>>> timed_out;
+  svc_.LeaseOrWait(Ask("a", CpuHost(), {}), 100,
+                   [&](Result<std::optional<Task>> r) { timed_out.set_value(std::move(r)); });
+  // A task the agent cannot run does not end the wait.
+  ASSERT_TRUE(Enqueue("gpu", 1).ok());
+  std::future<Result<std::optional<Task>>> first = timed_out.get_future();
+  ASSERT_EQ(first.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  Result<std::optional<Task>> none = first.get();
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+
+  std::promise<Result<std::optional<Task>>> stopped;
+  svc_.LeaseOrWait(Ask("b", CpuHost(), {}), 30'000,
+                   [&](Result<std::optional<Task>> r) { stopped.set_value(std::move(r)); });
+  svc_.StopWaiting();
+  std::future<Result<std::optional<Task>>> second = stopped.get_future();
+  ASSERT_EQ(second.wait_for(std::chrono::seconds(1)), std::future_status::ready);
+  EXPECT_FALSE(second.get()->has_value());
 }
 
 TEST_F(TaskServiceTest, AQueuedTaskIsAScheduledRun) {

@@ -1,6 +1,7 @@
 #include "store/queue_rules.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace cairn::store {
 namespace {
@@ -51,6 +52,33 @@ Status AgentNotFound(std::string_view id) {
 bool StartsBefore(const Task& a, const Task& b) {
   if (a.priority != b.priority) return a.priority > b.priority;
   return a.seq < b.seq;
+}
+
+double GpuHoursInWindow(int64_t gpus, int64_t start, int64_t end, int64_t now) {
+  const int64_t from = std::max(start, now - kQuotaWindowMs);
+  const int64_t to = std::min(end, now);
+  if (gpus <= 0 || to <= from) return 0;
+  return static_cast<double>(gpus) * static_cast<double>(to - from) / 3'600'000.0;
+}
+
+std::string QuotaShortfall(const Task& task, const core::TeamQuota& quota,
+                           const core::TeamUsage& usage) {
+  if (task.needs.gpus <= 0) return "";
+  if (quota.gpus > 0 && usage.gpus + task.needs.gpus > quota.gpus) {
+    return "over quota: team " + quota.team + " has " + std::to_string(usage.gpus) + " of its " +
+           std::to_string(quota.gpus) + " GPUs in use";
+  }
+  if (quota.gpu_hours > 0 && usage.gpu_hours >= quota.gpu_hours) {
+    char used[64];
+    std::snprintf(used, sizeof(used), "%.1f of its %.1f", usage.gpu_hours, quota.gpu_hours);
+    return "over quota: team " + quota.team + " used " + used + " GPU-hours in the last 7 days";
+  }
+  return "";
+}
+
+bool EndsGpuAttempt(const Task& before, const Task& after) {
+  return before.state == TaskState::kRunning && before.needs.gpus > 0 && !before.team.empty() &&
+         (after.state != TaskState::kRunning || after.attempt != before.attempt);
 }
 
 void ApplyLease(Task* t, std::string_view agent, std::string_view gpus, int64_t now,

@@ -16,6 +16,20 @@ Status TaskNotFound(std::string_view id);
 Status QueueNotFound(std::string_view name);
 Status AgentNotFound(std::string_view id);
 
+// The window GPU-hours quotas count: 7 days.
+inline constexpr int64_t kQuotaWindowMs = 7ll * 24 * 3600 * 1000;
+
+// The GPU-hours of `gpus` GPUs held from `start` to `end` (ms) that fall in the window ending
+// at `now`.
+double GpuHoursInWindow(int64_t gpus, int64_t start, int64_t end, int64_t now);
+// Why `task` cannot start now under its team's quota, its team using `usage` ("" when it can;
+// a task that needs no GPU always can).
+std::string QuotaShortfall(const core::Task& task, const core::TeamQuota& quota,
+                           const core::TeamUsage& usage);
+// Whether a change from `before` to `after` ended an attempt that held GPUs, which the quota
+// ledger then records.
+bool EndsGpuAttempt(const core::Task& before, const core::Task& after);
+
 // Whether `a` starts before `b`: higher priority first, then the one queued first.
 bool StartsBefore(const core::Task& a, const core::Task& b);
 

@@ -93,6 +93,16 @@ class QueueStore {
   // Why a waiting task waits ("over the team's GPU quota"); "" when it just waits its turn.
   virtual Status SetTaskReason(std::string_view id, std::string_view reason) = 0;
 
+  // --- Team quotas --------------------------------------------------------------------------
+  // LeaseTask passes over a task that needs GPUs while its team is over its quota
+  // (QuotaShortfall), and sets the task's reason to say so. Every attempt that held GPUs is
+  // recorded when it ends (finished or expired), for the GPU-hours of the last 7 days.
+  // Sets a team's quota; one without any cap is removed.
+  virtual Status PutTeamQuota(const core::TeamQuota& quota) = 0;
+  // By team.
+  virtual Result<std::vector<core::TeamQuota>> ListTeamQuotas() = 0;
+  virtual Result<core::TeamUsage> GetTeamUsage(std::string_view team, int64_t now) = 0;
+
   // --- Agents -----------------------------------------------------------------------------
   // Creates or replaces the agent's record.
   virtual Status PutAgent(const core::Agent& agent) = 0;

@@ -341,6 +341,55 @@ TYPED_TEST(QueueStoreTest, AWaitingTaskMovesAndSaysWhyItWaits) {
   EXPECT_EQ(this->Lease("agent-1", {"cpu"})->id, b);
 }
 
+TYPED_TEST(QueueStoreTest, ATeamOverItsQuotaWaitsWithTheReasonAndOthersGoAhead) {
+  ASSERT_TRUE(this->q().PutTeamQuota({"vision", 2, 0}).ok());
+  const std::string first = this->Enqueue("gpu", 0, 2);   // team vision, 2 GPUs
+  const std::string second = this->Enqueue("gpu", 0, 1);  // vision again: over 2 GPUs
+  Task other;
+  other.id = RandomHex(16);
+  other.queue = "gpu";
+  other.needs.gpus = 1;
+  other.team = "speech";
+  other.run_id = "run-other";
+  other.max_attempts = 1;
+  ASSERT_TRUE(this->q().EnqueueTask(other).ok());
+  std::optional<Task> a = this->Lease("agent-1");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->id, first);
+  std::optional<Task> b = this->Lease("agent-2");
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->id, other.id) << "vision is at its 2 GPUs; speech has no quota";
+  Result<Task> waiting = this->q().GetTask(second);
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(waiting->reason, "over quota: team vision has 2 of its 2 GPUs in use");
+  Result<core::TeamUsage> used = this->q().GetTeamUsage("vision", 100);
+  ASSERT_TRUE(used.ok());
+  EXPECT_EQ(used->gpus, 2);
+
+  // Once the first ends, the second starts; its attempt's GPU time stays in the ledger.
+  ASSERT_TRUE(this->q().FinishTask(first, "agent-1", 1, TaskState::kDone, "", 100 + 3'600'000).ok());
+  std::optional<Task> c = this->Lease("agent-1", {"gpu"}, 100 + 3'600'000, 200 + 3'600'000);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->id, second);
+  EXPECT_EQ(c->reason, "");
+  used = this->q().GetTeamUsage("vision", 100 + 2 * 3'600'000);
+  ASSERT_TRUE(used.ok());
+  EXPECT_EQ(used->gpus, 1);
+  EXPECT_DOUBLE_EQ(used->gpu_hours, 2.0 + 1.0) << "2 GPUs for an hour, then 1 for an hour";
+
+  // A GPU-hours cap: over it, nothing that needs a GPU starts; a week later it has rolled off.
+  ASSERT_TRUE(this->q().PutTeamQuota({"vision", 0, 2.5}).ok());
+  const std::string third = this->Enqueue("gpu", 0, 1);
+  EXPECT_FALSE(this->Lease("agent-2", {"gpu"}, 100 + 2 * 3'600'000).has_value());
+  EXPECT_THAT(this->q().GetTask(third)->reason,
+              HasSubstr("used 3.0 of its 2.5 GPU-hours in the last 7 days"));
+  Result<std::vector<core::TeamQuota>> quotas = this->q().ListTeamQuotas();
+  ASSERT_TRUE(quotas.ok());
+  EXPECT_THAT(*quotas, ElementsAre(core::TeamQuota{"vision", 0, 2.5}));
+  ASSERT_TRUE(this->q().PutTeamQuota({"vision", 0, 0}).ok());
+  EXPECT_TRUE(this->q().ListTeamQuotas()->empty()) << "no cap: no quota";
+}
+
 TYPED_TEST(QueueStoreTest, AgentsDescribeThemselves) {
   core::Agent a;
   a.id = "gpu-host-1";

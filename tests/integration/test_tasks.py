@@ -631,5 +631,71 @@ class TasksAuthTest(unittest.TestCase):
         self.assertEqual(r.status, 403, "queues are the admin's")
 
 
+    def test_a_team_over_its_quota_waits_while_another_team_runs(self):
+        for team, member in (("vision", "alice"), ("speech", "bob")):
+            r = self.c.post(CAIRN + "teams", {"name": team}, headers=self.admin)
+            self.assertEqual(r.status, 200, r.text)
+            r = self.c.post(CAIRN + "teams/members", {"team": team, "username": member},
+                            headers=self.admin)
+            self.assertEqual(r.status, 200, r.text)
+        r = self.c.post(CAIRN + "quotas", {"team": "vision", "gpus": 1}, headers=self.alice)
+        self.assertEqual(r.status, 403, "only admins set quotas")
+        r = self.c.post(CAIRN + "quotas", {"team": "vision", "gpus": 1, "gpu_hours": 100},
+                        headers=self.admin)
+        self.assertEqual(r.status, 200, r.text)
+
+        experiments = {}
+        for name, who in (("alice", self.alice), ("bob", self.bob)):
+            r = self.c.post(API + "experiments/create", {"name": name + "-quota"}, headers=who)
+            self.assertEqual(r.status, 200, r.text)
+            experiments[who["Authorization"]] = r.body["experiment_id"]
+
+        def queue(who):
+            r = self.c.post(CAIRN + "tasks", {"queue": "quota-q", "needs": {"gpus": 1},
+                                              "experiment_id": experiments[who["Authorization"]],
+                                              "spec": {"command": ["true"]}}, headers=who)
+            self.assertEqual(r.status, 200, r.text)
+            return r.body["task"]
+        first, second, speech = queue(self.alice), queue(self.alice), queue(self.bob)
+        self.assertEqual((first["team"], speech["team"]), ("vision", "speech"))
+        r = self.c.post(CAIRN + "agents", {"id": "quota-agent", "queues": ["quota-q"],
+                                           "gpus": ["0", "1", "2"], "host": CUDA12_HOST},
+                        headers=self.agent)
+        self.assertEqual(r.status, 200, r.text)
+
+        def lease():
+            r = self.c.post(CAIRN + "agents/lease", {"agent": "quota-agent",
+                                                     "queues": ["quota-q"],
+                                                     "free_gpus": ["0", "1", "2"],
+                                                     "host": CUDA12_HOST}, headers=self.agent)
+            self.assertEqual(r.status, 200, r.text)
+            return r.body.get("task")
+        self.assertEqual(lease()["id"], first["id"])
+        self.assertEqual(lease()["id"], speech["id"], "vision is at its quota; speech runs")
+        self.assertIsNone(lease())
+        waiting = self.c.get(CAIRN + "tasks/" + second["id"], headers=self.alice).body["task"]
+        self.assertEqual(waiting["reason"], "over quota: team vision has 1 of its 1 GPUs in use")
+        quotas = self.c.get(CAIRN + "quotas", headers=self.bob).body["quotas"]
+        self.assertEqual([(q["team"], q["gpus"], q["used_gpus"]) for q in quotas],
+                         [("vision", 1, 1)])
+        env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url,
+                   CAIRN_TOKEN=self.agent["Authorization"][7:])
+        env.pop("MLFLOW_TRACKING_URI", None)
+        p = subprocess.run([tl.CONFIG.cairn, "task", "ls", "--queue", "quota-q"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn("over quota", p.stdout + p.stderr)
+        p = subprocess.run([tl.CONFIG.cairn, "queue", "quota"], env=env, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"vision +1 +1 +100\.0")
+
+        # Its task done, the team's waiting task starts.
+        r = self.c.post(CAIRN + "agents/finish", {"task_id": first["id"], "agent": "quota-agent",
+                                                  "attempt": 1, "state": "done"},
+                        headers=self.agent)
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(lease()["id"], second["id"])
+
+
 if __name__ == "__main__":
     sys.exit(tl.main("tasks", sys.modules[__name__]))

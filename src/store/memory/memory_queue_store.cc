@@ -99,7 +99,16 @@ class MemoryQueueStore : public QueueStore {
     }
     std::sort(waiting.begin(), waiting.end(),
               [](const Task* a, const Task* b) { return StartsBefore(*a, *b); });
+    std::map<std::string, core::TeamUsage> usage;  // of the teams seen, computed once
     for (Task* t : waiting) {
+      if (auto q = quotas_.find(t->team); q != quotas_.end() && t->needs.gpus > 0) {
+        auto u = usage.find(t->team);
+        if (u == usage.end()) u = usage.emplace(t->team, UsageLocked(t->team, request.now)).first;
+        if (std::string why = QuotaShortfall(*t, q->second, u->second); !why.empty()) {
+          t->reason = why;
+          continue;
+        }
+      }
       std::optional<std::string> gpus = request.place(*t);
       if (!gpus) continue;
       ApplyLease(t, request.agent, *gpus, request.now, request.lease_expiry);
@@ -115,7 +124,8 @@ class MemoryQueueStore : public QueueStore {
 
   Result<Task> FinishTask(std::string_view id, std::string_view agent, int64_t attempt,
                           TaskState state, std::string_view reason, int64_t now) override {
-    return Change(id, [&](Task* t) { return ApplyFinish(t, agent, attempt, state, reason, now); });
+    return Change(
+        id, [&](Task* t) { return ApplyFinish(t, agent, attempt, state, reason, now); }, now);
   }
 
   Result<std::vector<Task>> ExpiredLeases(int64_t now) override {
@@ -130,7 +140,8 @@ class MemoryQueueStore : public QueueStore {
 
   Result<Task> ExpireLease(std::string_view id, int64_t attempt, std::string_view next_run_id,
                            std::string_view reason, int64_t now) override {
-    return Change(id, [&](Task* t) { return ApplyExpire(t, attempt, next_run_id, reason, now); });
+    return Change(
+        id, [&](Task* t) { return ApplyExpire(t, attempt, next_run_id, reason, now); }, now);
   }
 
   Result<Task> CancelTask(std::string_view id, std::string_view reason, int64_t now) override {
@@ -145,6 +156,28 @@ class MemoryQueueStore : public QueueStore {
 
   Status SetTaskReason(std::string_view id, std::string_view reason) override {
     return Change(id, [&](Task* t) { return ApplyReason(t, reason); }).status();
+  }
+
+  Status PutTeamQuota(const core::TeamQuota& quota) override {
+    std::lock_guard lock(mu_);
+    if (quota.gpus <= 0 && quota.gpu_hours <= 0) {
+      quotas_.erase(quota.team);
+    } else {
+      quotas_[quota.team] = quota;
+    }
+    return Status::Ok();
+  }
+
+  Result<std::vector<core::TeamQuota>> ListTeamQuotas() override {
+    std::lock_guard lock(mu_);
+    std::vector<core::TeamQuota> out;
+    for (const auto& [team, q] : quotas_) out.push_back(q);
+    return out;
+  }
+
+  Result<core::TeamUsage> GetTeamUsage(std::string_view team, int64_t now) override {
+    std::lock_guard lock(mu_);
+    return UsageLocked(team, now);
   }
 
   Status PutAgent(const Agent& agent) override {
@@ -182,26 +215,50 @@ class MemoryQueueStore : public QueueStore {
     return &it->second;
   }
 
-  // Applies `apply` to a copy, keeping it only when it succeeds.
+  core::TeamUsage UsageLocked(std::string_view team, int64_t now) const {
+    core::TeamUsage u;
+    for (const auto& [id, t] : tasks_) {
+      if (t.team != team || t.state != TaskState::kRunning) continue;
+      u.gpus += t.needs.gpus;
+      u.gpu_hours += GpuHoursInWindow(t.needs.gpus, t.start_time, now, now);
+    }
+    for (const GpuSpan& s : ledger_) {
+      if (s.team == team) u.gpu_hours += GpuHoursInWindow(s.gpus, s.start, s.end, now);
+    }
+    return u;
+  }
+
+  // Applies `apply` to a copy, keeping it only when it succeeds; an attempt that held GPUs and
+  // ends (at `now`) goes into the ledger.
   template <typename Apply>
-  Result<Task> ChangeLocked(std::string_view id, Apply apply) {
+  Result<Task> ChangeLocked(std::string_view id, Apply apply, int64_t now = 0) {
     CAIRN_ASSIGN_OR_RETURN(Task * t, Find(id));
     Task changed = *t;
     CAIRN_RETURN_IF_ERROR(apply(&changed));
+    if (EndsGpuAttempt(*t, changed)) ledger_.push_back({t->team, t->needs.gpus, t->start_time, now});
     *t = changed;
     return changed;
   }
 
   template <typename Apply>
-  Result<Task> Change(std::string_view id, Apply apply) {
+  Result<Task> Change(std::string_view id, Apply apply, int64_t now = 0) {
     std::lock_guard lock(mu_);
-    return ChangeLocked(id, apply);
+    return ChangeLocked(id, apply, now);
   }
 
   std::mutex mu_;
   std::map<std::string, Queue, std::less<>> queues_;
   std::map<std::string, Task, std::less<>> tasks_;
   std::map<std::string, Agent, std::less<>> agents_;
+  std::map<std::string, core::TeamQuota, std::less<>> quotas_;
+  // Ended attempts that held GPUs (all of them: a memory store does not live for weeks).
+  struct GpuSpan {
+    std::string team;
+    int64_t gpus;
+    int64_t start;
+    int64_t end;
+  };
+  std::vector<GpuSpan> ledger_;
   int64_t last_seq_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "store/sqlite/queue_tables.h"
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -223,8 +225,24 @@ class SqliteQueueStore : public QueueStore {
       CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Stmt> s, c.PrepareOnce(sql));
       int i = 0;
       for (const std::string& q : request.queues) s->Bind(++i, q);
+      CAIRN_ASSIGN_OR_RETURN(std::vector<core::TeamQuota> quotas, ReadQuotas(c));
+      std::map<std::string, core::TeamUsage> usage;  // of the teams seen, computed once
+      std::vector<std::pair<std::string, std::string>> over;  // (task id, reason)
       while (s->Step()) {
         Task t = TaskRow(*s);
+        auto q = std::find_if(quotas.begin(), quotas.end(),
+                              [&](const core::TeamQuota& q) { return q.team == t.team; });
+        if (q != quotas.end() && t.needs.gpus > 0) {
+          auto u = usage.find(t.team);
+          if (u == usage.end()) {
+            CAIRN_ASSIGN_OR_RETURN(core::TeamUsage used, Usage(c, t.team, request.now));
+            u = usage.emplace(t.team, used).first;
+          }
+          if (std::string why = QuotaShortfall(t, *q, u->second); !why.empty()) {
+            if (why != t.reason) over.emplace_back(t.id, std::move(why));
+            continue;
+          }
+        }
         std::optional<std::string> gpus = request.place(t);
         if (!gpus) continue;
         ApplyLease(&t, request.agent, *gpus, request.now, request.lease_expiry);
@@ -233,6 +251,10 @@ class SqliteQueueStore : public QueueStore {
       }
       CAIRN_RETURN_IF_ERROR(s->status());
       s.reset();
+      for (const auto& [id, why] : over) {
+        CAIRN_RETURN_IF_ERROR(
+            ExecStmt(c, "UPDATE tasks SET reason = ? WHERE id = ? AND state = 'queued'", why, id));
+      }
       return out ? WriteTask(c, *out) : Status::Ok();
     }));
     return out;
@@ -245,7 +267,8 @@ class SqliteQueueStore : public QueueStore {
 
   Result<Task> FinishTask(std::string_view id, std::string_view agent, int64_t attempt,
                           TaskState state, std::string_view reason, int64_t now) override {
-    return Change(id, [&](Task* t) { return ApplyFinish(t, agent, attempt, state, reason, now); });
+    return Change(
+        id, [&](Task* t) { return ApplyFinish(t, agent, attempt, state, reason, now); }, {}, now);
   }
 
   Result<std::vector<Task>> ExpiredLeases(int64_t now) override {
@@ -264,7 +287,8 @@ class SqliteQueueStore : public QueueStore {
 
   Result<Task> ExpireLease(std::string_view id, int64_t attempt, std::string_view next_run_id,
                            std::string_view reason, int64_t now) override {
-    return Change(id, [&](Task* t) { return ApplyExpire(t, attempt, next_run_id, reason, now); });
+    return Change(
+        id, [&](Task* t) { return ApplyExpire(t, attempt, next_run_id, reason, now); }, {}, now);
   }
 
   Result<Task> CancelTask(std::string_view id, std::string_view reason, int64_t now) override {
@@ -278,6 +302,27 @@ class SqliteQueueStore : public QueueStore {
 
   Status SetTaskReason(std::string_view id, std::string_view reason) override {
     return Change(id, [&](Task* t) { return ApplyReason(t, reason); }).status();
+  }
+
+  Status PutTeamQuota(const core::TeamQuota& q) override {
+    return db_->Write([&](Connection& c) -> Status {
+      if (q.gpus <= 0 && q.gpu_hours <= 0) {
+        return ExecStmt(c, "DELETE FROM team_quotas WHERE team = ?", q.team);
+      }
+      return ExecStmt(c,
+                      "INSERT OR REPLACE INTO team_quotas (team, gpus, gpu_hours) VALUES (?, ?, ?)",
+                      q.team, q.gpus, q.gpu_hours);
+    });
+  }
+
+  Result<std::vector<core::TeamQuota>> ListTeamQuotas() override {
+    using List = std::vector<core::TeamQuota>;
+    return db_->Read<List>([&](Connection& c) -> Result<List> { return ReadQuotas(c); });
+  }
+
+  Result<core::TeamUsage> GetTeamUsage(std::string_view team, int64_t now) override {
+    return db_->Read<core::TeamUsage>(
+        [&](Connection& c) -> Result<core::TeamUsage> { return Usage(c, team, now); });
   }
 
   Status PutAgent(const Agent& a) override {
@@ -327,15 +372,54 @@ class SqliteQueueStore : public QueueStore {
   // Reads the task, applies `apply` and writes it back, in one write transaction. With
   // `queue`, that queue must exist.
   template <typename Apply>
-  Result<Task> Change(std::string_view id, Apply apply, std::string_view queue = {}) {
+  Result<Task> Change(std::string_view id, Apply apply, std::string_view queue = {},
+                      int64_t now = 0) {
     Task out;
     CAIRN_RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
       if (!queue.empty()) CAIRN_RETURN_IF_ERROR(ReadQueue(c, queue).status());
       CAIRN_ASSIGN_OR_RETURN(out, ReadTask(c, id));
+      const Task before = out;
       CAIRN_RETURN_IF_ERROR(apply(&out));
+      if (EndsGpuAttempt(before, out)) {
+        CAIRN_RETURN_IF_ERROR(ExecStmt(c,
+                                       "INSERT OR REPLACE INTO gpu_usage (task_id, attempt, team, "
+                                       "gpus, start_time, end_time) VALUES (?, ?, ?, ?, ?, ?)",
+                                       before.id, before.attempt, before.team, before.needs.gpus,
+                                       before.start_time, now));
+      }
       return WriteTask(c, out);
     }));
     return out;
+  }
+
+  static Result<std::vector<core::TeamQuota>> ReadQuotas(Connection& c) {
+    CAIRN_ASSIGN_OR_RETURN(
+        Stmt * s, c.Prepare("SELECT team, gpus, gpu_hours FROM team_quotas ORDER BY team"));
+    std::vector<core::TeamQuota> out;
+    while (s->Step()) out.push_back(core::TeamQuota{s->Str(0), s->Int(1), s->Double(2)});
+    CAIRN_RETURN_IF_ERROR(s->status());
+    return out;
+  }
+
+  static Result<core::TeamUsage> Usage(Connection& c, std::string_view team, int64_t now) {
+    core::TeamUsage u;
+    {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT need_gpus, start_time FROM tasks "
+                                                 "WHERE team = ? AND state = 'running'"));
+      s->Bind(1, team);
+      while (s->Step()) {
+        u.gpus += s->Int(0);
+        u.gpu_hours += GpuHoursInWindow(s->Int(0), s->Int(1), now, now);
+      }
+      CAIRN_RETURN_IF_ERROR(s->status());
+    }
+    CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT gpus, start_time, end_time FROM gpu_usage "
+                                               "WHERE team = ? AND end_time > ?"));
+    s->Bind(1, team);
+    s->Bind(2, now - kQuotaWindowMs);
+    while (s->Step()) u.gpu_hours += GpuHoursInWindow(s->Int(0), s->Int(1), s->Int(2), now);
+    CAIRN_RETURN_IF_ERROR(s->status());
+    return u;
   }
 
   Database* db_;

@@ -1,4 +1,4 @@
-// The QueueStore of a SQLite store: its tables (schema version 6) in the store's database,
+// The QueueStore of a SQLite store: its tables (schema versions 6 and 7) in the store's database,
 // written through the same group-committing writer as runs. Every change to a task reads its
 // row, applies queue_rules.h and writes the row back inside one write transaction, so that a
 // lease is atomic among threads and among processes sharing the database.

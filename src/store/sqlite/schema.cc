@@ -314,6 +314,25 @@ CREATE TABLE agents (
   heartbeat_time INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
+    // 7: team quotas, and the ledger of ended attempts that held GPUs.
+    R"sql(
+CREATE TABLE team_quotas (
+  team TEXT PRIMARY KEY,
+  gpus INTEGER NOT NULL,
+  gpu_hours REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE gpu_usage (
+  task_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  team TEXT NOT NULL,
+  gpus INTEGER NOT NULL,
+  start_time INTEGER NOT NULL,
+  end_time INTEGER NOT NULL,
+  PRIMARY KEY (task_id, attempt)
+) WITHOUT ROWID;
+CREATE INDEX gpu_usage_by_team ON gpu_usage (team, end_time);
+CREATE INDEX tasks_running_by_team ON tasks (team) WHERE state = 'running';
+)sql",
 };
 
 }  // namespace
