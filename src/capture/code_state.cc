@@ -3,6 +3,7 @@
 #include <git2.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -44,6 +45,23 @@ std::string RemoteUrl(git_repository* repo) {
   Remote remote(raw);
   if (!remote || git_remote_url(remote.get()) == nullptr) return "";
   return StripCredentials(git_remote_url(remote.get()));
+}
+
+// Whether `dir` may be in a git repository: a `.git` in it or a directory above, or GIT_DIR
+// set. Answered without libgit2, whose start-up (it loads the system's CA certificates) costs
+// more than a run outside any repository should.
+bool MayBeInRepository(const std::string& dir) {
+  if (const char* git_dir = std::getenv("GIT_DIR"); git_dir != nullptr && *git_dir != '\0') {
+    return true;
+  }
+  std::error_code ec;
+  std::filesystem::path at = std::filesystem::absolute(dir, ec);
+  if (ec) return true;
+  for (;;) {
+    if (std::filesystem::exists(at / ".git", ec)) return true;
+    if (!at.has_parent_path() || at.parent_path() == at) return false;
+    at = at.parent_path();
+  }
 }
 
 // Whether the repository path `path` is one of `exclude` (absolute) or lies under one.
@@ -133,8 +151,9 @@ std::string StripCredentials(std::string_view url) {
 }
 
 Result<CodeState> ReadCodeState(const std::string& dir, const CodeStateOptions& options) {
-  Libgit2 lib;
   CodeState state;
+  if (!MayBeInRepository(dir)) return state;
+  Libgit2 lib;
   git_repository* raw_repo = nullptr;
   int rc = git_repository_open_ext(&raw_repo, dir.c_str(), 0, nullptr);
   if (rc == GIT_ENOTFOUND) return state;
@@ -243,6 +262,7 @@ Result<WorkingFiles> ListDirectoryFiles(const std::string& dir, int64_t max_file
 }  // namespace
 
 Result<WorkingFiles> ListWorkingFiles(const std::string& dir, int64_t max_files) {
+  if (!MayBeInRepository(dir)) return ListDirectoryFiles(dir, max_files);
   Libgit2 lib;
   git_repository* raw_repo = nullptr;
   int rc = git_repository_open_ext(&raw_repo, dir.c_str(), 0, nullptr);

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "util/file.h"
@@ -52,12 +53,25 @@ std::string Resolve(const std::string& python) {
   return "";
 }
 
+// Whether `file` (symlinks followed) is a compiled program: then the working directory cannot
+// choose another interpreter, as it can through a shim script (pyenv's, say).
+bool IsCompiledProgram(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, sizeof(magic));
+  return in.gcount() == 4 && std::string_view(magic, 4) == "\x7f" "ELF";
+}
+
 std::string CacheKey(const std::string& python) {
   std::string key = "cairn python-env cache 1\n" + python + "\n";
   const std::string file = Resolve(python);
   key += file + "\n" + Stamp(file) + "\n";
-  std::error_code ec;
-  key += fs::current_path(ec).string() + "\n";
+  // A shim chooses the interpreter by the working directory; a program does not, so a run in
+  // each new directory (every task of an agent) still finds the entry.
+  if (!IsCompiledProgram(file)) {
+    std::error_code ec;
+    key += fs::current_path(ec).string() + "\n";
+  }
   for (const char* name : kSteering) {
     const char* v = std::getenv(name);
     key += std::string(name) + "=" + (v != nullptr ? v : "\x01unset") + "\n";

@@ -2,7 +2,8 @@
 // (tens of milliseconds) when nothing changed since the last run. An entry is found by what
 // decides which interpreter runs and what its sys.path holds, without running it: the
 // interpreter as named and the file it resolves to on PATH (path, size, modification time),
-// the working directory (pyenv and similar tools choose by it) and the environment variables
+// the working directory when the interpreter is a script (pyenv's shims choose by it; a
+// compiled interpreter does not) and the environment variables
 // that steer Python (PYTHONPATH, PYTHONHOME, VIRTUAL_ENV, ...). An entry is used only while
 // the interpreter and every directory on its sys.path keep their modification times:
 // installing, upgrading or removing a distribution changes its directory's.

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "util/hash.h"
 
@@ -12,6 +13,36 @@ namespace cairn::capture {
 namespace {
 
 namespace fs = std::filesystem;
+
+TEST(PythonEnvCacheTest, OnlyAShimScriptIsKeyedByTheWorkingDirectory) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "needs /usr/bin/python3";
+  const fs::path root = fs::temp_directory_path() / ("cairn-pyenv-cwd-" + RandomHex(8));
+  fs::create_directories(root / "a");
+  fs::create_directories(root / "b");
+  const fs::path shim = root / "python3-shim";
+  std::ofstream(shim) << "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n";
+  fs::permissions(shim, fs::perms::owner_all);
+  const std::string cache = (root / "cache").string();
+  const fs::path before = fs::current_path();
+  auto in = [&](const fs::path& dir, const std::string& python) {
+    fs::current_path(dir);
+    auto got = SnapshotPythonEnvironmentCached(python, cache);
+    fs::current_path(before);
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    return got.ok() && got->from_cache;
+  };
+  // Filled (twice: a snapshot of a directory changed within the last second is not kept).
+  for (int i = 0; i < 3 && !in(root / "a", "/usr/bin/python3"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  }
+  EXPECT_TRUE(in(root / "b", "/usr/bin/python3")) << "a compiled interpreter: any directory";
+  for (int i = 0; i < 3 && !in(root / "a", shim.string()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  }
+  EXPECT_TRUE(in(root / "a", shim.string()));
+  EXPECT_FALSE(in(root / "b", shim.string())) << "a shim chooses by the directory";
+  fs::remove_all(root);
+}
 
 TEST(PythonEnvCacheTest, SecondSnapshotComesFromTheCacheUntilAPackageDirectoryChanges) {
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "needs /usr/bin/python3";

@@ -98,11 +98,99 @@ struct Running {
   int64_t kill_at = 0;    // SIGKILL after SIGTERM was not enough
 };
 
-// This program, for the processes the agent starts.
-std::string SelfExe() {
+struct ExecFlags {
+  std::string tracking_uri;
+  std::string run_id;
+  std::string spec;  // the spec file; the task's failure is written beside the work directory
+};
+
+// Inside the task's work directory (the current one): writes the task's code snapshot here,
+// builds its environment from the lock (or finds it built in the environment store), and
+// becomes `cairn run --run-id` of the command. A failure before the command starts is written
+// to <work directory>.failure, which the agent reports as the attempt's end.
+int ExecTask(const ExecFlags& flags) {
   std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("cairn") : self.string();
+  const std::string dir = fs::current_path(ec).string();
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "cairn agent: the task cannot start: %s\n", why.c_str());
+    (void)WriteFileAtomic(dir + ".failure", "cannot start: " + why);
+    return 3;
+  };
+  if (!FollowAgent()) return fail("the agent that started it is gone");
+  Result<std::string> text = ReadFile(flags.spec);
+  if (!text.ok()) return fail(text.status().message());
+  Result<core::TaskSpec> spec = core::ParseTaskSpec(*text);
+  if (!spec.ok()) return fail(spec.status().message());
+  auto client = ConnectOrExplain(flags.tracking_uri);
+  if (client == nullptr) return fail("cannot reach " + flags.tracking_uri);
+
+  capture::RunOptions run;
+  run.tracking_uri = client->tracking_uri();
+  run.run_id = flags.run_id;
+  // The artifact URI of the run holding the code or the lock (usually the same run).
+  std::map<std::string, std::string> uris;
+  auto uri_of = [&](const std::string& run_id) -> Result<std::string> {
+    if (auto it = uris.find(run_id); it != uris.end()) return it->second;
+    CAIRN_ASSIGN_OR_RETURN(core::Run holder, client->GetRun(run_id));
+    return uris[run_id] = holder.info.artifact_uri;
+  };
+  const core::TaskCode& code = spec->code;
+  if (!code.snapshot.empty()) {
+    Result<std::string> holder = uri_of(code.run_id);
+    if (!holder.ok()) return fail("reading the run holding the code: " + holder.status().message());
+    Result<int64_t> files = MaterialiseCodeSnapshot(*client, *holder, code.snapshot, dir);
+    if (!files.ok()) return fail("writing the code snapshot: " + files.status().message());
+    std::fprintf(stderr, "cairn agent: code snapshot %s: %lld files\n",
+                 code.snapshot.substr(0, 12).c_str(), static_cast<long long>(*files));
+    if (!code.cwd.empty()) {
+      const fs::path cwd = fs::path(code.cwd).lexically_normal();
+      if (cwd.is_absolute() || cwd.string().starts_with("..") || ::chdir(cwd.c_str()) != 0) {
+        return fail("the snapshot has no directory " + code.cwd);
+      }
+    }
+    run.tags.push_back({"cairn.code.snapshot", code.snapshot});
+    if (!code.commit.empty()) run.tags.push_back({"mlflow.source.git.commit", code.commit});
+    if (!code.branch.empty()) run.tags.push_back({"mlflow.source.git.branch", code.branch});
+    if (!code.remote_url.empty()) {
+      run.tags.push_back({"mlflow.source.git.repoURL", code.remote_url});
+    }
+  }
+  if (!spec->environment.run_id.empty()) {
+    Result<std::string> holder = uri_of(spec->environment.run_id);
+    Result<std::string> lock =
+        holder.ok() ? client->DownloadArtifact(*holder, std::string(core::kTaskLockArtifact))
+                    : Result<std::string>(holder.status());
+    if (!lock.ok()) return fail("reading the environment lock: " + lock.status().message());
+    if (env::LockHash(*lock) != spec->environment.lock_hash) {
+      return fail("the environment lock is not the one the task was queued with");
+    }
+    const std::string lock_path = dir + ".pylock.toml";
+    if (Status s = WriteFileAtomic(lock_path, *lock); !s.ok()) return fail(s.message());
+    env::BuildOptions options;
+    options.progress = [last = std::string()](const std::string& line) mutable {
+      if (line.substr(0, 8) == last.substr(0, 8)) return;  // one line per stage
+      last = line;
+      std::fprintf(stderr, "cairn agent: %s\n", line.c_str());
+    };
+    env::EnvStore store(env::EnvStore::DefaultRoot());
+    Result<env::BuiltEnvironment> built = store.Build(lock_path, options);
+    if (!built.ok()) return fail("building the environment: " + built.status().message());
+    std::fprintf(stderr, "cairn agent: environment %s %s\n", built->id.c_str(),
+                 built->already_built ? "was built already" : "built");
+    for (const auto& [name, value] : env::ActivationVariables(built->path)) {
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+    run.python = built->path + "/bin/python";
+  }
+  for (const auto& [name, value] : spec->params) run.params.push_back({name, value});
+  run.command = core::SubstituteParams(spec->command, spec->params);
+  // The rest is `cairn run --run-id`, in this process.
+  Result<int> code_of_command = capture::RunTracked(run);
+  if (!code_of_command.ok()) {
+    std::fprintf(stderr, "cairn run: %s\n", code_of_command.status().message().c_str());
+    return code_of_command.status().code() == StatusCode::kNotFound ? 127 : 2;
+  }
+  return *code_of_command;
 }
 
 class Agent {
@@ -210,8 +298,8 @@ class Agent {
     return Asked::kLeased;
   }
 
-  // Starts `cairn agent exec-task` in the task's work directory: it materialises the code,
-  // builds the environment and becomes `cairn run --run-id` (ExecTask below).
+  // Starts the task in its work directory (ExecTask): its code written out, its environment
+  // built, its command run as `cairn run --run-id` does.
   void Start(const core::Task& task) {
     const int64_t now = SystemClock()->NowMillis();
     Result<core::TaskSpec> spec = core::ParseTaskSpec(task.spec);
@@ -229,15 +317,18 @@ class Agent {
       return;
     }
     SpawnOptions spawn;
-    spawn.argv = {SelfExe(),       "agent",        "exec-task",   "--run-id",
-                  task.run_id,     "--spec",       dir + ".spec.json",
-                  "--tracking-uri", client_->tracking_uri()};
     spawn.cwd = dir;
     spawn.output_path = dir + ".log";
     spawn.env.push_back({"CUDA_VISIBLE_DEVICES", task.gpus});
     spawn.env.push_back({"CAIRN_TASK_ID", task.id});
     spawn.env.push_back({"CAIRN_AGENT_PID", std::to_string(getpid())});
-    Result<Process> child = Process::Spawn(spawn);
+    // A copy of this process runs `cairn agent exec-task` (this process has one thread, and
+    // the copy makes its own connection), sparing the program's loading for every task.
+    ExecFlags exec;
+    exec.tracking_uri = client_->tracking_uri();
+    exec.run_id = task.run_id;
+    exec.spec = dir + ".spec.json";
+    Result<Process> child = Process::Fork(spawn, [&exec] { return ExecTask(exec); });
     if (!child.ok()) {
       Finish(task, core::TaskState::kFailed, "cannot start: " + child.status().message());
       return;
@@ -345,101 +436,6 @@ class Agent {
   std::string workdir_;
   std::vector<Running> running_;
 };
-
-struct ExecFlags {
-  std::string tracking_uri;
-  std::string run_id;
-  std::string spec;  // the spec file; the task's failure is written beside the work directory
-};
-
-// Inside the task's work directory (the current one): writes the task's code snapshot here,
-// builds its environment from the lock (or finds it built in the environment store), and
-// becomes `cairn run --run-id` of the command. A failure before the command starts is written
-// to <work directory>.failure, which the agent reports as the attempt's end.
-int ExecTask(const ExecFlags& flags) {
-  std::error_code ec;
-  const std::string dir = fs::current_path(ec).string();
-  auto fail = [&](const std::string& why) {
-    std::fprintf(stderr, "cairn agent: the task cannot start: %s\n", why.c_str());
-    (void)WriteFileAtomic(dir + ".failure", "cannot start: " + why);
-    return 3;
-  };
-  if (!FollowAgent()) return fail("the agent that started it is gone");
-  Result<std::string> text = ReadFile(flags.spec);
-  if (!text.ok()) return fail(text.status().message());
-  Result<core::TaskSpec> spec = core::ParseTaskSpec(*text);
-  if (!spec.ok()) return fail(spec.status().message());
-  auto client = ConnectOrExplain(flags.tracking_uri);
-  if (client == nullptr) return fail("cannot reach " + flags.tracking_uri);
-
-  capture::RunOptions run;
-  run.tracking_uri = client->tracking_uri();
-  run.run_id = flags.run_id;
-  // The artifact URI of the run holding the code or the lock (usually the same run).
-  std::map<std::string, std::string> uris;
-  auto uri_of = [&](const std::string& run_id) -> Result<std::string> {
-    if (auto it = uris.find(run_id); it != uris.end()) return it->second;
-    CAIRN_ASSIGN_OR_RETURN(core::Run holder, client->GetRun(run_id));
-    return uris[run_id] = holder.info.artifact_uri;
-  };
-  const core::TaskCode& code = spec->code;
-  if (!code.snapshot.empty()) {
-    Result<std::string> holder = uri_of(code.run_id);
-    if (!holder.ok()) return fail("reading the run holding the code: " + holder.status().message());
-    Result<int64_t> files = MaterialiseCodeSnapshot(*client, *holder, code.snapshot, dir);
-    if (!files.ok()) return fail("writing the code snapshot: " + files.status().message());
-    std::fprintf(stderr, "cairn agent: code snapshot %s: %lld files\n",
-                 code.snapshot.substr(0, 12).c_str(), static_cast<long long>(*files));
-    if (!code.cwd.empty()) {
-      const fs::path cwd = fs::path(code.cwd).lexically_normal();
-      if (cwd.is_absolute() || cwd.string().starts_with("..") || ::chdir(cwd.c_str()) != 0) {
-        return fail("the snapshot has no directory " + code.cwd);
-      }
-    }
-    run.tags.push_back({"cairn.code.snapshot", code.snapshot});
-    if (!code.commit.empty()) run.tags.push_back({"mlflow.source.git.commit", code.commit});
-    if (!code.branch.empty()) run.tags.push_back({"mlflow.source.git.branch", code.branch});
-    if (!code.remote_url.empty()) {
-      run.tags.push_back({"mlflow.source.git.repoURL", code.remote_url});
-    }
-  }
-  if (!spec->environment.run_id.empty()) {
-    Result<std::string> holder = uri_of(spec->environment.run_id);
-    Result<std::string> lock =
-        holder.ok() ? client->DownloadArtifact(*holder, std::string(core::kTaskLockArtifact))
-                    : Result<std::string>(holder.status());
-    if (!lock.ok()) return fail("reading the environment lock: " + lock.status().message());
-    if (env::LockHash(*lock) != spec->environment.lock_hash) {
-      return fail("the environment lock is not the one the task was queued with");
-    }
-    const std::string lock_path = dir + ".pylock.toml";
-    if (Status s = WriteFileAtomic(lock_path, *lock); !s.ok()) return fail(s.message());
-    env::BuildOptions options;
-    options.progress = [last = std::string()](const std::string& line) mutable {
-      if (line.substr(0, 8) == last.substr(0, 8)) return;  // one line per stage
-      last = line;
-      std::fprintf(stderr, "cairn agent: %s\n", line.c_str());
-    };
-    env::EnvStore store(env::EnvStore::DefaultRoot());
-    Result<env::BuiltEnvironment> built = store.Build(lock_path, options);
-    if (!built.ok()) return fail("building the environment: " + built.status().message());
-    std::fprintf(stderr, "cairn agent: environment %s %s\n", built->id.c_str(),
-                 built->already_built ? "was built already" : "built");
-    for (const auto& [name, value] : env::ActivationVariables(built->path)) {
-      setenv(name.c_str(), value.c_str(), 1);
-    }
-    run.python = built->path + "/bin/python";
-  }
-  for (const auto& [name, value] : spec->params) run.params.push_back({name, value});
-  run.command = core::SubstituteParams(spec->command, spec->params);
-  // The rest is `cairn run --run-id`, in this process.
-  Result<int> code_of_command = capture::RunTracked(run);
-  if (!code_of_command.ok()) {
-    std::fprintf(stderr, "cairn run: %s\n", code_of_command.status().message().c_str());
-    return code_of_command.status().code() == StatusCode::kNotFound ? 127 : 2;
-  }
-  return *code_of_command;
-}
 
 int RunAgent(const AgentFlags& flags) {
   if (flags.queues.empty()) {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "core/mlflow_json.h"
@@ -322,13 +323,17 @@ Result<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& dir, std
   // Every complete line is a record; a partial last line (a crash mid-write) is dropped. The
   // file is scanned in blocks: only where each record starts is kept, and the line starts
   // needed to tell the header and end records.
-  std::string block(1 << 20, '\0');
+  // Blocks of up to 1 MiB, no larger than the file (a new journal is empty), not zeroed.
+  struct stat st {};
+  if (fstat(j->fd_, &st) != 0) return ErrnoStatus("stat", path);
+  const size_t block_size = std::clamp<size_t>(static_cast<size_t>(st.st_size), 4096, 1 << 20);
+  std::unique_ptr<char[]> block = std::make_unique_for_overwrite<char[]>(block_size);
   std::string head;  // the first bytes of the line being scanned
   uint64_t line_start = 0;
   uint64_t at = 0;
   bool first_line = true;
   for (;;) {
-    ssize_t got = pread(j->fd_, block.data(), block.size(), static_cast<off_t>(at));
+    ssize_t got = pread(j->fd_, block.get(), block_size, static_cast<off_t>(at));
     if (got < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus("read", path);
@@ -336,11 +341,11 @@ Result<std::unique_ptr<RunJournal>> RunJournal::Open(const std::string& dir, std
     if (got == 0) break;
     const size_t n = static_cast<size_t>(got);
     for (size_t i = 0; i < n;) {
-      const char* nl = static_cast<const char*>(std::memchr(block.data() + i, '\n', n - i));
-      const size_t stop = nl == nullptr ? n : static_cast<size_t>(nl - block.data());
+      const char* nl = static_cast<const char*>(std::memchr(block.get() + i, '\n', n - i));
+      const size_t stop = nl == nullptr ? n : static_cast<size_t>(nl - block.get());
       constexpr size_t kHeadBytes = 4096;
       if (head.size() < kHeadBytes) {
-        head.append(block, i, std::min(stop - i, kHeadBytes - head.size()));
+        head.append(block.get() + i, std::min(stop - i, kHeadBytes - head.size()));
       }
       if (nl == nullptr) break;
       const uint64_t line_end = at + stop;

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -149,6 +151,53 @@ Result<Process> Process::Spawn(const SpawnOptions& options) {
   Process p(pid, pipes.out[0], pipes.err[0]);
   pipes.out[0] = pipes.err[0] = -1;  // owned by p now; the write ends close with `pipes`
   return p;
+}
+
+Result<Process> Process::Fork(const SpawnOptions& options, const std::function<int()>& child) {
+  int output = -1;
+  if (!options.output_path.empty()) {
+    output = ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (output < 0) return Errno("opening " + options.output_path);
+  }
+  std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    Status s = Errno("forking");
+    if (output >= 0) ::close(output);
+    return s;
+  }
+  if (pid > 0) {
+    if (output >= 0) ::close(output);
+    ::setpgid(pid, pid);  // also in the child: whichever runs first
+    return Process(pid, -1, -1);
+  }
+  // The child.
+  ::setpgid(0, 0);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (output >= 0) {
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0) ::dup2(null, STDIN_FILENO);
+    ::dup2(output, STDOUT_FILENO);
+    ::dup2(output, STDERR_FILENO);
+  }
+  if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) {
+    std::fprintf(stderr, "cannot enter %s: %s\n", options.cwd.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  for (const auto& [name, value] : options.env) ::setenv(name.c_str(), value.c_str(), 1);
+  int code = 1;
+  try {
+    code = child();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+  }
+  std::fflush(nullptr);
+  ::_exit(code);
 }
 
 Process::Process(Process&& other) noexcept

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <optional>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +47,14 @@ class Process {
  public:
   // Starts the command as the leader of a new process group.
   static Result<Process> Spawn(const SpawnOptions& options);
+  // Runs `child` in a copy of this process (fork without exec), set up as Spawn sets up a
+  // command: a new process group, default signal handling and an empty mask, options.cwd,
+  // options.env and options.output_path (argv and capture_output are not used). The copy ends
+  // with `child`'s return value as its exit code, running no destructors or atexit handlers.
+  // It spares a new program's loading and linking; call it only while this process has one
+  // thread, as the copy has only the caller's, and have `child` use no connection or lock of
+  // the parent's.
+  static Result<Process> Fork(const SpawnOptions& options, const std::function<int()>& child);
 
   Process(Process&& other) noexcept;
   Process& operator=(Process&& other) noexcept;

@@ -5,7 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
+
+#include "fakes/temp_dir.h"
+#include "util/file.h"
 
 namespace cairn {
 namespace {
@@ -135,6 +141,29 @@ TEST(RunAndCaptureTest, AMissingCommandIsNotFound) {
   Result<CapturedRun> run = RunAndCapture(o, CaptureLimits{});
   ASSERT_FALSE(run.ok());
   EXPECT_EQ(run.status().code(), StatusCode::kNotFound);
+}
+
+TEST(ProcessTest, AForkedCopyRunsAFunctionAsACommandWouldRun) {
+  fakes::TempDir dir;
+  SpawnOptions options;
+  options.cwd = dir.path().string();
+  options.output_path = (dir / "out.log").string();
+  options.env = {{"CAIRN_FORK_TEST", "set"}};
+  const pid_t parent_group = getpgrp();
+  Result<Process> child = Process::Fork(options, [parent_group] {
+    std::printf("in %s with %s, own group %d\n", std::filesystem::current_path().c_str(),
+                std::getenv("CAIRN_FORK_TEST"), getpgrp() != parent_group ? 1 : 0);
+    return 7;
+  });
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  Result<ExitStatus> exit = child->Wait();
+  ASSERT_TRUE(exit.ok());
+  EXPECT_FALSE(exit->signaled);
+  EXPECT_EQ(exit->code, 7);
+  Result<std::string> out = ReadFile(dir / "out.log");
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, "in " + std::filesystem::canonical(dir.path()).string() + " with set, own group 1\n");
+  EXPECT_EQ(std::getenv("CAIRN_FORK_TEST"), nullptr) << "the parent's environment is its own";
 }
 
 }  // namespace
