@@ -3,8 +3,13 @@
 by an agent only where its environment can run, renewed and finished with its run; a lost
 agent's attempt failed with "agent lost" and the task queued again in a new run; cancel and
 move; the `cairn task` and `cairn queue` commands; `cairn agent` running tasks, stopping a
-cancelled one, and a SIGKILLed agent's task finished by another; and, with --auth on, agent calls only for service accounts and tasks shown only to those
-who may read their experiment.
+cancelled one, a SIGKILLed agent's task finished by another, and a CUDA 12 task placed only on
+the agent whose (recorded) host runs it; `cairn run --queue` shipping a repository's code
+snapshot and environment lock to an agent that cannot see the repository; `cairn reproduce`
+giving a deterministic, a noisy and an environment-dependent script their verdicts, and
+`cairn clone`; and, with --auth on, agent calls only for service accounts, tasks shown only
+to those who may read their experiment, and a team over its GPU quota waiting while another
+team runs.
 
 Usage: test_tasks.py --cairn build/release/cairn
 """
@@ -231,7 +236,7 @@ class AgentTest(unittest.TestCase):
         if not tl.keep_data():
             shutil.rmtree(cls.root, True)
 
-    def start_agent(self, name, queue, *extra, env=None):
+    def start_agent(self, name, queue, *extra, env=None, host=None):
         env = dict(os.environ, CAIRN_TRACKING_URI=self.server.url,
                    CAIRN_ENV_STORE=os.path.join(self.root, "envs"),
                    CAIRN_CACHE_DIR=os.path.join(self.root, "cache"),
@@ -239,7 +244,7 @@ class AgentTest(unittest.TestCase):
                    **(env or {}))
         env.pop("MLFLOW_TRACKING_URI", None)
         p = subprocess.Popen([tl.CONFIG.cairn, "agent", "--queue", queue, "--id", name,
-                              "--host-facts", self.host, "--poll-ms", "50",
+                              "--host-facts", host or self.host, "--poll-ms", "50",
                               "--workdir", os.path.join(self.root, name), *extra],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
@@ -316,6 +321,28 @@ class AgentTest(unittest.TestCase):
         self.assertIn("agent lost", tags["cairn.failure_reason"])
         self.assertEqual(self.run_of(done["run_id"])["info"]["status"], "FINISHED")
 
+
+    def test_a_task_needing_cuda_12_runs_only_on_the_agent_whose_host_has_it(self):
+        hosts = {}
+        for name, facts in (("old-driver", CUDA11_HOST), ("new-driver", CUDA12_HOST)):
+            hosts[name] = os.path.join(self.root, name + ".json")
+            with open(hosts[name], "w") as f:
+                json.dump(facts, f)
+        task = self.enqueue("cuda-q", ["true"], requirements={"cuda": "12"},
+                            needs={"gpus": 1})
+        old = self.start_agent("old-driver", "cuda-q", "--gpus", "0", host=hosts["old-driver"])
+        time.sleep(1.5)  # the old agent asks, and asks again, and never gets it
+        self.assertEqual(self.task(task["id"])["state"], "queued")
+        new = self.start_agent("new-driver", "cuda-q", "--gpus", "0", "--max-tasks", "1",
+                               host=hosts["new-driver"])
+        out, _ = new.communicate(timeout=60)
+        self.assertEqual(new.returncode, 0, out)
+        done = self.task(task["id"])
+        self.assertEqual((done["state"], done["gpus"]), ("done", "0"))
+        tags = {t["key"]: t["value"] for t in self.run_of(done["run_id"])["data"]["tags"]}
+        self.assertEqual(tags["cairn.task.agent"], "new-driver")
+        old.terminate()
+        old.wait(timeout=30)
 
     def git(self, repo, *args):
         subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
