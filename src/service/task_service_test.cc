@@ -162,6 +162,40 @@ TEST_F(TaskServiceTest, AWaitingLeaseEndsEmptyAtItsDeadlineOrWhenTheServiceStops
   EXPECT_FALSE(second.get()->has_value());
 }
 
+TEST_F(TaskServiceTest, WhatATaskOrAnAgentSaysIsBounded) {
+  EnqueueRequest r;
+  r.queue = "gpu";
+  r.experiment_id = "0";
+  r.spec = R"({"command": ["true"]})";
+  r.requirements = R"({"cuda": ")" + std::string(5000, '1') + R"("})";
+  EXPECT_THAT(svc_.Enqueue(r).status().message(), HasSubstr("at most 4 KiB"));
+  r.requirements = "";
+  r.spec = R"({"command": [")" + std::string(kMaxTaskSpecBytes, 'x') + R"("]})";
+  EXPECT_THAT(svc_.Enqueue(r).status().message(), HasSubstr("at most 1 MiB"));
+
+  core::Agent agent;
+  agent.id = std::string(129, 'a');
+  agent.queues = {"gpu"};
+  EXPECT_EQ(svc_.RegisterAgent(agent).code(), StatusCode::kInvalidArgument);
+  agent.id = "a";
+  agent.host = R"({"os": ")" + std::string(64 * 1024, 'l') + R"("})";
+  EXPECT_THAT(svc_.RegisterAgent(agent).message(), HasSubstr("64 KiB of host facts"));
+  agent.host = "";
+  agent.queues.assign(257, "gpu");
+  EXPECT_EQ(svc_.RegisterAgent(agent).code(), StatusCode::kInvalidArgument);
+
+  // A finish reason is cut, not refused: the attempt still ends.
+  Result<Task> task = Enqueue("gpu");
+  ASSERT_TRUE(task.ok());
+  Result<std::optional<Task>> leased = svc_.Lease(Ask("a", CpuHost(), {}));
+  ASSERT_TRUE(leased.ok() && leased->has_value());
+  Result<Task> done =
+      svc_.Finish(task->id, "a", 1, TaskState::kFailed, std::string(5000, 'r'));
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->reason.size(), 2003u);
+  EXPECT_TRUE(done->reason.ends_with("..."));
+}
+
 TEST_F(TaskServiceTest, AQueuedTaskIsAScheduledRun) {
   Result<Task> t = Enqueue("gpu", 1);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
