@@ -487,6 +487,38 @@ async function seedRegistry(base) {
   return { runId, commit, weights, other: other.info.run_id };
 }
 
+test("the queues page: tasks in the order they start with why they wait, reprioritised and cancelled; the agents", async ({ page, base, shot }) => {
+  const post = async (path, body) => api(base, "POST", "/api/cairn/v1/" + path, body);
+  const first = (await post("tasks", { queue: "ui-q", spec: { command: ["true"] } })).task;
+  const second = (await post("tasks", { queue: "ui-q", priority: 2, needs: { gpus: 1 },
+                                        spec: { command: ["true"] } })).task;
+  await post("agents", { id: "gpu-box", queues: ["ui-q"], gpus: ["0"], slots: 2,
+                         host: { os: "linux", driver_version: "535.104.05",
+                                 gpus: [{ index: 0, name: "NVIDIA A100" }] } });
+  await page.goto(base + "/");
+  await page.click("#queues-link");
+  const order = () => page.locator('[data-queue="ui-q"] tbody tr').evaluateAll((rows) =>
+    rows.map((r) => r.dataset.task));
+  await page.locator(`tr[data-task="${first.id}"]`).waitFor();
+  assertEqual(await order(), [second.id, first.id], "the higher priority first");
+  await page.locator(`tr[data-task="${first.id}"] .task-status`, { hasText: /^waiting / }).waitFor();
+  const agent = await page.locator('#agents tr[data-agent="gpu-box"] td').allTextContents();
+  assertEqual([agent[1], agent[2], agent[3], agent[6]], ["ui-q", "0", "2", "1 × NVIDIA A100, driver 535.104.05"],
+              "the agent's queues, GPUs, slots and host");
+
+  page.once("dialog", (d) => d.accept("5"));
+  await page.locator(`tr[data-task="${first.id}"] button[data-action=priority]`).click();
+  await page.waitForFunction((id) => document.querySelector('[data-queue="ui-q"] tbody tr').dataset.task === id,
+                             first.id);
+  page.once("dialog", (d) => d.accept());
+  await page.locator(`tr[data-task="${second.id}"] button[data-action=cancel]`).click();
+  await page.locator(`tr[data-task="${second.id}"]`).waitFor({ state: "detached" });
+  const tasks = await api(base, "GET", "/api/cairn/v1/tasks?queue=ui-q&state=queued&state=cancelled");
+  assertEqual(tasks.tasks.map((t) => [t.id, t.state, t.priority]),
+              [[first.id, "queued", 5], [second.id, "cancelled", 2]], "what the buttons did, through the API");
+  await shot("queues");
+});
+
 test("the model registry: an alias promoted and rolled back, a version's files and run, a run's versions", async ({ page, base, shot }) => {
   const seeded = await seedRegistry(base);
   await page.goto(base + "/");

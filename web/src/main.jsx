@@ -9,6 +9,7 @@ import { Model } from "./pages/Model.jsx";
 import { Models } from "./pages/Models.jsx";
 import { ModelVersion } from "./pages/ModelVersion.jsx";
 import { Pipeline } from "./pages/Pipeline.jsx";
+import { Queues } from "./pages/Queues.jsx";
 import { Run } from "./pages/Run.jsx";
 import { Runs } from "./pages/Runs.jsx";
 import { Settings } from "./pages/Settings.jsx";
@@ -65,6 +66,8 @@ function App() {
     page = <Model key={parts[1]} name={parts[1]} />;
   } else if (parts[0] === "models") {
     page = <Models params={params} />;
+  } else if (parts[0] === "queues") {
+    page = <Queues />;
   } else if (parts[0] === "compare") {
     page = <Compare params={params} />;
   } else if (parts[0] === "settings") {
@@ -77,7 +80,7 @@ function App() {
   const signedIn = session && session.auth && session.signed_in;
   // The sections, once there is something to show: with authentication off, or signed in.
   const inside = session && (!session.auth || session.signed_in);
-  const section = parts[0] === "models" ? "models"
+  const section = parts[0] === "models" ? "models" : parts[0] === "queues" ? "queues"
     : ["settings", "admin"].includes(parts[0]) ? "" : "experiments";
   return (
     <SessionContext.Provider value={session || SIGNED_OUT}>
@@ -88,6 +91,7 @@ function App() {
           <nav class="sections">
             <a href="#/" id="experiments-link" class={section === "experiments" ? "active" : ""}>Experiments</a>
             <a href={href("models")} id="models-link" class={section === "models" ? "active" : ""}>Models</a>
+            <a href={href("queues")} id="queues-link" class={section === "queues" ? "active" : ""}>Queues</a>
           </nav>
         )}
         {signedIn && (
