@@ -128,10 +128,7 @@ int64_t SteadyMillis() {
 
 }  // namespace
 
-TaskService::~TaskService() {
-  StopWaiting();
-  if (wait_thread_.joinable()) wait_thread_.join();
-}
+TaskService::~TaskService() { StopWaiting(); }
 
 void TaskService::StopWaiting() {
   std::deque<Waiter> ended;
@@ -142,6 +139,11 @@ void TaskService::StopWaiting() {
   }
   wait_cv_.notify_all();
   for (Waiter& w : ended) w.done(std::optional<Task>());
+  // The waiting thread answers those it was serving and ends; after this, nothing of the
+  // service runs on it (the store may go).
+  if (wait_thread_.joinable() && wait_thread_.get_id() != std::this_thread::get_id()) {
+    wait_thread_.join();
+  }
 }
 
 void TaskService::WorkChanged() {
@@ -198,6 +200,11 @@ void TaskService::ServeWaiters() {
     for (Waiter& w : waiters_) still.push_back(std::move(w));
     waiters_.swap(still);
   }
+  // Stopping: whoever still waits is answered, with no task.
+  std::deque<Waiter> ended;
+  ended.swap(waiters_);
+  lock.unlock();
+  for (Waiter& w : ended) w.done(std::optional<Task>());
 }
 
 Result<Task> TaskService::Enqueue(const EnqueueRequest& request) {
