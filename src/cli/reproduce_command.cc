@@ -97,20 +97,15 @@ Result<core::RunInfo> NewRun(client::TrackingClient& client, const Origin& o,
   return run;
 }
 
-Result<core::Task> Enqueue(client::TrackingClient& client, const Origin& o,
-                           const core::RunInfo& run, const core::TaskSpec& spec,
-                           const CloneFlags& flags) {
-  client::TaskRequest request;
-  request.queue = flags.queue.empty() ? o.task.queue : flags.queue;
-  request.experiment_id = run.experiment_id;
-  request.run_id = run.run_id;
-  request.priority = flags.priority;
-  request.needs = o.task.needs;
-  if (flags.gpus) request.needs.gpus = *flags.gpus;
-  request.spec = core::TaskSpecJson(spec);
-  request.requirements = o.task.requirements;
-  request.max_attempts = o.task.max_attempts;
-  return client::EnqueueTask(client, request);
+client::CloneAsk AskFor(const CloneFlags& flags, bool reproduce) {
+  client::CloneAsk ask;
+  ask.run_id = flags.run;
+  ask.queue = flags.queue;
+  ask.run_name = flags.name;
+  ask.priority = flags.priority;
+  ask.gpus = flags.gpus;
+  ask.reproduce = reproduce;
+  return ask;
 }
 
 int Clone(const CloneFlags& flags) {
@@ -118,26 +113,20 @@ int Clone(const CloneFlags& flags) {
   if (client == nullptr) return 2;
   Result<Origin> origin = ReadOrigin(*client, flags.run);
   if (!origin.ok()) return Failed("clone", origin.status());
-  core::TaskSpec spec = origin->spec;
+  client::CloneAsk ask = AskFor(flags, /*reproduce=*/false);
   for (const std::string& item : flags.params) {
     auto kv = capture::ParseKeyValue(item, "-p");
     if (!kv.ok()) return Failed("clone", kv.status());
-    spec.params[kv->first] = kv->second;
+    ask.params.push_back({kv->first, kv->second});
   }
-  Result<core::RunInfo> run =
-      NewRun(*client, *origin, flags.name, "-clone", "cairn.clone.of", spec);
-  if (!run.ok()) return Failed("clone", run.status());
-  Result<core::Task> task = Enqueue(*client, *origin, *run, spec, flags);
-  if (!task.ok()) {
-    (void)client->UpdateRun(run->run_id, core::RunStatus::kFailed, SystemClock()->NowMillis());
-    return Failed("clone", task.status());
-  }
+  Result<core::Task> task = client::CloneTask(*client, ask);
+  if (!task.ok()) return Failed("clone", task.status());
   std::printf("queued task %s in %s: run %s, a clone of %s\n", task->id.c_str(),
-              task->queue.c_str(), run->run_id.c_str(), flags.run.c_str());
-  for (const auto& [k, v] : spec.params) {
-    auto was = origin->spec.params.find(k);
-    if (was == origin->spec.params.end() || was->second != v) {
-      std::printf("  %s = %s (was %s)\n", k.c_str(), v.c_str(),
+              task->queue.c_str(), task->run_id.c_str(), flags.run.c_str());
+  for (const core::Param& p : ask.params) {
+    auto was = origin->spec.params.find(p.key);
+    if (was == origin->spec.params.end() || was->second != p.value) {
+      std::printf("  %s = %s (was %s)\n", p.key.c_str(), p.value.c_str(),
                   was == origin->spec.params.end() ? "not set" : was->second.c_str());
     }
   }
@@ -333,24 +322,25 @@ int Reproduce(const CloneFlags& flags) {
   if (client == nullptr) return 2;
   Result<Origin> origin = ReadOrigin(*client, flags.run);
   if (!origin.ok()) return Failed("reproduce", origin.status());
-  Result<core::RunInfo> run =
-      NewRun(*client, *origin, flags.name, "-reproduced", "cairn.reproduce.of", origin->spec);
-  if (!run.ok()) return Failed("reproduce", run.status());
-  std::fprintf(stderr, "cairn reproduce: run %s reproduces %s\n", run->run_id.c_str(),
-               flags.run.c_str());
+  core::RunInfo run_info;
   if (flags.local) {
+    Result<core::RunInfo> run =
+        NewRun(*client, *origin, flags.name, "-reproduced", "cairn.reproduce.of", origin->spec);
+    if (!run.ok()) return Failed("reproduce", run.status());
+    run_info = *run;
+    std::fprintf(stderr, "cairn reproduce: run %s reproduces %s\n", run->run_id.c_str(),
+                 flags.run.c_str());
     if (Status s = RunLocally(*client, *run, origin->spec); !s.ok()) return Failed("reproduce", s);
   } else {
-    Result<core::Task> task = Enqueue(*client, *origin, *run, origin->spec, flags);
-    if (!task.ok()) {
-      (void)client->UpdateRun(run->run_id, core::RunStatus::kFailed, SystemClock()->NowMillis());
-      return Failed("reproduce", task.status());
-    }
-    std::fprintf(stderr, "cairn reproduce: queued task %s in %s\n", task->id.c_str(),
-                 task->queue.c_str());
+    Result<core::Task> task = client::CloneTask(*client, AskFor(flags, /*reproduce=*/true));
+    if (!task.ok()) return Failed("reproduce", task.status());
+    run_info.run_id = task->run_id;
+    std::fprintf(stderr, "cairn reproduce: run %s reproduces %s; queued task %s in %s\n",
+                 task->run_id.c_str(), flags.run.c_str(), task->id.c_str(), task->queue.c_str());
     Result<core::Task> ended = WaitForTask(*client, task->id, flags.timeout_seconds);
     if (!ended.ok()) return Failed("reproduce", ended.status());
   }
+  const core::RunInfo* run = &run_info;
 
   Result<core::Run> reproduced = client->GetRun(run->run_id);
   if (!reproduced.ok()) return Failed("reproduce", reproduced.status());

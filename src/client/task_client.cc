@@ -95,6 +95,18 @@ Result<core::Task> EnqueueTask(TrackingClient& client, const TaskRequest& reques
   return TaskAnswer(Call(client, "POST", "tasks", body.dump()));
 }
 
+Result<core::Task> CloneTask(TrackingClient& client, const CloneAsk& ask) {
+  json body = {{"run_id", ask.run_id}, {"reproduce", ask.reproduce}};
+  json params = json::array();
+  for (const core::Param& p : ask.params) params.push_back({{"key", p.key}, {"value", p.value}});
+  body["params"] = params;
+  if (!ask.queue.empty()) body["queue"] = ask.queue;
+  if (!ask.run_name.empty()) body["run_name"] = ask.run_name;
+  if (ask.priority) body["priority"] = *ask.priority;
+  if (ask.gpus) body["gpus"] = *ask.gpus;
+  return TaskAnswer(Call(client, "POST", "tasks/clone", body.dump()));
+}
+
 Result<std::vector<core::Task>> ListTasks(TrackingClient& client, const TaskFilter& filter) {
   std::string query = "tasks?max_results=" + std::to_string(filter.max_results);
   if (!filter.queue.empty()) query += "&queue=" + PercentEncode(filter.queue);

@@ -41,6 +41,18 @@ struct TaskRequest {
 };
 Result<core::Task> EnqueueTask(TrackingClient& client, const TaskRequest& request);
 
+// POST tasks/clone: a queued run's task queued again with parameters changed.
+struct CloneAsk {
+  std::string run_id;
+  std::vector<core::Param> params;
+  std::string queue;  // "": the original's
+  std::string run_name;
+  std::optional<int64_t> priority;
+  std::optional<int64_t> gpus;
+  bool reproduce = false;
+};
+Result<core::Task> CloneTask(TrackingClient& client, const CloneAsk& ask);
+
 Result<std::vector<core::Task>> ListTasks(TrackingClient& client, const TaskFilter& filter);
 Result<core::Task> GetTask(TrackingClient& client, const std::string& id);
 Result<core::Task> CancelTask(TrackingClient& client, const std::string& id);

@@ -132,6 +132,7 @@ constexpr AccessRule kRules[] = {
     {Api::kCairn, "POST", "tasks/*/move", Target::kTaskInPath, kUpdate, nullptr},
     {Api::kCairn, "GET", "queues", Target::kSignedIn, kRead, nullptr},
     {Api::kCairn, "POST", "queues", Target::kAdmin, kManage, nullptr},
+    {Api::kCairn, "POST", "tasks/clone", Target::kRun, kUpdate, "run_id"},
     {Api::kCairn, "GET", "quotas", Target::kSignedIn, kRead, nullptr},
     {Api::kCairn, "POST", "quotas", Target::kAdmin, kManage, nullptr},
     {Api::kCairn, "GET", "agents", Target::kSignedIn, kRead, nullptr},

@@ -174,6 +174,28 @@ Result<CairnResponse> UpdateQueue(ApiContext& ctx, const CairnCall& call) {
   return CairnResponse{w.Take()};
 }
 
+Result<CairnResponse> CloneTask(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  service::CloneRequest r;
+  CAIRN_ASSIGN_OR_RETURN(r.run_id, f.RequiredStr("run_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::Tag> params, DecodeTags(f, "params"));
+  for (core::Tag& p : params) r.params[p.key] = std::move(p.value);
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> queue, f.Str("queue"));
+  r.queue = queue.value_or("");
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> name, f.Str("run_name"));
+  r.run_name = name.value_or("");
+  CAIRN_ASSIGN_OR_RETURN(r.priority, f.Int("priority"));
+  CAIRN_ASSIGN_OR_RETURN(r.gpus, f.Int("gpus"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<bool> reproduce, f.Bool("reproduce"));
+  r.reproduce = reproduce.value_or(false);
+  if (ctx.caller != nullptr) {
+    r.user_id = ctx.caller->username;
+    r.team = ctx.caller->teams.empty() ? "" : ctx.caller->teams.front();
+  }
+  CAIRN_ASSIGN_OR_RETURN(Task task, ctx.tasks->Clone(r));
+  return TaskAnswer(task);
+}
+
 Result<CairnResponse> ListQuotas(ApiContext& ctx, const CairnCall&) {
   CAIRN_ASSIGN_OR_RETURN(auto quotas, ctx.tasks->ListQuotas());
   JsonWriter w;
@@ -363,6 +385,7 @@ constexpr CairnRoute kTaskRoutes[] = {
     {"POST", "tasks/*/move", MoveTask}, {"GET", "queues", ListQueues},
     {"POST", "queues", UpdateQueue},    {"GET", "agents", ListAgents},
     {"GET", "quotas", ListQuotas},      {"POST", "quotas", SetQuota},
+    {"POST", "tasks/clone", CloneTask},
     {"POST", "agents", RegisterAgent},  {"POST", "agents/lease", Lease},
     {"POST", "agents/renew", Renew},    {"POST", "agents/finish", Finish},
 };

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/identity.h"
+#include "core/task_spec.h"
 #include "env/host_check.h"
 #include "service/validation.h"
 #include "util/hash.h"
@@ -293,6 +294,49 @@ Status TaskService::AdoptRun(const EnqueueRequest& request, const std::vector<co
 }
 
 Result<Task> TaskService::GetTask(const std::string& id) { return store_->queue().GetTask(id); }
+
+Result<Task> TaskService::Clone(const CloneRequest& request) {
+  CAIRN_ASSIGN_OR_RETURN(core::Run original, tracking_->GetRun(request.run_id));
+  const core::Tag* task_tag = original.FindTag(kTaskIdTag);
+  if (task_tag == nullptr) {
+    return FailedPrecondition("Run " + request.run_id +
+                              " was not run from a queue, so it has no code snapshot to run "
+                              "again; queue work with `cairn run --queue`.");
+  }
+  CAIRN_ASSIGN_OR_RETURN(Task task, store_->queue().GetTask(task_tag->value));
+  CAIRN_ASSIGN_OR_RETURN(core::TaskSpec spec, core::ParseTaskSpec(task.spec));
+  for (const auto& [name, value] : request.params) spec.params[name] = value;
+
+  CreateRunRequest run;
+  run.experiment_id = original.info.experiment_id;
+  run.user_id = request.user_id;
+  run.run_name = !request.run_name.empty()
+                     ? request.run_name
+                     : original.info.run_name + (request.reproduce ? "-reproduced" : "-clone");
+  run.tags = {{request.reproduce ? "cairn.reproduce.of" : "cairn.clone.of", request.run_id}};
+  if (!request.user_id.empty()) run.tags.push_back({"mlflow.user", request.user_id});
+  run.scheduled = true;
+  CAIRN_ASSIGN_OR_RETURN(core::Run made, tracking_->CreateRun(run));
+  std::vector<core::Param> params;
+  for (const auto& [name, value] : spec.params) params.push_back({name, value});
+  Status logged = params.empty() ? Status::Ok() : tracking_->LogBatch(made.info.run_id, {}, params, {});
+
+  EnqueueRequest r;
+  r.queue = request.queue.empty() ? task.queue : request.queue;
+  r.experiment_id = made.info.experiment_id;
+  r.run_id = made.info.run_id;
+  r.user_id = request.user_id;
+  r.team = request.team;
+  r.priority = request.priority;
+  r.needs = task.needs;
+  if (request.gpus) r.needs.gpus = *request.gpus;
+  r.spec = core::TaskSpecJson(spec);
+  r.requirements = task.requirements;
+  r.max_attempts = task.max_attempts;
+  Result<Task> queued = logged.ok() ? Enqueue(r) : Result<Task>(logged);
+  if (!queued.ok()) (void)tracking_->DeleteRun(made.info.run_id);  // no run without its task
+  return queued;
+}
 
 Status TaskService::SetQuota(const core::TeamQuota& quota) {
   if (!core::ValidAccountName(quota.team)) {

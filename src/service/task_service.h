@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -56,6 +57,19 @@ struct EnqueueRequest {
   std::vector<core::Tag> tags;  // for the runs
 };
 
+// A queued run's task queued again (`cairn clone`, `cairn reproduce`, the web UI's buttons).
+struct CloneRequest {
+  std::string run_id;                         // an attempt's run of the task to queue again
+  std::map<std::string, std::string> params;  // changed or added; the others as they were
+  std::string queue;                          // "": the task's queue
+  std::string run_name;                       // "": the original's name with "-clone"
+  std::optional<int64_t> priority;            // unset: the queue's default
+  std::optional<int64_t> gpus;                // unset: as the original
+  bool reproduce = false;  // tag cairn.reproduce.of (name "-reproduced") instead of cairn.clone.of
+  std::string user_id;
+  std::string team;
+};
+
 // What an agent offers when it asks for work.
 struct LeaseAsk {
   std::string agent;
@@ -77,6 +91,10 @@ class TaskService {
 
   // The task waiting, its first run SCHEDULED.
   Result<core::Task> Enqueue(const EnqueueRequest& request);
+  // A new task with the original's code snapshot, environment lock and command, the
+  // parameters changed, in a new SCHEDULED run of the original's experiment.
+  // FailedPrecondition for a run that no task ran.
+  Result<core::Task> Clone(const CloneRequest& request);
   Result<core::Task> GetTask(const std::string& id);
   Result<std::vector<core::Task>> ListTasks(const store::TaskQuery& query);
   // A waiting task ends at once (its run KILLED); a running one is asked to stop.

@@ -196,6 +196,50 @@ TEST_F(TaskServiceTest, WhatATaskOrAnAgentSaysIsBounded) {
   EXPECT_TRUE(done->reason.ends_with("..."));
 }
 
+TEST_F(TaskServiceTest, AClonedTaskRunsTheSameSpecWithItsParametersChanged) {
+  EnqueueRequest r;
+  r.queue = "gpu";
+  r.experiment_id = "0";
+  r.run_name = "base";
+  r.needs.gpus = 1;
+  r.requirements = R"({"cuda":"12"})";
+  r.spec = R"({"command":["python","train.py"],"params":{"lr":"0.1"}})";
+  Result<Task> original = svc_.Enqueue(r);
+  ASSERT_TRUE(original.ok());
+  CloneRequest c;
+  c.run_id = original->run_id;
+  c.params = {{"lr", "0.5"}, {"epochs", "3"}};
+  c.user_id = "bob";
+  Result<Task> clone = svc_.Clone(c);
+  ASSERT_TRUE(clone.ok()) << clone.status().ToString();
+  EXPECT_NE(clone->id, original->id);
+  EXPECT_EQ(clone->queue, "gpu");
+  EXPECT_EQ(clone->needs.gpus, 1);
+  EXPECT_EQ(clone->requirements, original->requirements);
+  EXPECT_EQ(clone->spec,
+            R"({"command":["python","train.py"],"params":{"epochs":"3","lr":"0.5"}})");
+  core::Run run = RunOf(clone->run_id);
+  EXPECT_EQ(run.info.run_name, "base-clone");
+  EXPECT_EQ(run.info.status, core::RunStatus::kScheduled);
+  EXPECT_EQ(Tag(run, "cairn.clone.of"), original->run_id);
+  ASSERT_NE(run.FindParam("lr"), nullptr);
+  EXPECT_EQ(run.FindParam("lr")->value, "0.5");
+
+  c.reproduce = true;
+  c.params.clear();
+  Result<Task> again = svc_.Clone(c);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(Tag(RunOf(again->run_id), "cairn.reproduce.of"), original->run_id);
+  EXPECT_EQ(RunOf(again->run_id).info.run_name, "base-reproduced");
+
+  CreateRunRequest plain;
+  plain.experiment_id = "0";
+  Result<core::Run> not_queued = tracking_.CreateRun(plain);
+  ASSERT_TRUE(not_queued.ok());
+  c.run_id = not_queued->info.run_id;
+  EXPECT_THAT(svc_.Clone(c).status().message(), HasSubstr("was not run from a queue"));
+}
+
 TEST_F(TaskServiceTest, AQueuedTaskIsAScheduledRun) {
   Result<Task> t = Enqueue("gpu", 1);
   ASSERT_TRUE(t.ok()) << t.status().ToString();

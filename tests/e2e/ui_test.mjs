@@ -519,6 +519,26 @@ test("the queues page: tasks in the order they start with why they wait, reprior
   await shot("queues");
 });
 
+test("a queued run's page clones it with a parameter changed and queues a reproduction", async ({ page, base }) => {
+  const post = async (path, body) => api(base, "POST", "/api/cairn/v1/" + path, body);
+  const task = (await post("tasks", { queue: "again-q", run_name: "first",
+                                      spec: { command: ["python", "train.py"], params: { lr: "0.1" } } })).task;
+  await page.goto(`${base}/#/runs/${task.run_id}`);
+  page.once("dialog", (d) => d.accept("lr=0.5, epochs=3"));
+  await page.click("#clone-run");
+  await page.locator("h1", { hasText: "first-clone" }).waitFor();
+  const clone = (await api(base, "GET", "/api/cairn/v1/tasks?queue=again-q")).tasks
+    .find((t) => t.id !== task.id);
+  assertEqual(clone.spec.params, { epochs: "3", lr: "0.5" }, "the clone's parameters");
+  assert(page.url().endsWith(`#/runs/${clone.run_id}`), "the clone's page");
+  await page.locator(".run-again a", { hasText: task.run_id.slice(0, 8) }).waitFor();
+  await page.click("#reproduce-run");
+  await page.locator("h1", { hasText: "first-clone-reproduced" }).waitFor();
+  const { run } = await api(base, "GET", "/api/2.0/mlflow/runs/get?run_id=" + page.url().split("/").pop());
+  assertEqual(run.data.tags.find((t) => t.key === "cairn.reproduce.of").value, clone.run_id,
+              "the reproduction names its original");
+});
+
 test("the model registry: an alias promoted and rolled back, a version's files and run, a run's versions", async ({ page, base, shot }) => {
   const seeded = await seedRegistry(base);
   await page.goto(base + "/");

@@ -2,7 +2,7 @@
 // versions registered from it), parameters, metric charts, the console log (following it while
 // the run is active), artifacts with previews, and the environment it ran in.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { mlflow, runLog, searchModelVersions } from "../api.js";
+import { cairn, mlflow, runLog, searchModelVersions } from "../api.js";
 import { artifactUrl, fetchArtifactText, listArtifacts, previewKind } from "../artifacts.js";
 import { MetricChart } from "../components/Chart.jsx";
 import { Crumbs } from "../components/Crumbs.jsx";
@@ -44,6 +44,7 @@ export function Run({ runId, params }) {
     <section>
       <Crumbs experimentId={run.info.experiment_id} />
       <h1>{runName(run)} <span class={"status " + run.info.status.toLowerCase()}>{run.info.status}</span></h1>
+      {f.tags["cairn.task.id"] && <RunAgain run={run} f={f} />}
       <nav class="tabs">
         {TABS.map((t) => (
           <a key={t} class={t === tab ? "active" : ""} href={href("runs", runId) + "?tab=" + t}>{t}</a>
@@ -56,6 +57,49 @@ export function Run({ runId, params }) {
       {tab === "artifacts" && <Artifacts run={run} />}
       {tab === "environment" && <Environment run={run} f={f} />}
     </section>
+  );
+}
+
+// A queued run's task queued again: "Clone and enqueue" with parameters changed, or
+// "Reproduce" with the same ones (POST tasks/clone); then the new run's page. `cairn reproduce`
+// compares a reproduction with its original.
+function RunAgain({ run, f }) {
+  const [error, setError] = useState(null);
+  const queueAgain = (reproduce) => {
+    const body = { run_id: run.info.run_id, reproduce, params: [] };
+    if (!reproduce) {
+      const current = Object.entries(f.params).map(([k, v]) => `${k}=${v}`).join(", ");
+      const answer = prompt("Parameters to change, as name=value separated by commas", current);
+      if (answer === null) return;
+      for (const item of answer.split(",").map((s) => s.trim()).filter(Boolean)) {
+        const eq = item.indexOf("=");
+        if (eq <= 0) {
+          setError(`"${item}" is not name=value`);
+          return;
+        }
+        body.params.push({ key: item.slice(0, eq).trim(), value: item.slice(eq + 1).trim() });
+      }
+    }
+    setError(null);
+    cairn.post("tasks/clone", body)
+      .then((r) => { location.hash = href("runs", r.task.run_id); })
+      .catch((e) => setError(e.message));
+  };
+  return (
+    <p class="run-again">
+      <button id="clone-run" onClick={() => queueAgain(false)}>Clone and enqueue</button>{" "}
+      <button id="reproduce-run" onClick={() => queueAgain(true)}>Reproduce</button>
+      {f.tags["cairn.reproduce.of"] && (
+        <span class="muted"> · a reproduction of{" "}
+          <a href={href("runs", f.tags["cairn.reproduce.of"])}>{f.tags["cairn.reproduce.of"].slice(0, 8)}</a>
+          {f.tags["cairn.reproduce.verdict"] ? `: ${f.tags["cairn.reproduce.verdict"]}` : ""}</span>
+      )}
+      {f.tags["cairn.clone.of"] && (
+        <span class="muted"> · a clone of{" "}
+          <a href={href("runs", f.tags["cairn.clone.of"])}>{f.tags["cairn.clone.of"].slice(0, 8)}</a></span>
+      )}
+      {error && <span class="error" role="alert" id="run-again-error"> {error}</span>}
+    </p>
   );
 }
 
