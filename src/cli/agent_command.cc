@@ -101,7 +101,8 @@ struct Running {
 struct ExecFlags {
   std::string tracking_uri;
   std::string run_id;
-  std::string spec;  // the spec file; the task's failure is written beside the work directory
+  std::string spec;       // the spec file (`cairn agent exec-task --spec`)
+  std::string spec_text;  // or the spec itself (an agent's forked copy has it already)
 };
 
 // Inside the task's work directory (the current one): writes the task's code snapshot here,
@@ -117,7 +118,8 @@ int ExecTask(const ExecFlags& flags) {
     return 3;
   };
   if (!FollowAgent()) return fail("the agent that started it is gone");
-  Result<std::string> text = ReadFile(flags.spec);
+  Result<std::string> text = flags.spec_text.empty() ? ReadFile(flags.spec)
+                                                     : Result<std::string>(flags.spec_text);
   if (!text.ok()) return fail(text.status().message());
   Result<core::TaskSpec> spec = core::ParseTaskSpec(*text);
   if (!spec.ok()) return fail(spec.status().message());
@@ -311,7 +313,6 @@ class Agent {
         (fs::path(workdir_) / (task.id + "-" + std::to_string(task.attempt))).string();
     RemoveTaskFiles(dir);
     Status ready = MakeDirs(dir);
-    if (ready.ok()) ready = WriteFileAtomic(dir + ".spec.json", task.spec);
     if (!ready.ok()) {
       Finish(task, core::TaskState::kFailed, ready.message());
       return;
@@ -327,7 +328,7 @@ class Agent {
     ExecFlags exec;
     exec.tracking_uri = client_->tracking_uri();
     exec.run_id = task.run_id;
-    exec.spec = dir + ".spec.json";
+    exec.spec_text = task.spec;
     Result<Process> child = Process::Fork(spawn, [&exec] { return ExecTask(exec); });
     if (!child.ok()) {
       Finish(task, core::TaskState::kFailed, "cannot start: " + child.status().message());
@@ -410,11 +411,11 @@ class Agent {
     Say(std::string(core::TaskStateName(state)) + " " + task.id.substr(0, 8) + " (" + reason + ")");
   }
 
-  // A task's work directory and the files beside it (its spec, lock, log and failure).
+  // A task's work directory and the files beside it (its lock and failure; the log is kept).
   static void RemoveTaskFiles(const std::string& dir) {
     std::error_code ec;
     fs::remove_all(dir, ec);
-    for (const char* suffix : {".spec.json", ".pylock.toml", ".failure"}) {
+    for (const char* suffix : {".pylock.toml", ".failure"}) {
       fs::remove(dir + suffix, ec);
     }
   }
