@@ -210,6 +210,19 @@ class TasksTest(unittest.TestCase):
                                                  "host": {"glibc": 5}})
         self.assertEqual(r.status, 400, r.text)
         self.assertEqual(self.c.get(CAIRN + "tasks/nope").status, 404)
+        for path, body, words in (
+                ("quotas", {"team": "vision", "gpus": -1}, "cannot be negative"),
+                ("quotas", {"team": "no such/team", "gpus": 1}, "Invalid team name"),
+                ("quotas", {"team": "vision", "gpu_hours": "lots"}, "gpu_hours"),
+                ("tasks/clone", {}, "run_id"),
+                ("tasks/clone", {"run_id": "0" * 32, "params": "lr=1"}, "params"),
+                ("runs", {"run_id": "1" * 32, "status": "FINISHED"}, "RUNNING or SCHEDULED"),
+                ("tasks", {"queue": "q", "spec": {}, "run_id": "2" * 32}, "not found")):
+            r = self.c.post(CAIRN + path, body)
+            self.assertEqual(r.status, 400, (path, body, r.text))
+            self.assertIn(words, r.text)
+        r = self.c.post(CAIRN + "tasks/clone", {"run_id": "3" * 32})
+        self.assertEqual(r.status, 404, r.text)
 
 
 class AgentTest(unittest.TestCase):
