@@ -7,7 +7,9 @@
 // whose cancel was asked for or whose lease was lost, and leases new work while slots and GPUs
 // are free. A task's command runs in a work directory of its own, in its own process group,
 // with CUDA_VISIBLE_DEVICES set to the GPUs it was given and its parameters as
-// CAIRN_PARAM_<NAME> and through ${params.NAME} in its arguments.
+// CAIRN_PARAM_<NAME> and through ${params.NAME} in its arguments. With `--executor slurm`,
+// each task is a batch job instead (the pipeline's Slurm executor) that runs `cairn agent
+// exec-task` on the node Slurm chose; the agent follows the job and keeps its lease.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -33,6 +35,8 @@
 #include "env/env_store.h"
 #include "env/install/venv_layout.h"
 #include "env/host_facts.h"
+#include "pipeline/executor.h"
+#include "pipeline/slurm_executor.h"
 #include "report/run_report.h"
 #include "util/clock.h"
 #include "util/file.h"
@@ -57,6 +61,8 @@ struct AgentFlags {
   int64_t poll_ms = 200;
   std::string host_facts;  // a JSON file standing in for this host's facts
   int64_t max_tasks = 0;   // 0: no limit
+  std::string executor = "local";        // or "slurm"
+  std::vector<std::string> sbatch_args;  // --sbatch-arg, with the slurm executor
 };
 
 constexpr int64_t kIdleWaitMs = 2000;
@@ -87,10 +93,11 @@ void WaitForChild(int64_t ms) {
   }
 }
 
-// A task's attempt in progress on this agent.
+// A task's attempt in progress on this agent: a forked process, or a Slurm job.
 struct Running {
   core::Task task;
-  Process child;
+  std::optional<Process> child;  // run here
+  std::optional<size_t> job;     // or a Slurm job: the executor's step number
   std::string workdir;
   int64_t next_renew = 0;
   bool stopping = false;  // asked to stop (cancel or a lost lease); finished as cancelled
@@ -202,9 +209,10 @@ class Agent {
 
   int Run() {
     if (!Init()) return 2;
-    std::printf("agent %s taking tasks from %s (%lld slot(s), GPUs %s) at %s\n", id_.c_str(),
+    std::printf("agent %s taking tasks from %s (%lld slot(s), GPUs %s%s) at %s\n", id_.c_str(),
                 Join(flags_.queues, ",").c_str(), static_cast<long long>(flags_.slots),
-                gpus_.empty() ? "none" : Join(gpus_, ",").c_str(), client_->tracking_uri().c_str());
+                gpus_.empty() ? "none" : Join(gpus_, ",").c_str(),
+                slurm_ ? ", as Slurm jobs" : "", client_->tracking_uri().c_str());
     std::fflush(stdout);
     int64_t started = 0;
     while (true) {
@@ -247,7 +255,7 @@ class Agent {
     host_json_ = env::HostFactsJson(facts);
     if (!flags_.gpus.empty()) {
       gpus_ = SplitNonEmpty(flags_.gpus, ',');
-    } else {
+    } else if (flags_.executor != "slurm") {  // this host's GPUs are not the cluster's
       for (const env::GpuInfo& g : facts.gpus) gpus_.push_back(std::to_string(g.index));
     }
     workdir_ =
@@ -258,6 +266,7 @@ class Agent {
       PrintError(s);
       return false;
     }
+    if (flags_.executor == "slurm" && !StartSlurm()) return false;
     core::Agent me;
     me.id = id_;
     me.name = host;
@@ -269,6 +278,31 @@ class Agent {
       PrintError(s.WithContext("registering the agent"));
       return false;
     }
+    return true;
+  }
+
+  // Cancels the jobs an earlier agent of this id left (killed, its tasks queued again since),
+  // and makes the executor that submits tasks as jobs named cairn-agent-<id>-<task>.
+  bool StartSlurm() {
+    std::error_code ec;
+    self_ = fs::read_symlink("/proc/self/exe", ec).string();
+    if (ec) {
+      PrintError(Internal("cannot find this program's path: " + ec.message()));
+      return false;
+    }
+    pipeline::SlurmOptions options;
+    options.sbatch_args = flags_.sbatch_args;
+    options.job_name_prefix = "cairn-agent-" + id_ + "-";
+    Result<int> left =
+        pipeline::CancelSlurmJobsNamed(*pipeline::RealSlurmCommands(), options.job_name_prefix);
+    if (!left.ok()) {
+      PrintError(left.status().WithContext("asking Slurm for the jobs of an earlier agent " + id_));
+      return false;
+    }
+    if (*left > 0) {
+      Say("cancelled " + std::to_string(*left) + " Slurm job(s) an earlier agent " + id_ + " left");
+    }
+    slurm_ = pipeline::NewSlurmExecutor(pipeline::RealSlurmCommands(), options);
     return true;
   }
 
@@ -317,6 +351,10 @@ class Agent {
       Finish(task, core::TaskState::kFailed, ready.message());
       return;
     }
+    if (slurm_) {
+      SubmitJob(task, dir, now);
+      return;
+    }
     SpawnOptions spawn;
     spawn.cwd = dir;
     spawn.output_path = dir + ".log";
@@ -334,26 +372,96 @@ class Agent {
       Finish(task, core::TaskState::kFailed, "cannot start: " + child.status().message());
       return;
     }
+    SayStarted(task, "");
+    running_.push_back(Running{task, std::move(*child), std::nullopt, dir,
+                               now + flags_.lease_seconds * 1000 / 3, false, false, 0});
+  }
+
+  // Submits the task as a batch job that runs `cairn agent exec-task` in its work directory
+  // (which the nodes must share with this machine), with the resources it needs; Slurm sets
+  // CUDA_VISIBLE_DEVICES for the GPUs it grants. The job's output is <work directory>.log.
+  void SubmitJob(const core::Task& task, const std::string& dir, int64_t now) {
+    const std::string spec_path = dir + ".spec.json";
+    if (Status s = WriteFileAtomic(spec_path, task.spec, Sync::kNoSync); !s.ok()) {
+      Finish(task, core::TaskState::kFailed, "cannot start: " + s.message());
+      return;
+    }
+    pipeline::StepJob job;
+    job.step = next_job_++;
+    job.attempt = static_cast<int>(task.attempt);
+    job.id = task.id.substr(0, 8) + "-" + std::to_string(task.attempt);
+    job.command = ShellQuote(self_) + " agent exec-task --run-id " + task.run_id + " --spec " +
+                  ShellQuote(spec_path) + " --tracking-uri " + ShellQuote(client_->tracking_uri());
+    job.cwd = dir;
+    job.env["CAIRN_TASK_ID"] = task.id;
+    job.log_path = dir + ".log";
+    job.resources.cpus = task.needs.cpus;
+    job.resources.memory_mib = task.needs.memory_mib;
+    job.resources.gpus = static_cast<int>(task.needs.gpus);
+    job.cpus = task.needs.cpus;
+    if (Status s = slurm_->Start(job); !s.ok()) {
+      Finish(task, core::TaskState::kFailed, "cannot start: " + s.message());
+      RemoveTaskFiles(dir);
+      return;
+    }
+    SayStarted(task, ", as a Slurm job");
+    running_.push_back(Running{task, std::nullopt, job.step, dir,
+                               now + flags_.lease_seconds * 1000 / 3, false, false, 0});
+  }
+
+  void SayStarted(const core::Task& task, const std::string& how) {
     Say("started " + task.id.substr(0, 8) + " (run " + task.run_id.substr(0, 8) + ", attempt " +
-        std::to_string(task.attempt) + (task.gpus.empty() ? "" : ", GPUs " + task.gpus) + ")");
-    running_.push_back(Running{task, std::move(*child), dir, now + flags_.lease_seconds * 1000 / 3,
-                               false, false, 0});
+        std::to_string(task.attempt) + (task.gpus.empty() ? "" : ", GPUs " + task.gpus) + how +
+        ")");
+  }
+
+  // How a task's process or job ended; nullopt while it runs.
+  std::optional<std::pair<ExitStatus, std::string>> Ended(Running& r) {
+    if (r.job.has_value()) {
+      auto it = jobs_ended_.find(*r.job);
+      if (it == jobs_ended_.end()) return std::nullopt;
+      const pipeline::JobResult job = it->second;
+      jobs_ended_.erase(it);
+      ExitStatus exit{job.signaled, job.exit_code, job.signaled ? job.exit_code - 128 : 0};
+      return std::make_pair(exit, job.error);
+    }
+    Result<std::optional<ExitStatus>> ended = r.child->TryWait();
+    if (ended.ok() && !ended->has_value()) return std::nullopt;
+    return std::make_pair(ended.ok() ? **ended : ExitStatus{false, 1, 0}, std::string());
+  }
+
+  // Collects the Slurm jobs that ended since the last look (squeue at most every half second).
+  void FollowJobs() {
+    if (!slurm_) return;
+    for (;;) {
+      Result<std::optional<pipeline::JobResult>> ended =
+          slurm_->Wait(SystemClock()->NowMillis());
+      if (!ended.ok()) {
+        Warn("following the Slurm jobs failed: " + ended.status().message());
+        return;
+      }
+      if (!ended->has_value()) return;
+      jobs_ended_[(*ended)->step] = **ended;
+    }
   }
 
   void Reap() {
+    FollowJobs();
     for (auto it = running_.begin(); it != running_.end();) {
-      Result<std::optional<ExitStatus>> ended = it->child.TryWait();
-      if (ended.ok() && !ended->has_value()) {
+      std::optional<std::pair<ExitStatus, std::string>> ended = Ended(*it);
+      if (!ended.has_value()) {
         ++it;
         continue;
       }
-      const ExitStatus exit = ended.ok() ? **ended : ExitStatus{false, 1, 0};
+      const auto& [exit, error] = *ended;
       Result<std::string> unprepared = ReadFile(it->workdir + ".failure");
       if (!it->lost) {
         if (unprepared.ok() && !it->stopping) {
           Finish(it->task, core::TaskState::kFailed, *unprepared);
         } else if (it->stopping) {
           Finish(it->task, core::TaskState::kCancelled, it->task.reason);
+        } else if (!error.empty()) {
+          Finish(it->task, core::TaskState::kFailed, error);
         } else if (!exit.signaled && exit.code == 0) {
           Finish(it->task, core::TaskState::kDone, "exit code 0");
         } else {
@@ -371,7 +479,7 @@ class Agent {
     const int64_t now = SystemClock()->NowMillis();
     for (Running& r : running_) {
       if (r.stopping && r.kill_at > 0 && now >= r.kill_at) {
-        r.child.SignalGroup(SIGKILL);
+        if (r.child.has_value()) r.child->SignalGroup(SIGKILL);
         r.kill_at = 0;
       }
       if (g_stop && !r.stopping) Stop(r, "the agent was stopped", now);
@@ -397,8 +505,12 @@ class Agent {
   void Stop(Running& r, const std::string& reason, int64_t now) {
     r.stopping = true;
     r.task.reason = reason.empty() ? "cancelled" : reason;
-    r.kill_at = now + 10'000;
-    r.child.SignalGroup(SIGTERM);
+    if (r.job.has_value()) {
+      slurm_->Kill(*r.job);  // scancel: Slurm signals the job, then kills it after KillWait
+    } else {
+      r.kill_at = now + 10'000;
+      r.child->SignalGroup(SIGTERM);
+    }
     Say("stopping " + r.task.id.substr(0, 8) + ": " + r.task.reason);
   }
 
@@ -415,7 +527,7 @@ class Agent {
   static void RemoveTaskFiles(const std::string& dir) {
     std::error_code ec;
     fs::remove_all(dir, ec);
-    for (const char* suffix : {".pylock.toml", ".failure"}) {
+    for (const char* suffix : {".pylock.toml", ".failure", ".spec.json", ".log.sbatch"}) {
       fs::remove(dir + suffix, ec);
     }
   }
@@ -436,11 +548,21 @@ class Agent {
   std::vector<std::string> gpus_;
   std::string workdir_;
   std::vector<Running> running_;
+  // With --executor slurm: the executor, this program's path for the jobs to run, and the
+  // jobs that ended but were not yet reaped.
+  std::unique_ptr<pipeline::Executor> slurm_;
+  std::string self_;
+  size_t next_job_ = 0;
+  std::map<size_t, pipeline::JobResult> jobs_ended_;
 };
 
 int RunAgent(const AgentFlags& flags) {
   if (flags.queues.empty()) {
     PrintError(InvalidArgument("say which queues to take tasks from: --queue NAME"));
+    return 2;
+  }
+  if (!flags.sbatch_args.empty() && flags.executor != "slurm") {
+    PrintError(InvalidArgument("--sbatch-arg is for --executor slurm"));
     return 2;
   }
   auto client = ConnectOrExplain(flags.tracking_uri);
@@ -513,14 +635,18 @@ void RegisterAgent(CLI::App& app, Action* action) {
       "as `cairn run --run-id` in the run the queue made for it, renew its lease while it\n"
       "runs, stop it when it is cancelled, and report how it ended. Authenticate as a service\n"
       "account (a token in CAIRN_TOKEN). Ctrl-C stops the tasks and the agent;\n"
-      "their leases run out and the tasks are queued again.\n\n"
+      "their leases run out and the tasks are queued again. With --executor slurm, each task\n"
+      "is a batch job on the cluster, which places it.\n\n"
       "  cairn agent --queue gpu --gpus 0,1 --slots 2\n"
+      "  cairn agent --queue train --executor slurm --slots 20 --workdir /shared/cairn\n"
       "  cairn agent ls");
   AddTrackingUriOption(cmd, &flags->tracking_uri);
   cmd->add_option("--queue", flags->queues, "A queue to take tasks from; repeatable");
   cmd->add_option("--id", flags->id, "The agent's id (default: the host name)");
   cmd->add_option("--gpus", flags->gpus,
-                  "The GPUs it hands out, e.g. 0,1 (default: every GPU nvidia-smi lists)");
+                  "The GPUs it hands out, e.g. 0,1 (default: every GPU nvidia-smi lists). With "
+                  "--executor slurm, one label per GPU its jobs may hold at once (default: none); "
+                  "Slurm picks the devices");
   cmd->add_option("--slots", flags->slots, "Tasks it runs at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
@@ -541,6 +667,15 @@ void RegisterAgent(CLI::App& app, Action* action) {
   cmd->add_option("--host-facts", flags->host_facts,
                   "A host facts JSON file (as a run's cairn/host.json) to offer instead of this "
                   "host's own");
+  cmd->add_option("--executor", flags->executor,
+                  "How tasks run: local (processes on this machine) or slurm (each a batch job, "
+                  "its GPUs asked for as --gres; --workdir must be on a filesystem the nodes "
+                  "share)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"local", "slurm"}));
+  cmd->add_option("--sbatch-arg", flags->sbatch_args,
+                  "An extra sbatch argument for every job, e.g. --sbatch-arg=--partition=gpu; "
+                  "repeatable");
   cmd->add_option("--max-tasks", flags->max_tasks,
                   "Stop after starting this many tasks and seeing them end (default: run until "
                   "stopped)");

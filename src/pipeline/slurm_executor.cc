@@ -74,12 +74,15 @@ class SlurmExecutor : public Executor {
     CAIRN_RETURN_IF_ERROR(WriteFileAtomic(script_path, script, Sync::kNoSync));
 
     // Named after the pipeline run, so that a resume finds what a killed runner left queued.
-    auto run = job.env.find("CAIRN_PIPELINE_RUN");
-    const std::string run_prefix = run != job.env.end() ? run->second.substr(0, 8) + "-" : "";
+    std::string name_prefix = options_.job_name_prefix;
+    if (name_prefix.empty()) {
+      auto run = job.env.find("CAIRN_PIPELINE_RUN");
+      name_prefix = "cairn-" + (run != job.env.end() ? run->second.substr(0, 8) + "-" : "");
+    }
     std::vector<std::string> argv = {
         "sbatch",
         "--parsable",
-        "--job-name=cairn-" + run_prefix + job.id,
+        "--job-name=" + name_prefix + job.id,
         // sbatch reads '%' in the path as a pattern; "%%" is a '%'.
         "--output=" + EscapePercent(job.log_path),
         "--open-mode=append",
@@ -253,11 +256,16 @@ std::unique_ptr<Executor> NewSlurmExecutor(std::unique_ptr<SlurmCommands> comman
 }
 
 Result<int> CancelLeftoverSlurmJobs(SlurmCommands& commands, const std::string& run_id) {
-  CAIRN_ASSIGN_OR_RETURN(env::CommandOutput out, commands.Run({"squeue", "-h", "-o", "%i|%j"}));
+  return CancelSlurmJobsNamed(commands, "cairn-" + run_id.substr(0, 8) + "-");
+}
+
+Result<int> CancelSlurmJobsNamed(SlurmCommands& commands, const std::string& prefix) {
+  CAIRN_ASSIGN_OR_RETURN(
+      env::CommandOutput out,
+      commands.Run({"squeue", "-h", "-u", std::to_string(getuid()), "-o", "%i|%j"}));
   if (out.exit_code != 0) {
     return Unavailable("squeue failed: " + std::string(Trim(out.error_output)));
   }
-  const std::string prefix = "cairn-" + run_id.substr(0, 8) + "-";
   int cancelled = 0;
   for (std::string_view line : Split(out.output, '\n')) {
     const std::string trimmed(Trim(line));

@@ -34,6 +34,8 @@ std::unique_ptr<SlurmCommands> RealSlurmCommands(
 
 struct SlurmOptions {
   std::vector<std::string> sbatch_args;  // extra, e.g. --partition=gpu
+  // Jobs are named <job_name_prefix><step id>; empty: cairn-<first 8 of the pipeline run>-.
+  std::string job_name_prefix;
   int64_t poll_ms = 500;                 // how often squeue is asked while jobs run
   // squeue failing to run (a hung controller: the command's timeout) is retried at each poll;
   // the run fails only when it has failed for this long.
@@ -48,6 +50,9 @@ std::unique_ptr<Executor> NewSlurmExecutor(std::unique_ptr<SlurmCommands> comman
 // Cancels the jobs an earlier session of pipeline run `run_id` left queued or running (its
 // runner killed): those named cairn-<first 8 of run_id>-<step>. Returns how many.
 Result<int> CancelLeftoverSlurmJobs(SlurmCommands& commands, const std::string& run_id);
+// Cancels this user's queued and running jobs whose names start with `prefix`. Returns how
+// many.
+Result<int> CancelSlurmJobsNamed(SlurmCommands& commands, const std::string& prefix);
 
 // Parsers, exposed for tests.
 // `sbatch --parsable` prints "JOBID" or "JOBID;CLUSTER".

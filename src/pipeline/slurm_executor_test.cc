@@ -244,5 +244,36 @@ TEST_F(SlurmExecutorTest, KillCancelsTheJob) {
   EXPECT_EQ(fake.calls.back(), (std::vector<std::string>{"scancel", "5"}));
 }
 
+TEST_F(SlurmExecutorTest, JobsAreNamedWithTheGivenPrefix) {
+  auto commands = std::make_unique<FakeCommands>();
+  FakeCommands& fake = *commands;
+  fake.answers["sbatch"] = {{0, "6\n", ""}};
+  SlurmOptions options;
+  options.job_name_prefix = "cairn-agent-gpu1-";
+  std::unique_ptr<Executor> e = NewSlurmExecutor(std::move(commands), options);
+  ASSERT_TRUE(e->Start(Job()).ok());
+  EXPECT_THAT(fake.calls[0], Contains("--job-name=cairn-agent-gpu1-" + Job().id));
+}
+
+TEST_F(SlurmExecutorTest, CancelsOnlyThisUsersJobsWithThePrefix) {
+  FakeCommands fake;
+  fake.answers["squeue"] = {
+      {0, "10|cairn-agent-a-1f2e3d4c-1\n11|cairn-agent-ab-99\n12|train\n13|cairn-agent-a-x\n", ""}};
+  fake.answers["scancel"] = {{0, "", ""}};
+  Result<int> cancelled = CancelSlurmJobsNamed(fake, "cairn-agent-a-");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  EXPECT_EQ(*cancelled, 2);
+  EXPECT_EQ(fake.calls[0], (std::vector<std::string>{"squeue", "-h", "-u",
+                                                     std::to_string(getuid()), "-o", "%i|%j"}));
+  EXPECT_EQ(fake.calls[1], (std::vector<std::string>{"scancel", "10"}));
+  EXPECT_EQ(fake.calls[2], (std::vector<std::string>{"scancel", "13"}));
+
+  FakeCommands failing;
+  failing.answers["squeue"] = {{1, "", "slurm_load_jobs error: Unable to contact controller"}};
+  Result<int> refused = CancelSlurmJobsNamed(failing, "cairn-agent-a-");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("Unable to contact controller"));
+}
+
 }  // namespace
 }  // namespace cairn::pipeline

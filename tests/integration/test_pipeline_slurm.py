@@ -3,10 +3,14 @@
 scripts/slurm-test-cluster.sh starts for the suite and stops after it: steps run as batch jobs
 with their logs and exit codes collected, a second run is cached, a failing job's exit code is
 reported, a timeout cancels the job, a request the cluster cannot meet (a GPU here) is
-sbatch's clear error, and resume finishes a run.
+sbatch's clear error, and resume finishes a run. `cairn agent --executor slurm` runs queued
+tasks as batch jobs on the same cluster: their runs get the job's output as their log, a
+cancelled task's job is cancelled, and a task needing a GPU the cluster lacks fails with
+sbatch's reason.
 
 Usage: test_pipeline_slurm.py --cairn build/release/cairn
 """
+import json
 import os
 import re
 import shutil
@@ -133,6 +137,93 @@ steps:
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertEqual(self.states(p.stdout), {"first": "kept", "second": "done"})
         self.assertIn("(slurm", p.stdout, "resume keeps the run's executor")
+
+    def test_an_agent_runs_queued_tasks_as_slurm_jobs(self):
+        data = os.path.join(self.root, "server")
+        server = tl.CairnServer(tl.CONFIG.cairn, data, name="cairn (slurm agent)").start()
+        self.addCleanup(server.stop)
+        tl.add_diagnostic(server.log_tail)
+        c = server.client()
+        api = "/api/cairn/v1/"
+
+        def enqueue(command, **needs):
+            body = {"queue": "cluster", "spec": {"command": command, "params": {"lr": "0.5"}},
+                    "needs": needs}
+            r = c.post(api + "tasks", body)
+            self.assertEqual(r.status, 200, r.text)
+            return r.body["task"]
+
+        def wait_for(task_id, predicate, seconds=90):
+            deadline = time.time() + seconds
+            while time.time() < deadline:
+                t = c.get(api + "tasks/" + task_id).body["task"]
+                if predicate(t):
+                    return t
+                time.sleep(0.2)
+            self.fail("task %s never got there: %r" % (task_id, t))
+
+        def run_of(run_id):
+            r = c.get("/api/2.0/mlflow/runs/get", {"run_id": run_id}).body["run"]
+            return r["info"], {t["key"]: t["value"] for t in r["data"].get("tags", [])}
+
+        work = os.path.join(self.root, "agent-work")
+        env = dict(self.env, CAIRN_TRACKING_URI=server.url)
+        env.pop("MLFLOW_TRACKING_URI", None)
+        agent = subprocess.Popen([tl.CONFIG.cairn, "agent", "--queue", "cluster", "--id", "sl1",
+                                  "--executor", "slurm", "--slots", "2", "--gpus", "g0",
+                                  "--poll-ms", "100", "--workdir", work],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True)
+
+        def stop_agent():
+            if agent.poll() is None:
+                agent.terminate()
+                try:
+                    agent.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    agent.kill()
+                    agent.wait()
+        self.addCleanup(stop_agent)
+
+        ok = enqueue(["sh", "-c", "echo job $SLURM_JOB_ID lr=${params.lr} cpus=$SLURM_CPUS_PER_TASK"],
+                     cpus=2)
+        done = wait_for(ok["id"], lambda t: t["state"] not in ("queued", "running"))
+        self.assertEqual(done["state"], "done", done)
+        info, tags = run_of(ok["run_id"])
+        self.assertEqual(info["status"], "FINISHED")
+        self.assertEqual(tags.get("cairn.task.agent"), "sl1")
+        log = c.get(api + "runs/%s/log" % ok["run_id"]).text
+        self.assertRegex(log, r"^job \d+ lr=0\.5 cpus=2\n$", "the job's output is the run's log")
+        host = c.get("/get-artifact", {"run_id": ok["run_id"], "path": "cairn/host.json"})
+        self.assertEqual(host.status, 200, "the run records the host the job ran on")
+
+        # Cancelled while its job runs: the job is cancelled and the run ends KILLED.
+        slow = enqueue(["sleep", "120"])
+        wait_for(slow["id"], lambda t: t["state"] == "running")
+        job_name = "cairn-agent-sl1-%s-1" % slow["id"][:8]
+        tl.wait_until(lambda: job_name in self.squeue_names(), timeout=60)
+        self.assertEqual(c.post(api + "tasks/%s/cancel" % slow["id"], {}).status, 200)
+        ended = wait_for(slow["id"], lambda t: t["state"] != "running")
+        self.assertEqual(ended["state"], "cancelled", ended)
+        self.assertEqual(run_of(slow["run_id"])[0]["status"], "KILLED")
+        self.assertNotIn(job_name, self.squeue_names())
+
+        # A GPU the cluster does not have: sbatch refuses the job and the task says why.
+        gpu = enqueue(["nvidia-smi"], gpus=1)
+        refused = wait_for(gpu["id"], lambda t: t["state"] not in ("queued", "running"))
+        self.assertEqual(refused["state"], "failed", refused)
+        self.assertIn("sbatch refused the job", refused["reason"])
+
+        stop_agent()
+        out = agent.stdout.read()
+        self.assertIn("as Slurm jobs", out)
+        self.assertIn("done %s" % ok["id"][:8], out)
+        self.assertEqual(os.listdir(work), [f for f in os.listdir(work) if f.endswith(".log")],
+                         "only the jobs' logs are left in the work directory")
+
+    def squeue_names(self):
+        return subprocess.run(["squeue", "-h", "-o", "%j"], env=self.env, capture_output=True,
+                              text=True, timeout=60).stdout.split()
 
 
 if __name__ == "__main__":
