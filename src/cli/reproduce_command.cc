@@ -16,7 +16,6 @@
 #include "client/task_client.h"
 #include "client/tracking_client.h"
 #include "core/task_spec.h"
-#include "report/reproduce.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -136,7 +135,7 @@ int Clone(const CloneFlags& flags) {
 // --rtol/--atol values: "R" for every metric, "KEY=R" for one; a metric given only one of
 // them keeps the other's value for every metric.
 Status ReadTolerances(const std::vector<std::string>& rtol, const std::vector<std::string>& atol,
-                      report::ReproduceOptions* options) {
+                      core::ReproduceOptions* options) {
   std::map<std::string, double> per[2];
   double* every[2] = {&options->tolerance.rtol, &options->tolerance.atol};
   const std::vector<std::string>* lists[2] = {&rtol, &atol};
@@ -159,7 +158,7 @@ Status ReadTolerances(const std::vector<std::string>& rtol, const std::vector<st
   }
   for (int i = 0; i < 2; ++i) {
     for (const auto& [key, value] : per[i]) {
-      report::Tolerance& t = options->per_metric[key];
+      core::Tolerance& t = options->per_metric[key];
       (i == 0 ? t.rtol : t.atol) = value;
       if (per[1 - i].count(key) == 0) (i == 0 ? t.atol : t.rtol) = *every[1 - i];
     }
@@ -219,101 +218,58 @@ Status RunLocally(client::TrackingClient& client, const core::RunInfo& run,
   return exit.status();
 }
 
-// Every file of a run's artifacts but cairn's own records, with its size.
-std::map<std::string, int64_t> ArtifactSizes(client::TrackingClient& client,
-                                             const std::string& run_id) {
-  std::map<std::string, int64_t> out;
-  std::vector<std::string> dirs = {""};
-  while (!dirs.empty() && out.size() < 10000) {
-    const std::string dir = dirs.back();
-    dirs.pop_back();
-    auto listed = client.ListArtifacts(run_id, dir);
-    if (!listed.ok()) break;
-    for (const auto& f : *listed) {
-      if (f.path == "cairn" || f.path.starts_with("cairn/")) continue;
-      if (f.is_dir) {
-        dirs.push_back(f.path);
-      } else {
-        out[f.path] = f.file_size;
-      }
-    }
+// The shortest form of a number that reads back the same.
+std::string Number(double v) {
+  for (int precision = 6; precision < 17; ++precision) {
+    char text[40];
+    std::snprintf(text, sizeof(text), "%.*g", precision, v);
+    if (std::strtod(text, nullptr) == v) return text;
   }
-  return out;
+  char text[40];
+  std::snprintf(text, sizeof(text), "%.17g", v);
+  return text;
 }
 
-std::vector<std::string> ArtifactDifferences(const std::map<std::string, int64_t>& a,
-                                             const std::map<std::string, int64_t>& b) {
-  std::vector<std::string> out;
-  for (const auto& [path, size] : a) {
-    auto it = b.find(path);
-    if (it == b.end()) {
-      out.push_back(path + ": only in the original");
-    } else if (it->second != size) {
-      out.push_back(path + ": " + std::to_string(size) + " -> " + std::to_string(it->second) +
-                    " bytes");
+// What `cairn reproduce` prints from the record (cairn/reproduce.json): the verdict, a line per
+// metric, then the differences.
+std::string FormatReproduction(const json& r) {
+  auto str = [](const json& o, const char* key) {
+    return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string();
+  };
+  auto num = [](const json& o, const char* key) {
+    return o.contains(key) && o[key].is_number() ? o[key].get<double>() : 0.0;
+  };
+  std::string out = "reproduction of " + str(r, "original") + " in run " + str(r, "reproduced") +
+                    "\n" + str(r, "summary") + "\n";
+  for (const json& m : r.value("metrics", json::array())) {
+    if (!m.is_object()) continue;
+    const std::string verdict = str(m, "verdict");
+    const std::string note = str(m, "note");
+    out += "  " + str(m, "key") + ": " + verdict;
+    if (verdict == "diverged" && note.empty()) {
+      out += " at step " + std::to_string(static_cast<int64_t>(num(m, "step"))) + " (" +
+             Number(num(m, "reproduced")) + ", original " + Number(num(m, "original")) + ")";
+    } else if (!note.empty()) {
+      out += " (" + note + ")";
+    } else if (verdict == "within tolerance") {
+      out += " (largest difference " + Number(num(m, "max_abs_diff")) + ")";
     }
+    out += ", " + std::to_string(static_cast<int64_t>(num(m, "points"))) + " value(s)\n";
   }
-  for (const auto& [path, size] : b) {
-    if (a.count(path) == 0) out.push_back(path + ": only in the new run");
-  }
-  return out;
-}
-
-// The environment diff the server computes, one line per difference.
-std::vector<std::string> EnvironmentDifferences(client::TrackingClient& client,
-                                                const std::string& a, const std::string& b) {
-  std::vector<std::string> out;
-  auto text = client.CallJson("GET",
-                              "/api/cairn/v1/runs/environment-diff?run_id=" + client::PercentEncode(a) +
-                                  "&run_id=" + client::PercentEncode(b),
-                              "");
-  if (!text.ok()) return {"not compared: " + text.status().message()};
-  json j = json::parse(*text, nullptr, false);
-  if (!j.is_object()) return {"not compared: an unreadable answer"};
-  std::vector<std::string> unrecorded;
-  for (const json& r : j.value("runs", json::array())) {
-    if (r.is_object() && !r.value("recorded", false)) {
-      unrecorded.push_back(r.value("run_id", std::string()));
+  const json differences = r.value("differences", json::object());
+  for (const char* section : {"environment", "code", "datasets", "artifacts"}) {
+    const json lines = differences.value(section, json::array());
+    if (!lines.is_array() || lines.empty()) continue;
+    out += std::string(section) + ":\n";
+    for (const json& line : lines) {
+      if (line.is_string()) out += "  " + line.get<std::string>() + "\n";
     }
-  }
-  if (unrecorded.size() == 1) out.push_back("only one run recorded its environment");
-  for (const json& d : j.value("diffs", json::array())) {
-    const json diff = d.value("diff", json::object());
-    for (const json& p : diff.value("packages", json::array())) {
-      const std::string change = p.value("change", std::string());
-      const std::string name = p.value("name", std::string());
-      if (change == "added") {
-        out.push_back("+ " + name + " " + p.value("to", std::string()));
-      } else if (change == "removed") {
-        out.push_back("- " + name + " " + p.value("from", std::string()));
-      } else {
-        out.push_back(name + " " + p.value("from", std::string()) + " -> " +
-                      p.value("to", std::string()));
-      }
-    }
-    for (const char* section : {"interpreter", "host_requirements", "host"}) {
-      for (const json& h : diff.value(section, json::array())) {
-        out.push_back(h.value("name", std::string()) + " " + h.value("from", std::string()) +
-                      " -> " + h.value("to", std::string()));
-      }
-    }
-  }
-  return out;
-}
-
-Result<report::MetricHistories> Histories(client::TrackingClient& client, const core::Run& run,
-                                          const std::vector<std::string>& keys) {
-  report::MetricHistories out;
-  for (const std::string& key : keys) {
-    CAIRN_ASSIGN_OR_RETURN(std::vector<core::Metric> series,
-                           client.GetMetricHistory(run.info.run_id, key));
-    if (!series.empty()) out[key] = std::move(series);
   }
   return out;
 }
 
 int Reproduce(const CloneFlags& flags) {
-  report::ReproduceOptions options;
+  core::ReproduceOptions options;
   options.metrics = flags.metrics;
   if (Status s = ReadTolerances(flags.rtol, flags.atol, &options); !s.ok()) {
     return Failed("reproduce", s);
@@ -322,66 +278,34 @@ int Reproduce(const CloneFlags& flags) {
   if (client == nullptr) return 2;
   Result<Origin> origin = ReadOrigin(*client, flags.run);
   if (!origin.ok()) return Failed("reproduce", origin.status());
-  core::RunInfo run_info;
+  std::string run_id;
   if (flags.local) {
     Result<core::RunInfo> run =
         NewRun(*client, *origin, flags.name, "-reproduced", "cairn.reproduce.of", origin->spec);
     if (!run.ok()) return Failed("reproduce", run.status());
-    run_info = *run;
-    std::fprintf(stderr, "cairn reproduce: run %s reproduces %s\n", run->run_id.c_str(),
+    run_id = run->run_id;
+    std::fprintf(stderr, "cairn reproduce: run %s reproduces %s\n", run_id.c_str(),
                  flags.run.c_str());
     if (Status s = RunLocally(*client, *run, origin->spec); !s.ok()) return Failed("reproduce", s);
   } else {
-    Result<core::Task> task = client::CloneTask(*client, AskFor(flags, /*reproduce=*/true));
+    client::CloneAsk ask = AskFor(flags, /*reproduce=*/true);
+    ask.reproduce_options = options;
+    Result<core::Task> task = client::CloneTask(*client, ask);
     if (!task.ok()) return Failed("reproduce", task.status());
-    run_info.run_id = task->run_id;
+    run_id = task->run_id;
     std::fprintf(stderr, "cairn reproduce: run %s reproduces %s; queued task %s in %s\n",
-                 task->run_id.c_str(), flags.run.c_str(), task->id.c_str(), task->queue.c_str());
+                 run_id.c_str(), flags.run.c_str(), task->id.c_str(), task->queue.c_str());
     Result<core::Task> ended = WaitForTask(*client, task->id, flags.timeout_seconds);
     if (!ended.ok()) return Failed("reproduce", ended.status());
+    run_id = ended->run_id;  // the last attempt's
   }
-  const core::RunInfo* run = &run_info;
-
-  Result<core::Run> reproduced = client->GetRun(run->run_id);
-  if (!reproduced.ok()) return Failed("reproduce", reproduced.status());
-  std::vector<std::string> keys = options.metrics;
-  if (keys.empty()) {
-    for (const core::Metric& m : origin->run.data.metrics) {
-      if (!m.key.starts_with("system/")) keys.push_back(m.key);
-    }
-  }
-  Result<report::MetricHistories> a = Histories(*client, origin->run, keys);
-  Result<report::MetricHistories> b = Histories(*client, *reproduced, keys);
-  if (!a.ok()) return Failed("reproduce", a.status());
-  if (!b.ok()) return Failed("reproduce", b.status());
-  options.metrics = keys;
-  const report::Verdict verdict =
-      report::CompareReproduction(*a, *b, options, reproduced->info.status);
-  report::ReproductionDifferences differences =
-      report::CompareRunRecords(origin->run, *reproduced);
-  differences.environment = EnvironmentDifferences(*client, flags.run, run->run_id);
-  differences.artifacts = ArtifactDifferences(ArtifactSizes(*client, flags.run),
-                                              ArtifactSizes(*client, run->run_id));
-  Result<std::string> host = client->DownloadArtifact(reproduced->info.artifact_uri,
-                                                      "cairn/host.json");
-  const std::string record =
-      report::ReproductionJson(origin->run, *reproduced, options, verdict, differences,
-                               host.ok() ? *host : "");
-  Status recorded = client->UploadArtifact(reproduced->info.artifact_uri, "cairn/reproduce.json",
-                                           record);
-  if (recorded.ok()) {
-    recorded = client->SetTag(run->run_id, "cairn.reproduce.verdict",
-                              std::string(report::VerdictName(verdict.kind)));
-  }
-  if (!recorded.ok()) {
-    std::fprintf(stderr, "cairn reproduce: warning: the verdict was not recorded: %s\n",
-                 recorded.message().c_str());
-  }
-  PrintText(report::FormatReproduction(origin->run, *reproduced, verdict, differences));
-  return verdict.kind == report::VerdictKind::kIdentical ||
-                 verdict.kind == report::VerdictKind::kWithinTolerance
-             ? 0
-             : 1;
+  // The server compares the runs and records the verdict in the new one.
+  Result<std::string> record = client::RecordReproduction(*client, run_id, flags.run, options);
+  if (!record.ok()) return Failed("reproduce", record.status());
+  const json r = json::parse(*record, nullptr, false);
+  PrintText(FormatReproduction(r));
+  const std::string verdict = r.is_object() ? r.value("verdict", std::string()) : "";
+  return verdict == "identical" || verdict == "within tolerance" ? 0 : 1;
 }
 
 void AddCloneOptions(CLI::App* cmd, CloneFlags* flags) {

@@ -104,7 +104,20 @@ Result<core::Task> CloneTask(TrackingClient& client, const CloneAsk& ask) {
   if (!ask.run_name.empty()) body["run_name"] = ask.run_name;
   if (ask.priority) body["priority"] = *ask.priority;
   if (ask.gpus) body["gpus"] = *ask.gpus;
+  if (ask.reproduce) body["reproduce_options"] = json::parse(core::ReproduceOptionsJson(ask.reproduce_options));
   return TaskAnswer(Call(client, "POST", "tasks/clone", body.dump()));
+}
+
+Result<std::string> RecordReproduction(TrackingClient& client, const std::string& run_id,
+                                       const std::string& original,
+                                       const core::ReproduceOptions& options) {
+  json body = {{"run_id", run_id}, {"options", json::parse(core::ReproduceOptionsJson(options))}};
+  if (!original.empty()) body["original_run_id"] = original;
+  CAIRN_ASSIGN_OR_RETURN(json answer, Call(client, "POST", "runs/reproduction", body.dump()));
+  if (!answer.contains("reproduction") || !answer["reproduction"].is_object()) {
+    return Internal("the server answered no reproduction");
+  }
+  return answer["reproduction"].dump();
 }
 
 Result<std::vector<core::Task>> ListTasks(TrackingClient& client, const TaskFilter& filter) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "client/tracking_client.h"
+#include "core/reproduce.h"
 #include "core/task.h"
 #include "util/status.h"
 
@@ -50,8 +51,14 @@ struct CloneAsk {
   std::optional<int64_t> priority;
   std::optional<int64_t> gpus;
   bool reproduce = false;
+  core::ReproduceOptions reproduce_options;  // with reproduce: how the server compares
 };
 Result<core::Task> CloneTask(TrackingClient& client, const CloneAsk& ask);
+// POST runs/reproduction: the verdict of `run_id` against the run it reproduces (`original`,
+// or "" for its cairn.reproduce.of tag), recorded in it; the record (cairn/reproduce.json).
+Result<std::string> RecordReproduction(TrackingClient& client, const std::string& run_id,
+                                       const std::string& original,
+                                       const core::ReproduceOptions& options);
 
 Result<std::vector<core::Task>> ListTasks(TrackingClient& client, const TaskFilter& filter);
 Result<core::Task> GetTask(TrackingClient& client, const std::string& id);

@@ -43,6 +43,10 @@ std::string TaskSpecJson(const TaskSpec& spec) {
     w.Key("lock_hash").String(spec.environment.lock_hash);
     w.EndObject();
   }
+  if (!spec.reproduce.of.empty()) {
+    w.Key("reproduce").BeginObject().Key("of").String(spec.reproduce.of);
+    w.Key("options").Raw(ReproduceOptionsJson(spec.reproduce.options)).EndObject();
+  }
   w.EndObject();
   return w.Take();
 }
@@ -90,6 +94,14 @@ Result<TaskSpec> ParseTaskSpec(std::string_view json) {
   if (JsonValue env = root.Find("environment"); env.exists() && env.is_object()) {
     spec.environment.run_id = Str(env, "run_id");
     spec.environment.lock_hash = Str(env, "lock_hash");
+  }
+  if (JsonValue r = root.Find("reproduce"); r.exists() && r.is_object()) {
+    spec.reproduce.of = Str(r, "of");
+    if (JsonValue options = r.Find("options"); options.exists()) {
+      Result<ReproduceOptions> parsed = ParseReproduceOptions(options.Serialize());
+      if (!parsed.ok()) return parsed.status().WithContext("the task's reproduce");
+      spec.reproduce.options = *std::move(parsed);
+    }
   }
   return spec;
 }

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/reproduce.h"
 #include "util/status.h"
 
 namespace cairn::core {
@@ -31,11 +32,19 @@ struct TaskEnvironment {
   std::string lock_hash;  // env::LockHash of it
 };
 
+// A reproduction's task: the run it repeats and how the two are compared. The server records
+// the verdict when the task ends (service/reproduction.h).
+struct TaskReproduction {
+  std::string of;  // the original run; "": the task is no reproduction
+  ReproduceOptions options;
+};
+
 struct TaskSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> params;
   TaskCode code;
   TaskEnvironment environment;
+  TaskReproduction reproduce;
 };
 
 inline constexpr std::string_view kTaskLockArtifact = "cairn/task/pylock.toml";

@@ -16,6 +16,10 @@ TEST(TaskSpecTest, WritesAndReadsEveryField) {
   spec.code = {"ab" + std::string(62, '0'), std::string(32, '1'), "src", 12, 4096, "c0ffee",
                "main", "https://example.com/r.git", true};
   spec.environment = {std::string(32, '2'), std::string(64, '3')};
+  spec.reproduce.of = std::string(32, '4');
+  spec.reproduce.options.tolerance = {1e-3, 0};
+  spec.reproduce.options.per_metric["loss"] = {0.5, 1e-9};
+  spec.reproduce.options.metrics = {"loss", "acc"};
   Result<TaskSpec> back = ParseTaskSpec(TaskSpecJson(spec));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->command, spec.command);
@@ -28,6 +32,10 @@ TEST(TaskSpecTest, WritesAndReadsEveryField) {
   EXPECT_TRUE(back->code.dirty);
   EXPECT_EQ(back->environment.run_id, spec.environment.run_id);
   EXPECT_EQ(back->environment.lock_hash, spec.environment.lock_hash);
+  EXPECT_EQ(back->reproduce.of, spec.reproduce.of);
+  EXPECT_EQ(back->reproduce.options.tolerance.rtol, 1e-3);
+  EXPECT_EQ(back->reproduce.options.per_metric.at("loss").atol, 1e-9);
+  EXPECT_EQ(back->reproduce.options.metrics, spec.reproduce.options.metrics);
 }
 
 TEST(TaskSpecTest, AMinimalSpecIsACommand) {
@@ -41,7 +49,8 @@ TEST(TaskSpecTest, AMinimalSpecIsACommand) {
 TEST(TaskSpecTest, RefusesWhatAnAgentCannotRun) {
   for (const char* bad : {"", "[]", "{}", R"({"command": []})", R"({"command": ["a", 1]})",
                           R"({"command": ["a"], "params": {"n": 3}})",
-                          R"({"command": ["a"], "code": {"run_id": "r"}})"}) {
+                          R"({"command": ["a"], "code": {"run_id": "r"}})",
+                          R"({"command": ["a"], "reproduce": {"of": "r", "options": {"rtol": -1}}})"}) {
     EXPECT_EQ(ParseTaskSpec(bad).status().code(), StatusCode::kInvalidArgument) << bad;
   }
   EXPECT_THAT(ParseTaskSpec(R"({"command": []})").status().message(), HasSubstr("no command"));

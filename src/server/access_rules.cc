@@ -102,6 +102,8 @@ constexpr AccessRule kRules[] = {
     {Api::kCairn, "GET", "metrics/series", Target::kRun, kRead, "run_id"},
     {Api::kCairn, "GET", "experiments/stats", Target::kSignedIn, kRead, nullptr},
     {Api::kCairn, "GET", "runs/environment-diff", Target::kRuns, kRead, "run_id"},
+    // Records the verdict in run_id; the handler checks READ on the original.
+    {Api::kCairn, "POST", "runs/reproduction", Target::kRun, kUpdate, "run_id"},
     {Api::kCairn, "POST", "runs", Target::kNewRun, kUpdate, nullptr},
     {Api::kCairn, "GET", "runs/*/log", Target::kRunInPath, kRead, nullptr},
     {Api::kCairn, "POST", "runs/*/log", Target::kRunInPath, kUpdate, nullptr},

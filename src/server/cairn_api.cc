@@ -2,6 +2,7 @@
 
 #include "core/mlflow_json.h"
 #include "server/access_rules.h"
+#include "service/reproduction.h"
 #include "service/run_environment.h"
 #include "util/json_writer.h"
 
@@ -205,10 +206,51 @@ Result<CairnResponse> RunEnvironmentDiff(ApiContext& ctx, const CairnCall& call)
   return CairnResponse{w.Take()};
 }
 
+// POST runs/reproduction: compares a run with the run it reproduces (its cairn.reproduce.of
+// tag, or original_run_id), records the verdict in it, and answers with the record (see
+// docs/api/cairn.md).
+Result<CairnResponse> RunReproduction(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RequiredStr("run_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> original, f.Str("original_run_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> options_json, f.ObjectJson("options"));
+  core::ReproduceOptions options;
+  if (options_json) {
+    Result<core::ReproduceOptions> parsed = core::ParseReproduceOptions(*options_json);
+    if (!parsed.ok()) return InvalidArgument("Invalid 'options': " + parsed.status().message());
+    options = *std::move(parsed);
+  }
+  CAIRN_ASSIGN_OR_RETURN(core::Run run, ctx.tracking->GetRun(run_id));
+  std::string of = original.value_or("");
+  if (of.empty()) {
+    const core::Tag* tag = run.FindTag(service::kReproduceOfTag);
+    if (tag == nullptr) {
+      return InvalidArgument("Run " + run_id +
+                             " reproduces no run (it has no cairn.reproduce.of tag); name the "
+                             "original in 'original_run_id'.");
+    }
+    of = tag->value;
+  }
+  if (of == run_id) return InvalidArgument("A run cannot reproduce itself.");
+  CAIRN_ASSIGN_OR_RETURN(core::RunInfo compared, ctx.tracking->GetRunInfo(of));
+  // The verdict shows the original's values: the caller must be able to read it.
+  if (ctx.access != nullptr && ctx.access->enabled() && ctx.caller != nullptr &&
+      !ctx.caller->ActsAsAdmin()) {
+    CAIRN_ASSIGN_OR_RETURN(core::Permission p,
+                           ctx.access->PermissionOn(*ctx.caller, core::ResourceKind::kExperiment,
+                                                    compared.experiment_id));
+    if (!core::Allows(p, core::Access::kRead)) return PermissionDenied("Permission denied");
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::string record, service::RecordReproduction(
+                                                 *ctx.tracking, *ctx.artifacts, of, run_id, options));
+  return CairnResponse{"{\"reproduction\":" + record + "}"};
+}
+
 constexpr CairnRoute kCairnRoutes[] = {
     {"GET", "metrics/series", MetricSeries},
     {"GET", "experiments/stats", ExperimentStats},
     {"GET", "runs/environment-diff", RunEnvironmentDiff},
+    {"POST", "runs/reproduction", RunReproduction},
     {"POST", "runs", CreateRun},
     {"GET", "runs/*/log", ReadLog},
     {"POST", "runs/*/log", AppendLog},

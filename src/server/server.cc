@@ -834,7 +834,7 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
       impl->store.get(), impl->artifacts.get(), impl->identity.get(), SystemClock(),
       registry_options);
   impl->tasks = std::make_unique<service::TaskService>(impl->store.get(), impl->tracking.get(),
-                                                       SystemClock());
+                                                       SystemClock(), impl->artifacts.get());
   impl->gate = std::make_unique<Gate>(impl->access.get());
   if (!options.init_admin.empty()) {
     Result<service::UserDetails> existing = impl->identity->GetUser(options.init_admin);

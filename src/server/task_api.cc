@@ -188,6 +188,15 @@ Result<CairnResponse> CloneTask(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(r.gpus, f.Int("gpus"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<bool> reproduce, f.Bool("reproduce"));
   r.reproduce = reproduce.value_or(false);
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> options, f.ObjectJson("reproduce_options"));
+  if (options) {
+    if (!r.reproduce) {
+      return InvalidArgument("'reproduce_options' is only for a reproduction (\"reproduce\": true).");
+    }
+    Result<core::ReproduceOptions> parsed = core::ParseReproduceOptions(*options);
+    if (!parsed.ok()) return InvalidArgument("Invalid 'reproduce_options': " + parsed.status().message());
+    r.reproduce_options = *std::move(parsed);
+  }
   if (ctx.caller != nullptr) {
     r.user_id = ctx.caller->username;
     r.team = ctx.caller->teams.empty() ? "" : ctx.caller->teams.front();

@@ -177,25 +177,7 @@ Result<int64_t> ArtifactService::CopyTree(const std::string& source, const std::
     const size_t slash = source.rfind('/');
     prefix = slash == std::string::npos ? std::string() : source.substr(0, slash);
   } else {
-    std::deque<std::string> dirs = {source};
-    while (!dirs.empty()) {
-      const std::string dir = std::move(dirs.front());
-      dirs.pop_front();
-      CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactEntry> entries, store_->ListArtifacts(dir));
-      for (const store::ArtifactEntry& e : entries) {
-        const std::string child = dir + "/" + e.name;
-        if (e.is_dir) {
-          dirs.push_back(child);
-          continue;
-        }
-        if (static_cast<int64_t>(files.size()) >= max_files) {
-          return ResourceExhausted("more than " + std::to_string(max_files) + " files lie under " +
-                                   source);
-        }
-        CAIRN_ASSIGN_OR_RETURN(store::ArtifactFile f, store_->GetArtifact(child));
-        files.push_back(std::move(f));
-      }
-    }
+    CAIRN_ASSIGN_OR_RETURN(files, FilesUnder(source, max_files));
   }
   for (const store::ArtifactFile& f : files) {
     store::ArtifactFile copy = f;
@@ -203,6 +185,41 @@ Result<int64_t> ArtifactService::CopyTree(const std::string& source, const std::
     CAIRN_RETURN_IF_ERROR(store_->PutArtifact(copy).status());
   }
   return static_cast<int64_t>(files.size());
+}
+
+Result<std::vector<store::ArtifactFile>> ArtifactService::FilesUnder(const std::string& top,
+                                                                    int64_t max_files) {
+  std::vector<store::ArtifactFile> files;
+  std::deque<std::string> dirs = {top};
+  while (!dirs.empty()) {
+    const std::string dir = std::move(dirs.front());
+    dirs.pop_front();
+    CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactEntry> entries, store_->ListArtifacts(dir));
+    for (const store::ArtifactEntry& e : entries) {
+      const std::string child = dir.empty() ? e.name : dir + "/" + e.name;
+      if (e.is_dir) {
+        dirs.push_back(child);
+        continue;
+      }
+      if (static_cast<int64_t>(files.size()) >= max_files) {
+        return ResourceExhausted("more than " + std::to_string(max_files) + " files lie under " +
+                                 top);
+      }
+      CAIRN_ASSIGN_OR_RETURN(store::ArtifactFile f, store_->GetArtifact(child));
+      files.push_back(std::move(f));
+    }
+  }
+  return files;
+}
+
+Result<std::vector<store::ArtifactFile>> ArtifactService::ListRunFiles(
+    std::string_view artifact_uri, int64_t max_files) {
+  Result<std::string> root = ProxyPathOfUri(artifact_uri);
+  if (!root.ok()) return std::vector<store::ArtifactFile>();
+  CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> files, FilesUnder(*root, max_files));
+  const size_t cut = root->empty() ? 0 : root->size() + 1;
+  for (store::ArtifactFile& f : files) f.path = f.path.substr(cut);
+  return files;
 }
 
 Status ArtifactService::CollectBlobs(const std::vector<std::string>& digests) {

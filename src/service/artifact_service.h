@@ -59,6 +59,11 @@ class ArtifactService {
   // artifacts this server does not hold (another artifact_location).
   Result<std::vector<store::ArtifactEntry>> ListRunArtifacts(std::string_view artifact_uri,
                                                              std::string_view rel);
+  // Every file of the run whose artifact URI is `artifact_uri`, its path relative to the run's
+  // artifact root, in no set order. Empty for runs whose artifacts this server does not hold;
+  // kResourceExhausted past `max_files`.
+  Result<std::vector<store::ArtifactFile>> ListRunFiles(std::string_view artifact_uri,
+                                                        int64_t max_files);
   // Deletes a file or a whole directory and collects blobs nothing references any more.
   // Uploads and deletes under kRegistryArtifactRoot are kPermissionDenied.
   Status Delete(const std::string& path);
@@ -73,6 +78,8 @@ class ArtifactService {
   Status DeleteRegistryFiles(const std::string& storage);
 
  private:
+  // Every file under directory `dir`, with full paths; kResourceExhausted past `max_files`.
+  Result<std::vector<store::ArtifactFile>> FilesUnder(const std::string& dir, int64_t max_files);
   Status DeleteFiles(const std::string& path);
   // Deletes the blobs among `digests` that no artifact refers to any more.
   Status CollectBlobs(const std::vector<std::string>& digests);

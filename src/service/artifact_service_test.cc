@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "blob/memory/memory_store.h"
 #include "store/memory/memory_store.h"
 #include "util/hash.h"
@@ -54,6 +56,27 @@ TEST(ArtifactServiceTest, OverwriteCollectsTheReplacedBlob) {
   EXPECT_FALSE(*blobs->Has(first));
   ASSERT_TRUE(svc.PutBytes("1/r/artifacts/a", "second").ok());  // same bytes: blob stays
   EXPECT_TRUE(*blobs->Has(store->GetArtifact("1/r/artifacts/a")->digest));
+}
+
+TEST(ArtifactServiceTest, ListRunFilesWalksTheRunsTreeWithDigests) {
+  auto store = store::NewMemoryMetadataStore({});
+  auto blobs = blob::NewMemoryContentStore();
+  ArtifactService svc(store.get(), blobs.get());
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/model/w.bin", "weights").ok());
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/model/deep/x", "x").ok());
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/log.txt", "log").ok());
+  ASSERT_TRUE(svc.PutBytes("1/other/artifacts/not-mine", "no").ok());
+  Result<std::vector<store::ArtifactFile>> files =
+      svc.ListRunFiles("mlflow-artifacts:/1/r/artifacts", 10);
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  std::map<std::string, std::string> by_path;
+  for (const store::ArtifactFile& f : *files) by_path[f.path] = f.digest;
+  EXPECT_EQ(by_path, (std::map<std::string, std::string>{{"log.txt", Sha256Hex("log")},
+                                                         {"model/deep/x", Sha256Hex("x")},
+                                                         {"model/w.bin", Sha256Hex("weights")}}));
+  EXPECT_EQ(svc.ListRunFiles("mlflow-artifacts:/1/r/artifacts", 2).status().code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_TRUE(svc.ListRunFiles("s3://bucket/1/r", 10)->empty()) << "not on this server";
 }
 
 TEST(ArtifactServiceTest, RefusedUploadLeavesNoBlob) {

@@ -10,7 +10,9 @@
 #include "core/identity.h"
 #include "core/task_spec.h"
 #include "env/host_check.h"
+#include "service/reproduction.h"
 #include "service/validation.h"
+#include "util/log.h"
 #include "util/hash.h"
 
 namespace cairn::service {
@@ -100,7 +102,8 @@ Status TaskService::ScheduleRun(const Task& task, const std::string& run_id, int
     // The tags the task was queued with; what the last attempt recorded (its host, its code,
     // its heartbeat) is that attempt's own.
     for (const core::Tag& t : previous->data.tags) {
-      if (!t.key.starts_with("cairn.") && !t.key.starts_with("mlflow.")) r.tags.push_back(t);
+      const bool own = t.key.starts_with("cairn.") || t.key.starts_with("mlflow.");
+      if (!own || t.key == kReproduceOfTag || t.key == "cairn.clone.of") r.tags.push_back(t);
     }
     r.tags.push_back({"cairn.task.previous_run", task.run_id});
   }
@@ -116,6 +119,18 @@ void TaskService::EndRun(const Task& task, core::RunStatus status, const std::st
   // After the status: a status update clears an earlier failure reason.
   if (!reason.empty() && status != core::RunStatus::kFinished) {
     (void)tracking_->SetTag(task.run_id, {std::string(TrackingService::kFailureReasonTag), reason});
+  }
+}
+
+void TaskService::Ended(const Task& task) {
+  if (artifacts_ == nullptr) return;
+  Result<core::TaskSpec> spec = core::ParseTaskSpec(task.spec);
+  if (!spec.ok() || spec->reproduce.of.empty()) return;
+  Result<std::string> recorded = RecordReproduction(*tracking_, *artifacts_, spec->reproduce.of,
+                                                    task.run_id, spec->reproduce.options);
+  if (!recorded.ok()) {
+    LogWarning("the verdict of reproduction " + task.run_id + " was not recorded: " +
+               recorded.status().message());
   }
 }
 
@@ -306,6 +321,8 @@ Result<Task> TaskService::Clone(const CloneRequest& request) {
   CAIRN_ASSIGN_OR_RETURN(Task task, store_->queue().GetTask(task_tag->value));
   CAIRN_ASSIGN_OR_RETURN(core::TaskSpec spec, core::ParseTaskSpec(task.spec));
   for (const auto& [name, value] : request.params) spec.params[name] = value;
+  spec.reproduce = request.reproduce ? core::TaskReproduction{request.run_id, request.reproduce_options}
+                                     : core::TaskReproduction{};
 
   CreateRunRequest run;
   run.experiment_id = original.info.experiment_id;
@@ -313,7 +330,7 @@ Result<Task> TaskService::Clone(const CloneRequest& request) {
   run.run_name = !request.run_name.empty()
                      ? request.run_name
                      : original.info.run_name + (request.reproduce ? "-reproduced" : "-clone");
-  run.tags = {{request.reproduce ? "cairn.reproduce.of" : "cairn.clone.of", request.run_id}};
+  run.tags = {{request.reproduce ? std::string(kReproduceOfTag) : "cairn.clone.of", request.run_id}};
   if (!request.user_id.empty()) run.tags.push_back({"mlflow.user", request.user_id});
   run.scheduled = true;
   CAIRN_ASSIGN_OR_RETURN(core::Run made, tracking_->CreateRun(run));
@@ -368,7 +385,10 @@ Result<std::vector<Task>> TaskService::ListTasks(const store::TaskQuery& query) 
 Result<Task> TaskService::Cancel(const std::string& id, const std::string& actor) {
   const std::string reason = actor.empty() ? "cancelled" : "cancelled by " + actor;
   CAIRN_ASSIGN_OR_RETURN(Task task, store_->queue().CancelTask(id, reason, clock_->NowMillis()));
-  if (task.state == TaskState::kCancelled) EndRun(task, core::RunStatus::kKilled, reason);
+  if (task.state == TaskState::kCancelled) {
+    EndRun(task, core::RunStatus::kKilled, reason);
+    Ended(task);
+  }
   return task;
 }
 
@@ -470,6 +490,7 @@ Result<Task> TaskService::Finish(const std::string& id, const std::string& agent
          : state == TaskState::kCancelled ? core::RunStatus::kKilled
                                           : core::RunStatus::kFailed,
          cut);
+  Ended(task);
   return task;
 }
 
@@ -495,6 +516,7 @@ Result<int> TaskService::ExpireLeases() {
     } else {
       EndRun(lost, core::RunStatus::kFailed, reason);
     }
+    if (!again) Ended(lost);
   }
   if (ended > 0) WorkChanged();
   return ended;

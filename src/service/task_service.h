@@ -21,8 +21,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/reproduce.h"
 #include "core/task.h"
 #include "env/host_facts.h"
+#include "service/artifact_service.h"
 #include "service/tracking_service.h"
 #include "store/metadata_store.h"
 #include "util/clock.h"
@@ -66,6 +68,8 @@ struct CloneRequest {
   std::optional<int64_t> priority;            // unset: the queue's default
   std::optional<int64_t> gpus;                // unset: as the original
   bool reproduce = false;  // tag cairn.reproduce.of (name "-reproduced") instead of cairn.clone.of
+  // A reproduction's comparison, made when its task ends (service/reproduction.h).
+  core::ReproduceOptions reproduce_options;
   std::string user_id;
   std::string team;
 };
@@ -83,9 +87,11 @@ struct LeaseAsk {
 
 class TaskService {
  public:
-  // None of the pointers is owned; all must outlive the service.
-  TaskService(store::MetadataStore* store, TrackingService* tracking, Clock* clock)
-      : store_(store), tracking_(tracking), clock_(clock) {}
+  // None of the pointers is owned; all must outlive the service. Without `artifacts`, the
+  // verdicts of reproduction tasks are not recorded when they end.
+  TaskService(store::MetadataStore* store, TrackingService* tracking, Clock* clock,
+              ArtifactService* artifacts = nullptr)
+      : store_(store), tracking_(tracking), clock_(clock), artifacts_(artifacts) {}
   // Answers every waiting lease with no task.
   ~TaskService();
 
@@ -93,7 +99,8 @@ class TaskService {
   Result<core::Task> Enqueue(const EnqueueRequest& request);
   // A new task with the original's code snapshot, environment lock and command, the
   // parameters changed, in a new SCHEDULED run of the original's experiment.
-  // FailedPrecondition for a run that no task ran.
+  // FailedPrecondition for a run that no task ran. A reproduction's verdict is recorded in the
+  // run of its last attempt when the task ends, however it ends.
   Result<core::Task> Clone(const CloneRequest& request);
   Result<core::Task> GetTask(const std::string& id);
   Result<std::vector<core::Task>> ListTasks(const store::TaskQuery& query);
@@ -148,6 +155,8 @@ class TaskService {
   Status ScheduleRun(const core::Task& task, const std::string& run_id, int64_t attempt);
   // The run of an attempt that ended: its status, end time and, for a failure, the reason.
   void EndRun(const core::Task& task, core::RunStatus status, const std::string& reason);
+  // A task that reached its final state: a reproduction's verdict is given.
+  void Ended(const core::Task& task);
 
   // Something waiting leases may want changed: wake the waiting thread.
   void WorkChanged();
@@ -156,6 +165,7 @@ class TaskService {
   store::MetadataStore* store_;
   TrackingService* tracking_;
   Clock* clock_;
+  ArtifactService* artifacts_;
 
   struct Waiter {
     LeaseAsk ask;

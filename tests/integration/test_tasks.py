@@ -529,6 +529,39 @@ print("kind", p["kind"], "lr", os.environ.get("CAIRN_PARAM_LR", "-"))
         self.assertEqual(code, 1, out + err)
         self.assertRegex(out, r"diverged at step \d: loss ")
 
+        # Queued as the web UI's button does, with nobody waiting: the server gives the verdict
+        # when the task ends (exact by default), and gives it again on request with a tolerance.
+        r = self.c.post(CAIRN + "tasks/clone", {"run_id": noisy["run_id"], "reproduce": True})
+        self.assertEqual(r.status, 200, r.text)
+        queued = r.body["task"]
+        self.run_one("reproducer")
+        ended = self.task(queued["id"])
+        self.assertEqual(ended["state"], "done", ended)
+        tags = {t["key"]: t["value"] for t in self.run_of(ended["run_id"])["data"]["tags"]}
+        self.assertEqual((tags["cairn.reproduce.of"], tags["cairn.reproduce.verdict"]),
+                         (noisy["run_id"], "diverged"))
+        again = self.c.post(CAIRN + "runs/reproduction",
+                            {"run_id": ended["run_id"], "options": {"rtol": 1e-3}})
+        self.assertEqual(again.status, 200, again.text)
+        self.assertEqual(again.body["reproduction"]["verdict"], "within tolerance")
+        self.assertEqual(again.body["reproduction"]["options"]["rtol"], 1e-3)
+        tags = {t["key"]: t["value"] for t in self.run_of(ended["run_id"])["data"]["tags"]}
+        self.assertEqual(tags["cairn.reproduce.verdict"], "within tolerance")
+        for body, words in (({}, "run_id"),
+                            ({"run_id": ended["run_id"], "options": {"rtol": -1}}, "options.rtol"),
+                            ({"run_id": ended["run_id"], "options": {"metrics": "loss"}},
+                             "options.metrics"),
+                            ({"run_id": noisy["run_id"]}, "reproduces no run"),
+                            ({"run_id": ended["run_id"], "original_run_id": ended["run_id"]},
+                             "cannot reproduce itself")):
+            bad = self.c.post(CAIRN + "runs/reproduction", body)
+            self.assertEqual(bad.status, 400, (body, bad.text))
+            self.assertEqual(bad.body["error_code"], "INVALID_PARAMETER_VALUE")
+            self.assertIn(words, bad.body["message"])
+        missing = self.c.post(CAIRN + "runs/reproduction",
+                              {"run_id": ended["run_id"], "original_run_id": "f" * 32})
+        self.assertEqual(missing.status, 404, missing.text)
+
         code, out, err = self.reproduce(env_dependent["run_id"], "--metric", "loss",
                                         agent_env={"REPRO_SCALE": "2"})
         self.assertEqual(code, 1, out + err)
@@ -666,6 +699,21 @@ class TasksAuthTest(unittest.TestCase):
                          403)
         r = self.c.post(CAIRN + "agents/finish", finish, headers=self.agent)
         self.assertEqual(r.status, 200, r.text)
+
+        # Bob's own run cannot be compared with alice's private run: the verdict would show
+        # its values.
+        r = self.c.post(API + "experiments/create", {"name": "bob-own"}, headers=self.bob)
+        self.assertEqual(r.status, 200, r.text)
+        mine = self.c.post(API + "runs/create", {"experiment_id": r.body["experiment_id"]},
+                           headers=self.bob)
+        self.assertEqual(mine.status, 200, mine.text)
+        mine_id = mine.body["run"]["info"]["run_id"]
+        r = self.c.post(CAIRN + "runs/reproduction",
+                        {"run_id": mine_id, "original_run_id": task["run_id"]}, headers=self.bob)
+        self.assertEqual(r.status, 403, r.text)
+        r = self.c.post(CAIRN + "runs/reproduction",
+                        {"run_id": task["run_id"], "original_run_id": mine_id}, headers=self.bob)
+        self.assertEqual(r.status, 403, "nor can he record a verdict in her run")
         r = self.c.post(CAIRN + "queues", {"name": "auth-q", "description": "x"},
                         headers=self.alice)
         self.assertEqual(r.status, 403, "queues are the admin's")

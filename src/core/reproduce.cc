@@ -1,4 +1,4 @@
-#include "report/reproduce.h"
+#include "core/reproduce.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,10 @@
 #include <cstring>
 #include <optional>
 
+#include "util/json_reader.h"
 #include "util/json_writer.h"
 
-namespace cairn::report {
+namespace cairn::core {
 namespace {
 
 std::string Number(double v) {
@@ -109,6 +110,64 @@ std::string TagOf(const core::Run& run, std::string_view key) {
 }
 
 }  // namespace
+
+std::string ReproduceOptionsJson(const ReproduceOptions& options) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("rtol").Double(options.tolerance.rtol).Key("atol").Double(options.tolerance.atol);
+  w.Key("per_metric").BeginObject();
+  for (const auto& [key, t] : options.per_metric) {
+    w.Key(key).BeginObject().Key("rtol").Double(t.rtol).Key("atol").Double(t.atol).EndObject();
+  }
+  w.EndObject();
+  w.Key("metrics").BeginArray();
+  for (const std::string& key : options.metrics) w.String(key);
+  w.EndArray().EndObject();
+  return w.Take();
+}
+
+namespace {
+
+// The tolerance fields of `object` read into `t` (absent ones keep their values).
+Status ReadTolerance(JsonValue object, const std::string& where, Tolerance* t) {
+  if (!object.is_object()) return InvalidArgument(where + " must be an object");
+  for (const char* name : {"rtol", "atol"}) {
+    JsonValue v = object.Find(name);
+    if (!v.exists()) continue;
+    if (!v.is_number() || !(v.number() >= 0) || !std::isfinite(v.number())) {
+      return InvalidArgument(where + "." + name + " must be a number >= 0");
+    }
+    (std::string_view(name) == "rtol" ? t->rtol : t->atol) = v.number();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ReproduceOptions> ParseReproduceOptions(std::string_view json) {
+  CAIRN_ASSIGN_OR_RETURN(JsonDocument doc, JsonDocument::Parse(json, 8));
+  ReproduceOptions options;
+  CAIRN_RETURN_IF_ERROR(ReadTolerance(doc.root(), "options", &options.tolerance));
+  if (JsonValue per = doc.root().Find("per_metric"); per.exists()) {
+    if (!per.is_object()) return InvalidArgument("options.per_metric must be an object");
+    for (auto it = per.begin(); it != per.end(); ++it) {
+      const std::string key(it.key());
+      Tolerance t = options.tolerance;
+      CAIRN_RETURN_IF_ERROR(ReadTolerance(*it, "options.per_metric." + key, &t));
+      options.per_metric[key] = t;
+    }
+  }
+  if (JsonValue metrics = doc.root().Find("metrics"); metrics.exists()) {
+    if (!metrics.is_array()) return InvalidArgument("options.metrics must be an array");
+    for (JsonValue m : metrics) {
+      if (!m.is_string() || m.str().empty()) {
+        return InvalidArgument("options.metrics must hold metric keys");
+      }
+      options.metrics.emplace_back(m.str());
+    }
+  }
+  return options;
+}
 
 std::string_view VerdictName(VerdictKind kind) {
   switch (kind) {
@@ -234,16 +293,7 @@ std::string ReproductionJson(const core::Run& original, const core::Run& reprodu
   w.Key("reproduced").String(reproduced.info.run_id);
   w.Key("verdict").String(VerdictName(verdict.kind));
   w.Key("summary").String(verdict.summary);
-  w.Key("options").BeginObject();
-  w.Key("rtol").Double(options.tolerance.rtol).Key("atol").Double(options.tolerance.atol);
-  w.Key("per_metric").BeginObject();
-  for (const auto& [key, t] : options.per_metric) {
-    w.Key(key).BeginObject().Key("rtol").Double(t.rtol).Key("atol").Double(t.atol).EndObject();
-  }
-  w.EndObject();
-  w.Key("metrics").BeginArray();
-  for (const std::string& key : options.metrics) w.String(key);
-  w.EndArray().EndObject();
+  w.Key("options").Raw(ReproduceOptionsJson(options));
   w.Key("metrics").BeginArray();
   for (const MetricVerdict& m : verdict.metrics) {
     w.BeginObject().Key("key").String(m.key).Key("verdict").String(VerdictName(m.kind));
@@ -277,32 +327,4 @@ std::string ReproductionJson(const core::Run& original, const core::Run& reprodu
   return w.Take();
 }
 
-std::string FormatReproduction(const core::Run& original, const core::Run& reproduced,
-                               const Verdict& verdict, const ReproductionDifferences& differences) {
-  std::string out = "reproduction of " + original.info.run_id + " in run " +
-                    reproduced.info.run_id + "\n" + verdict.summary + "\n";
-  for (const MetricVerdict& m : verdict.metrics) {
-    out += "  " + m.key + ": " + std::string(VerdictName(m.kind));
-    if (m.kind == VerdictKind::kDiverged && m.note.empty()) {
-      out += " at step " + std::to_string(m.step) + " (" + Number(m.reproduced) + ", original " +
-             Number(m.original) + ")";
-    } else if (!m.note.empty()) {
-      out += " (" + m.note + ")";
-    } else if (m.kind == VerdictKind::kWithinTolerance) {
-      out += " (largest difference " + Number(m.max_abs_diff) + ")";
-    }
-    out += ", " + std::to_string(m.points) + " value(s)\n";
-  }
-  auto section = [&](const char* title, const std::vector<std::string>& lines) {
-    if (lines.empty()) return;
-    out += std::string(title) + ":\n";
-    for (const std::string& line : lines) out += "  " + line + "\n";
-  };
-  section("environment", differences.environment);
-  section("code", differences.code);
-  section("datasets", differences.datasets);
-  section("artifacts", differences.artifacts);
-  return out;
-}
-
-}  // namespace cairn::report
+}  // namespace cairn::core

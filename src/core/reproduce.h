@@ -6,7 +6,8 @@
 //   diverged          a value beyond tolerance (or a step that differs): the first one by step
 //   incomplete        the new run did not finish, or a series is missing or stopped early
 //
-// Pure functions of the two runs' metric histories, so that every rule is unit-tested.
+// Pure functions of the two runs' metric histories, so that every rule is unit-tested. The
+// server gives the verdict (service/reproduction.h); `cairn reproduce` and the web UI show it.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +17,9 @@
 #include <vector>
 
 #include "core/model.h"
+#include "util/status.h"
 
-namespace cairn::report {
+namespace cairn::core {
 
 struct Tolerance {
   double rtol = 0;
@@ -31,6 +33,13 @@ struct ReproduceOptions {
   // and GPU use, which no two runs share).
   std::vector<std::string> metrics;
 };
+
+// The options as JSON ({"rtol", "atol", "per_metric": {KEY: {"rtol", "atol"}}, "metrics"}),
+// as cairn/reproduce.json, a reproduction task's spec and POST runs/reproduction hold them.
+std::string ReproduceOptionsJson(const ReproduceOptions& options);
+// InvalidArgument naming the field for a negative or non-numeric tolerance, or a metric that
+// is not a string. Absent fields keep their defaults (exact comparison of every metric).
+Result<ReproduceOptions> ParseReproduceOptions(std::string_view json);
 
 enum class VerdictKind { kIdentical, kWithinTolerance, kDiverged, kIncomplete };
 std::string_view VerdictName(VerdictKind kind);  // "identical", "within tolerance", ...
@@ -81,8 +90,4 @@ std::string ReproductionJson(const core::Run& original, const core::Run& reprodu
                              const ReproductionDifferences& differences,
                              const std::string& host_facts_json);
 
-// What `cairn reproduce` prints: the verdict, a line per metric, then the differences.
-std::string FormatReproduction(const core::Run& original, const core::Run& reproduced,
-                               const Verdict& verdict, const ReproductionDifferences& differences);
-
-}  // namespace cairn::report
+}  // namespace cairn::core

@@ -1,11 +1,11 @@
-#include "report/reproduce.h"
+#include "core/reproduce.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-namespace cairn::report {
+namespace cairn::core {
 namespace {
 
 using ::testing::HasSubstr;
@@ -114,9 +114,37 @@ TEST(ReproduceTest, TheRecordNamesBothRunsTheVerdictAndTheDifferences) {
   std::string json = ReproductionJson(original, reproduced, {}, v, d, R"({"os":"linux"})");
   EXPECT_THAT(json, HasSubstr(R"("original":"a","reproduced":"b","verdict":"identical")"));
   EXPECT_THAT(json, HasSubstr(R"("environment":{"lock_hash":"e","host":{"os":"linux"}})"));
-  EXPECT_THAT(FormatReproduction(original, reproduced, v, d),
-              HasSubstr("code:\n  code snapshot 111111111111 -> 222222222222\n"));
+  EXPECT_THAT(json, HasSubstr(R"("code":["code snapshot 111111111111 -> 222222222222"])"));
+}
+
+TEST(ReproduceOptionsTest, RoundTripAndRefuseBadTolerances) {
+  ReproduceOptions options;
+  options.tolerance = {1e-3, 0};
+  options.per_metric["loss"] = {0.25, 1e-6};
+  options.metrics = {"loss"};
+  Result<ReproduceOptions> back = ParseReproduceOptions(ReproduceOptionsJson(options));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->tolerance.rtol, 1e-3);
+  EXPECT_EQ(back->per_metric.at("loss").rtol, 0.25);
+  EXPECT_EQ(back->per_metric.at("loss").atol, 1e-6);
+  EXPECT_EQ(back->metrics, options.metrics);
+
+  // A per-metric tolerance given one field keeps the other of every metric.
+  Result<ReproduceOptions> partial =
+      ParseReproduceOptions(R"({"atol": 0.5, "per_metric": {"acc": {"rtol": 0.1}}})");
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ(partial->per_metric.at("acc").atol, 0.5);
+  EXPECT_EQ(partial->per_metric.at("acc").rtol, 0.1);
+
+  for (const char* bad : {R"({"rtol": -1})", R"({"atol": "1"})", R"({"per_metric": []})",
+                          R"({"per_metric": {"x": {"rtol": -0.5}}})", R"({"metrics": [1]})",
+                          R"({"metrics": "loss"})", "[]", "{"}) {
+    Result<ReproduceOptions> refused = ParseReproduceOptions(bad);
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_THAT(ParseReproduceOptions(R"({"per_metric": {"x": {"rtol": -0.5}}})").status().message(),
+              ::testing::HasSubstr("options.per_metric.x.rtol"));
 }
 
 }  // namespace
-}  // namespace cairn::report
+}  // namespace cairn::core
