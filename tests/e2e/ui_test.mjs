@@ -539,6 +539,44 @@ test("a queued run's page clones it with a parameter changed and queues a reprod
               "the reproduction names its original");
 });
 
+test("a reproduction's verdict and both runs' curves show on the pages of both runs", async ({ page, base, shot }) => {
+  const post = async (path, body) => api(base, "POST", "/api/cairn/v1/" + path, body);
+  const logLosses = (runId, losses) => api(base, "POST", "/api/2.0/mlflow/runs/log-batch", {
+    run_id: runId,
+    metrics: losses.map((value, step) => ({ key: "loss", value, step, timestamp: 1764680000000 + step })),
+  });
+  // An agent's work, done through the API: lease the task, log its run's metrics, finish it.
+  await post("agents", { id: "repro-box", queues: ["repro-ui-q"], slots: 1, host: { os: "linux" } });
+  const runTask = async (losses) => {
+    const { task } = await post("agents/lease", { agent: "repro-box", queues: ["repro-ui-q"],
+                                                  host: { os: "linux" } });
+    await logLosses(task.run_id, losses);
+    await post("agents/finish", { task_id: task.id, agent: "repro-box", attempt: task.attempt, state: "done" });
+    return task;
+  };
+  await post("tasks", { queue: "repro-ui-q", run_name: "seeded",
+                        spec: { command: ["python", "train.py"], params: { seed: "1" } } });
+  const original = await runTask([1.0, 0.5, 0.25, 0.125]);
+  await post("tasks/clone", { run_id: original.run_id, reproduce: true });
+  const again = await runTask([1.0, 0.5, 0.3, 0.2]);
+
+  await page.goto(`${base}/#/runs/${again.run_id}`);
+  const panel = page.locator('#reproduction-verdict[data-verdict="diverged"]');
+  await panel.waitFor();
+  assert((await panel.locator("p").first().textContent()).startsWith("diverged at step 2: loss 0.3 (original 0.25) · "),
+         "the summary names the step and both values");
+  const row = await page.locator('#reproduction-metrics tr[data-metric="loss"] td').allTextContents();
+  assertEqual(row, ["loss", "diverged", "3", "step 2: 0.3 (original 0.25)"], "the metric's row");
+  const legend = panel.locator(".u-legend");
+  await legend.locator("text=original " + original.run_id.slice(0, 8)).waitFor();
+  await legend.locator("text=reproduction " + again.run_id.slice(0, 8)).waitFor();
+
+  await page.goto(`${base}/#/runs/${original.run_id}`);
+  await page.locator(`#reproductions tr[data-run="${again.run_id}"] .verdict`, { hasText: "diverged" }).waitFor();
+  await page.locator('#reproduction-verdict[data-verdict="diverged"] .u-legend').waitFor();
+  await shot("reproduction");
+});
+
 test("the model registry: an alias promoted and rolled back, a version's files and run, a run's versions", async ({ page, base, shot }) => {
   const seeded = await seedRegistry(base);
   await page.goto(base + "/");

@@ -1,8 +1,10 @@
-// One run: overview (status, times, command, code state with the uncommitted diff, the model
+// One run: overview (status, times, command, code state with the uncommitted diff, its
+// reproductions or the run it reproduces, with the verdict and the curves overlaid, the model
 // versions registered from it), parameters, metric charts, the console log (following it while
 // the run is active), artifacts with previews, and the environment it ran in.
+import { Fragment } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { cairn, mlflow, runLog, searchModelVersions } from "../api.js";
+import { cairn, mlflow, runLog, searchModelVersions, searchRuns } from "../api.js";
 import { artifactUrl, fetchArtifactText, listArtifacts, previewKind } from "../artifacts.js";
 import { MetricChart } from "../components/Chart.jsx";
 import { Crumbs } from "../components/Crumbs.jsx";
@@ -21,14 +23,21 @@ export function Run({ runId, params }) {
   useEffect(() => {
     let stop = false;
     let timer;
-    // While the run is active its status, times, metrics and tags move: read it again.
+    // While the run is queued or active its status, times, metrics and tags move, and a
+    // reproduction's verdict comes just after it ends: read it again.
     const load = () =>
       mlflow.get("runs/get", { run_id: runId })
         .then((r) => {
           if (stop) return;
           setRun(r.run);
           setError(null);
-          if (r.run.info.status === "RUNNING") timer = setTimeout(load, REFRESH_MS);
+          const tags = runFields(r.run).tags;
+          const ended = r.run.info.end_time;
+          const awaited = tags["cairn.reproduce.of"] && !tags["cairn.reproduce.verdict"] &&
+            (!ended || Date.now() - ended < 60000);
+          if (["RUNNING", "SCHEDULED"].includes(r.run.info.status) || awaited) {
+            timer = setTimeout(load, REFRESH_MS);
+          }
         })
         .catch((e) => !stop && setError(e.message));
     load();
@@ -61,8 +70,8 @@ export function Run({ runId, params }) {
 }
 
 // A queued run's task queued again: "Clone and enqueue" with parameters changed, or
-// "Reproduce" with the same ones (POST tasks/clone); then the new run's page. `cairn reproduce`
-// compares a reproduction with its original.
+// "Reproduce" with the same ones (POST tasks/clone); then the new run's page. The server gives
+// a reproduction its verdict when its task ends.
 function RunAgain({ run, f }) {
   const [error, setError] = useState(null);
   const queueAgain = (reproduce) => {
@@ -142,9 +151,147 @@ function Overview({ run, f }) {
         </tbody>
       </table>
       {diff !== null && <Diff text={diff} id="code-diff" />}
+      <Reproductions run={run} f={f} />
       <RegisteredVersions runId={run.info.run_id} />
       <h2>Tags</h2>
       <KeyValues rows={Object.fromEntries(Object.entries(t).filter(([k]) => !k.startsWith("mlflow.log")))} id="tags" />
+    </div>
+  );
+}
+
+// The reproduction panel. On a reproduction's page: its verdict against the original. On any
+// other run's page: the runs that reproduce it, each with its verdict, and the latest one's
+// verdict in full. Nothing when the run neither is nor has a reproduction.
+function Reproductions({ run, f }) {
+  const [others, setOthers] = useState(null);
+  const [error, setError] = useState(null);
+  const of = f.tags["cairn.reproduce.of"];
+  const runId = run.info.run_id;
+  useEffect(() => {
+    if (of) return undefined;
+    let live = true;
+    searchRuns({
+      experiment_ids: [run.info.experiment_id],
+      filter: `tags.\`cairn.reproduce.of\` = '${runId}'`,
+      order_by: ["attributes.start_time DESC"],
+    })
+      .then((runs) => live && setOthers(runs))
+      .catch((e) => live && setError(e.message));
+    return () => {
+      live = false;
+    };
+  }, [runId, of]);
+  if (of) {
+    return (
+      <>
+        <h2>Reproduction</h2>
+        <Verdict reproduction={run} originalId={of} />
+      </>
+    );
+  }
+  if (error) return <><h2>Reproductions</h2><p class="error">{error}</p></>;
+  if (!others || !others.length) return null;
+  const judged = others.find((r) => runFields(r).tags["cairn.reproduce.verdict"]);
+  return (
+    <>
+      <h2>Reproductions</h2>
+      <table class="table" id="reproductions">
+        <thead><tr><th>Run</th><th>Status</th><th>Verdict</th><th>Started</th></tr></thead>
+        <tbody>
+          {others.map((r) => {
+            const verdict = runFields(r).tags["cairn.reproduce.verdict"];
+            return (
+              <tr key={r.info.run_id} data-run={r.info.run_id}>
+                <td><a href={href("runs", r.info.run_id)}>{runName(r)}</a></td>
+                <td><span class={"status " + r.info.status.toLowerCase()}>{r.info.status}</span></td>
+                <td>{verdict ? <span class={"verdict " + verdictClass(verdict)}>{verdict}</span> : <span class="muted">not yet</span>}</td>
+                <td>{formatTime(r.info.start_time)}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {judged && <Verdict reproduction={judged} originalId={runId} />}
+    </>
+  );
+}
+
+function verdictClass(verdict) {
+  return verdict.replace(/ /g, "-");
+}
+
+// A reproduction's verdict (its cairn/reproduce.json): the summary, a row per metric, how the
+// runs differ, and each compared metric's curves of both runs on one chart.
+function Verdict({ reproduction, originalId }) {
+  const [record, setRecord] = useState(null);
+  const [error, setError] = useState(null);
+  const id = reproduction.info.run_id;
+  const verdictTag = runFields(reproduction).tags["cairn.reproduce.verdict"];
+  useEffect(() => {
+    if (!verdictTag) return undefined;
+    let live = true;
+    fetchArtifactText(reproduction, "cairn/reproduce.json")
+      .then((text) => live && setRecord(JSON.parse(text)))
+      .catch((e) => live && setError(e.message));
+    return () => {
+      live = false;
+    };
+  }, [id, verdictTag]);
+  if (!verdictTag) {
+    return (
+      <p class="muted" id="reproduction-verdict">
+        Reproduces <a href={href("runs", originalId)}>{originalId.slice(0, 8)}</a>; the verdict comes
+        when its run ends.
+      </p>
+    );
+  }
+  if (error) return <p class="error" id="reproduction-verdict">{error}</p>;
+  if (!record) return <p class="muted">Loading the verdict…</p>;
+  const runs = [
+    { id: record.original, label: "original " + record.original.slice(0, 8) },
+    { id: record.reproduced, label: "reproduction " + record.reproduced.slice(0, 8) },
+  ];
+  const differences = Object.entries(record.differences || {}).filter(([, lines]) => lines.length);
+  return (
+    <div class="reproduction" id="reproduction-verdict" data-verdict={record.verdict}>
+      <p>
+        <span class={"verdict " + verdictClass(record.verdict)}>{record.verdict}</span>{" "}
+        {record.summary.startsWith(record.verdict)
+          ? record.summary.slice(record.verdict.length).replace(/^:?\s*/, "")
+          : record.summary} ·{" "}
+        <a href={href("runs", record.reproduced)}>{record.reproduced.slice(0, 8)}</a> reproduces{" "}
+        <a href={href("runs", record.original)}>{record.original.slice(0, 8)}</a>
+      </p>
+      {record.metrics.length > 0 && (
+        <table class="table" id="reproduction-metrics">
+          <thead><tr><th>Metric</th><th>Verdict</th><th>Values</th><th>Where</th></tr></thead>
+          <tbody>
+            {record.metrics.map((m) => (
+              <tr key={m.key} data-metric={m.key}>
+                <td>{m.key}</td>
+                <td><span class={"verdict " + verdictClass(m.verdict)}>{m.verdict}</span></td>
+                <td>{m.points}</td>
+                <td>{m.note || (m.verdict === "diverged"
+                  ? `step ${m.step}: ${m.reproduced} (original ${m.original})`
+                  : m.verdict === "within tolerance" ? `largest difference ${m.max_abs_diff}` : "")}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {differences.length > 0 && (
+        <dl class="differences" id="reproduction-differences">
+          {differences.map(([section, lines]) => (
+            <Fragment key={section}>
+              <dt>{section}</dt>
+              {lines.map((line, i) => <dd key={i}><code>{line}</code></dd>)}
+            </Fragment>
+          ))}
+        </dl>
+      )}
+      <div class="charts">
+        {record.metrics.map((m) => <MetricChart key={m.key} metric={m.key} runs={runs} />)}
+      </div>
     </div>
   );
 }
