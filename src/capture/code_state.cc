@@ -27,6 +27,7 @@ using Object = std::unique_ptr<git_object, Deleter<git_object, git_object_free>>
 using Tree = std::unique_ptr<git_tree, Deleter<git_tree, git_tree_free>>;
 using Diff = std::unique_ptr<git_diff, Deleter<git_diff, git_diff_free>>;
 using Patch = std::unique_ptr<git_patch, Deleter<git_patch, git_patch_free>>;
+using Index = std::unique_ptr<git_index, Deleter<git_index, git_index_free>>;
 
 Status GitError(const std::string& what) {
   const git_error* e = git_error_last();
@@ -215,6 +216,50 @@ Result<CodeState> ReadCodeState(const std::string& dir, const CodeStateOptions& 
   Diff diff(raw_diff);
   CAIRN_RETURN_IF_ERROR(AppendPatches(diff.get(), options, &state));
   return state;
+}
+
+Status RebuildCode(const std::string& repo_dir, const std::string& commit, std::string_view patch,
+                   const std::string& dest) {
+  Libgit2 lib;
+  git_repository* raw_repo = nullptr;
+  int rc = git_repository_open_ext(&raw_repo, repo_dir.c_str(), 0, nullptr);
+  if (rc == GIT_ENOTFOUND) return NotFound(repo_dir + " is not in a git repository");
+  if (rc != 0) return GitError("opening the git repository of " + repo_dir);
+  Repo repo(raw_repo);
+  git_object* raw_tree = nullptr;
+  if (git_revparse_single(&raw_tree, repo.get(), (commit + "^{tree}").c_str()) != 0) {
+    return NotFound("the repository of " + repo_dir + " has no commit " + commit +
+                    " (fetch it first)");
+  }
+  Object tree_object(raw_tree);
+  git_tree* tree = reinterpret_cast<git_tree*>(tree_object.get());
+  std::error_code ec;
+  std::filesystem::create_directories(dest, ec);
+  if (ec) return Unavailable("making " + dest + ": " + ec.message());
+  git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
+  checkout.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_WRITE_INDEX;
+  checkout.target_directory = dest.c_str();
+  if (patch.empty()) {
+    if (git_checkout_tree(repo.get(), tree_object.get(), &checkout) != 0) {
+      return GitError("writing commit " + commit + " into " + dest);
+    }
+    return Status::Ok();
+  }
+  git_diff* raw_diff = nullptr;
+  if (git_diff_from_buffer(&raw_diff, patch.data(), patch.size()) != 0) {
+    return FailedPrecondition(GitError("reading the recorded changes").message());
+  }
+  Diff diff(raw_diff);
+  git_index* raw_index = nullptr;
+  if (git_apply_to_tree(&raw_index, repo.get(), tree, diff.get(), nullptr) != 0) {
+    return FailedPrecondition(
+        GitError("applying the recorded changes to commit " + commit).message());
+  }
+  Index index(raw_index);
+  if (git_checkout_index(repo.get(), index.get(), &checkout) != 0) {
+    return GitError("writing commit " + commit + " with the recorded changes into " + dest);
+  }
+  return Status::Ok();
 }
 
 namespace {

@@ -60,6 +60,14 @@ struct WorkingFiles {
 // kFailedPrecondition, saying so.
 Result<WorkingFiles> ListWorkingFiles(const std::string& dir, int64_t max_files = 20000);
 
+// Writes the code a run recorded into `dest` (made when missing; it should be empty): the tree
+// of `commit` in the git repository around `repo_dir`, with `patch` (the run's cairn/code.diff,
+// uncommitted changes and untracked text files) applied. The repository itself is not changed.
+// kNotFound when there is no repository there or it lacks the commit; kFailedPrecondition
+// when the patch does not apply.
+Status RebuildCode(const std::string& repo_dir, const std::string& commit, std::string_view patch,
+                   const std::string& dest);
+
 // A remote URL without the secrets it may carry: "https://user:token@host/r.git" and
 // "https://token@host/r.git" become "https://host/r.git"; ssh and scp-style addresses keep their
 // user name ("git@host:org/r.git"), which is not a secret, but lose any password.

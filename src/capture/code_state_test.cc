@@ -99,6 +99,48 @@ TEST_F(CodeStateTest, PatchRecreatesTheWorkingTreeOnACleanCheckout) {
   EXPECT_FALSE(fs::exists(root_ / "copy/lib/model.py"));
 }
 
+TEST_F(CodeStateTest, RebuildWritesTheCommitWithTheRecordedChangesAndLeavesTheRepository) {
+  InitRepo();
+  Write(repo() / "train.py", "lr = 0.01\nepochs = 3\n");
+  Write(repo() / "notes/idea.txt", "try dropout\n");
+  Sh(repo(), "git rm -q lib/model.py");
+  auto state = ReadCodeState(repo().string());
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  // Later work moves the repository on; the rebuild takes the run's commit and changes.
+  Sh(repo(), "git add -A && git commit -q -m second");
+  Write(repo() / "train.py", "lr = 1\n");
+
+  Status rebuilt = RebuildCode((repo() / "notes").string(), state->commit, state->patch,
+                               (root_ / "rebuilt").string());
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.ToString();
+  EXPECT_EQ(Read(root_ / "rebuilt/train.py"), "lr = 0.01\nepochs = 3\n");
+  EXPECT_EQ(Read(root_ / "rebuilt/notes/idea.txt"), "try dropout\n");
+  EXPECT_EQ(Read(root_ / "rebuilt/.gitignore"), "*.ckpt\n");
+  EXPECT_FALSE(fs::exists(root_ / "rebuilt/lib/model.py"));
+  EXPECT_FALSE(fs::exists(root_ / "rebuilt/.git"));
+  EXPECT_EQ(Read(repo() / "train.py"), "lr = 1\n") << "the working tree is left alone";
+  auto after = ReadCodeState(repo().string());
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->commit, state->commit);
+  EXPECT_EQ(after->patch.find("notes/idea.txt"), std::string::npos) << "nor is the index";
+
+  // A clean run's commit alone.
+  ASSERT_TRUE(RebuildCode(repo().string(), state->commit, "", (root_ / "clean").string()).ok());
+  EXPECT_EQ(Read(root_ / "clean/train.py"), "lr = 0.1\n");
+  EXPECT_TRUE(fs::exists(root_ / "clean/lib/model.py"));
+
+  EXPECT_EQ(RebuildCode(repo().string(), std::string(40, 'a'), "", (root_ / "x").string()).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(RebuildCode((root_ / "rebuilt").string(), state->commit, "", (root_ / "y").string())
+                .code(),
+            StatusCode::kNotFound)
+      << "not a repository";
+  const std::string bad = "diff --git a/train.py b/train.py\n--- a/train.py\n+++ b/train.py\n"
+                          "@@ -1 +1 @@\n-nothing like this\n+x\n";
+  EXPECT_EQ(RebuildCode(repo().string(), state->commit, bad, (root_ / "z").string()).code(),
+            StatusCode::kFailedPrecondition);
+}
+
 TEST_F(CodeStateTest, OnlyUntrackedFilesMakeItDirty) {
   InitRepo();
   Write(repo() / "scratch.py", "print(1)\n");

@@ -49,9 +49,10 @@ Status WriteNewFile(const fs::path& path, std::string_view bytes, bool executabl
 
 }  // namespace
 
-Result<CodeSnapshot> TakeCodeSnapshot(const std::string& cwd, const SnapshotLimits& limits) {
+Result<CodeSnapshot> TakeCodeSnapshot(const std::string& cwd, const SnapshotLimits& limits,
+                                      const std::string& root) {
   CAIRN_ASSIGN_OR_RETURN(capture::WorkingFiles files,
-                         capture::ListWorkingFiles(cwd, limits.max_files));
+                         capture::ListWorkingFiles(root.empty() ? cwd : root, limits.max_files));
   if (static_cast<int64_t>(files.paths.size()) > limits.max_files) {
     return FailedPrecondition("the code at " + files.root + " has " +
                               std::to_string(files.paths.size()) + " files, more than the " +

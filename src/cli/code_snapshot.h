@@ -42,9 +42,11 @@ struct CodeSnapshot {
   pipeline::TreeHash tree;  // the files, sorted; tree.digest names the snapshot
 };
 
-// Takes the snapshot of the code around `cwd`. Over a limit is kFailedPrecondition, naming the
-// largest file and what to do about it.
-Result<CodeSnapshot> TakeCodeSnapshot(const std::string& cwd, const SnapshotLimits& limits = {});
+// Takes the snapshot of the code around `cwd`; with `root`, of every file under it (`cwd` is
+// within it). Over a limit is kFailedPrecondition, naming the largest file and what to do
+// about it.
+Result<CodeSnapshot> TakeCodeSnapshot(const std::string& cwd, const SnapshotLimits& limits = {},
+                                      const std::string& root = "");
 
 // Uploads the snapshot's files and manifest as artifacts of the run at `artifact_uri`;
 // `progress(done, total)` after each file.

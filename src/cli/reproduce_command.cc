@@ -1,6 +1,9 @@
-// `cairn clone RUN` and `cairn reproduce RUN` (docs/reproduce.md): a past queued run's task
-// queued again, with other parameters or the same ones; a reproduction then waits for the new
-// run and compares it with the original (report/reproduce.h).
+// `cairn clone RUN` and `cairn reproduce RUN` (docs/reproduce.md): a past run queued again,
+// with other parameters or the same ones; a reproduction then waits for the new run, and the
+// server compares it with the original (service/reproduction.h). A run a queue ran is queued
+// again through the server (its task's spec); a run `cairn run` ran is rebuilt from its record
+// here: its commit and recorded changes written out of the local repository, and queued as
+// `cairn run --queue` queues a command (cli/queue_run.h).
 #include <signal.h>
 #include <unistd.h>
 
@@ -11,8 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "capture/code_state.h"
 #include "capture/run_wrapper.h"
 #include "cli/commands.h"
+#include "cli/queue_run.h"
 #include "client/task_client.h"
 #include "client/tracking_client.h"
 #include "core/task_spec.h"
@@ -36,6 +41,7 @@ struct CloneFlags {
   std::string name;
   std::optional<int64_t> priority;
   std::optional<int64_t> gpus;
+  std::string repo;  // where the commit of a run no queue ran is found
   // reproduce only
   bool local = false;
   std::vector<std::string> rtol;
@@ -54,25 +60,153 @@ std::string TagOf(const core::Run& run, std::string_view key) {
   return t == nullptr ? "" : t->value;
 }
 
-// The task a run was an attempt of, and what it ran.
+// The run to run again, and what it ran: its task's spec when a queue ran it; else what its
+// record says (command, working directory, parameters, code state).
 struct Origin {
   core::Run run;
-  core::Task task;
+  std::optional<core::Task> task;
   core::TaskSpec spec;
 };
+
+// The record of a run `cairn run` ran: the command and the directory it ran in.
+Status ReadRecordedCommand(client::TrackingClient& client, Origin* o) {
+  const std::string& id = o->run.info.run_id;
+  Result<std::string> text = client.DownloadArtifact(o->run.info.artifact_uri, "cairn/process.json");
+  if (!text.ok()) {
+    return FailedPrecondition("run " + id + " has no cairn/process.json (" +
+                              text.status().message() +
+                              "): only runs that `cairn run` or a queue ran can be run again");
+  }
+  const json process = json::parse(*text, nullptr, false);
+  if (process.is_object() && process.contains("command") && process["command"].is_array()) {
+    for (const json& arg : process["command"]) {
+      if (arg.is_string()) o->spec.command.push_back(arg.get<std::string>());
+    }
+  }
+  if (o->spec.command.empty()) {
+    return FailedPrecondition("run " + id + "'s cairn/process.json names no command");
+  }
+  for (const core::Param& p : o->run.data.params) o->spec.params[p.key] = p.value;
+  return Status::Ok();
+}
 
 Result<Origin> ReadOrigin(client::TrackingClient& client, const std::string& run_id) {
   Origin o;
   CAIRN_ASSIGN_OR_RETURN(o.run, client.GetRun(run_id));
   const std::string task_id = TagOf(o.run, "cairn.task.id");
   if (task_id.empty()) {
-    return FailedPrecondition("run " + run_id +
-                              " was not run from a queue, so it has no code snapshot to run "
-                              "again; queue work with `cairn run --queue`");
+    CAIRN_RETURN_IF_ERROR(ReadRecordedCommand(client, &o));
+    return o;
   }
   CAIRN_ASSIGN_OR_RETURN(o.task, client::GetTask(client, task_id));
-  CAIRN_ASSIGN_OR_RETURN(o.spec, core::ParseTaskSpec(o.task.spec));
+  CAIRN_ASSIGN_OR_RETURN(o.spec, core::ParseTaskSpec(o.task->spec));
   return o;
+}
+
+// A temporary directory, removed with everything in it when it goes.
+struct ScratchDir {
+  std::string path;
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+// The code of a run `cairn run` ran, written into `dir` out of the repository around
+// `repo_dir`: its commit with its recorded uncommitted changes. Fills the options' command,
+// directory and code origin; the lock is the project's in that code, as `cairn run --queue`
+// takes it.
+Status RebuildRunCode(client::TrackingClient& client, const Origin& o, const std::string& repo_dir,
+                      const std::string& dir, QueueRunOptions* options) {
+  const core::Run& run = o.run;
+  const std::string& id = run.info.run_id;
+  const std::string commit = TagOf(run, "mlflow.source.git.commit");
+  const std::string root = TagOf(run, "cairn.git.root");
+  if (commit.empty() || root.empty()) {
+    return FailedPrecondition("run " + id +
+                              " did not run in a git repository, so its code cannot be rebuilt "
+                              "(a run queued with `cairn run --queue` keeps a snapshot of it)");
+  }
+  const bool dirty = TagOf(run, "cairn.git.dirty") == "true";
+  std::string patch;
+  if (dirty) {
+    Result<std::string> record = client.DownloadArtifact(run.info.artifact_uri, "cairn/code.json");
+    const json code = record.ok() ? json::parse(*record, nullptr, false) : json();
+    if (!code.is_object()) {
+      return FailedPrecondition("run " + id + " has uncommitted changes but no readable "
+                                "cairn/code.json, so its code cannot be rebuilt");
+    }
+    if (code.value("patch_truncated", false)) {
+      return FailedPrecondition("run " + id + "'s uncommitted changes were over the size "
+                                "recorded in full, so its code cannot be rebuilt exactly");
+    }
+    std::vector<std::string> skipped;
+    for (const json& f : code.value("untracked_skipped", json::array())) {
+      if (f.is_string()) skipped.push_back(f.get<std::string>());
+    }
+    if (!skipped.empty()) {
+      return FailedPrecondition("run " + id + " had untracked files that were not recorded (" +
+                                Join(skipped, ", ") +
+                                ": binary or over 256 KiB), so its code cannot be rebuilt "
+                                "exactly; commit them, or queue with `cairn run --queue`");
+    }
+    Result<std::string> diff = client.DownloadArtifact(run.info.artifact_uri, "cairn/code.diff");
+    if (diff.ok()) {
+      patch = *std::move(diff);
+    } else if (code.value("patch_bytes", 0) > 0) {
+      return diff.status().WithContext("reading run " + id + "'s cairn/code.diff");
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(capture::RebuildCode(repo_dir, commit, patch, dir));
+  fs::path cwd = fs::path(TagOf(run, "cairn.cwd")).lexically_relative(root);
+  if (cwd.empty() || cwd.string().starts_with("..")) cwd = ".";
+  options->command = o.spec.command;
+  options->cwd = (fs::path(dir) / cwd).lexically_normal().string();
+  options->code_root = dir;
+  options->origin.commit = commit;
+  options->origin.branch = TagOf(run, "mlflow.source.git.branch");
+  options->origin.remote_url = TagOf(run, "mlflow.source.git.repoURL");
+  options->origin.dirty = dirty;
+  return Status::Ok();
+}
+
+// Queues (or, without `enqueue`, only makes ready) a new run of a run `cairn run` ran, its
+// code rebuilt from the record; `of_tag` names the original.
+Result<QueuedRun> QueueRecordedRun(client::TrackingClient& client, const CloneFlags& flags,
+                                   const Origin& o, const std::string& of_tag,
+                                   const std::string& suffix, core::TaskReproduction reproduce,
+                                   bool enqueue) {
+  if (enqueue && flags.queue.empty()) {
+    return InvalidArgument("run " + o.run.info.run_id +
+                           " was not run from a queue: say which queue takes it, --queue NAME");
+  }
+  std::error_code ec;
+  const std::string repo = flags.repo.empty() ? fs::current_path(ec).string() : flags.repo;
+  ScratchDir scratch{(fs::temp_directory_path() / ("cairn-rebuild-" + RandomHex(8))).string()};
+  QueueRunOptions options;
+  CAIRN_RETURN_IF_ERROR(RebuildRunCode(client, o, repo, scratch.path, &options));
+  options.tracking_uri = client.tracking_uri();
+  options.queue = flags.queue;
+  options.experiment_id = o.run.info.experiment_id;
+  options.run_name = flags.name.empty() ? o.run.info.run_name + suffix : flags.name;
+  for (const auto& [k, v] : o.spec.params) options.params.push_back({k, v});
+  options.tags = {{of_tag, o.run.info.run_id}};
+  options.gpus = flags.gpus.value_or(0);
+  options.priority = flags.priority;
+  options.reproduce = std::move(reproduce);
+  options.enqueue = enqueue;
+  CAIRN_ASSIGN_OR_RETURN(QueuedRun queued, PrepareQueuedRun(client, options));
+  if (const std::string used = TagOf(o.run, "cairn.env.lock");
+      !used.empty() && used != queued.spec.environment.lock_hash) {
+    std::fprintf(stderr,
+                 "cairn: warning: run %s ran in an environment built from lock %s, which its "
+                 "code does not hold; the new run %s\n",
+                 o.run.info.run_id.c_str(), used.substr(0, 16).c_str(),
+                 queued.spec.environment.lock_hash.empty()
+                     ? "runs in the agent's own environment"
+                     : ("uses " + queued.spec.environment.lock_hash.substr(0, 16)).c_str());
+  }
+  return queued;
 }
 
 // A SCHEDULED run beside the original, for a new attempt at its task's spec.
@@ -118,8 +252,19 @@ int Clone(const CloneFlags& flags) {
     if (!kv.ok()) return Failed("clone", kv.status());
     ask.params.push_back({kv->first, kv->second});
   }
-  Result<core::Task> task = client::CloneTask(*client, ask);
-  if (!task.ok()) return Failed("clone", task.status());
+  std::optional<core::Task> task;
+  if (origin->task) {
+    Result<core::Task> cloned = client::CloneTask(*client, ask);
+    if (!cloned.ok()) return Failed("clone", cloned.status());
+    task = *cloned;
+  } else {
+    Origin changed = *origin;
+    for (const core::Param& p : ask.params) changed.spec.params[p.key] = p.value;
+    Result<QueuedRun> queued =
+        QueueRecordedRun(*client, flags, changed, "cairn.clone.of", "-clone", {}, true);
+    if (!queued.ok()) return Failed("clone", queued.status());
+    task = queued->task;
+  }
   std::printf("queued task %s in %s: run %s, a clone of %s\n", task->id.c_str(),
               task->queue.c_str(), task->run_id.c_str(), flags.run.c_str());
   for (const core::Param& p : ask.params) {
@@ -279,7 +424,25 @@ int Reproduce(const CloneFlags& flags) {
   Result<Origin> origin = ReadOrigin(*client, flags.run);
   if (!origin.ok()) return Failed("reproduce", origin.status());
   std::string run_id;
-  if (flags.local) {
+  if (!origin->task) {
+    // A run `cairn run` ran: rebuilt from its record, then queued or run here.
+    Result<QueuedRun> queued = QueueRecordedRun(*client, flags, *origin, "cairn.reproduce.of",
+                                                "-reproduced", {flags.run, options}, !flags.local);
+    if (!queued.ok()) return Failed("reproduce", queued.status());
+    run_id = queued->run.run_id;
+    std::fprintf(stderr, "cairn reproduce: run %s reproduces %s, its code rebuilt from commit %s%s\n",
+                 run_id.c_str(), flags.run.c_str(), queued->spec.code.commit.substr(0, 12).c_str(),
+                 queued->spec.code.dirty ? " and its recorded changes" : "");
+    if (flags.local) {
+      if (Status s = RunLocally(*client, queued->run, queued->spec); !s.ok()) {
+        return Failed("reproduce", s);
+      }
+    } else {
+      Result<core::Task> ended = WaitForTask(*client, queued->task->id, flags.timeout_seconds);
+      if (!ended.ok()) return Failed("reproduce", ended.status());
+      run_id = ended->run_id;
+    }
+  } else if (flags.local) {
     Result<core::RunInfo> run =
         NewRun(*client, *origin, flags.name, "-reproduced", "cairn.reproduce.of", origin->spec);
     if (!run.ok()) return Failed("reproduce", run.status());
@@ -310,9 +473,14 @@ int Reproduce(const CloneFlags& flags) {
 
 void AddCloneOptions(CLI::App* cmd, CloneFlags* flags) {
   AddTrackingUriOption(cmd, &flags->tracking_uri);
-  cmd->add_option("RUN", flags->run, "The run to run again (one that ran from a queue)")
+  cmd->add_option("RUN", flags->run, "The run to run again (one a queue or `cairn run` ran)")
       ->required();
-  cmd->add_option("--queue", flags->queue, "Queue it here (default: the original's queue)");
+  cmd->add_option("--queue", flags->queue,
+                  "Queue it here (default: the original's queue; needed for a run no queue "
+                  "ran)");
+  cmd->add_option("--repo", flags->repo,
+                  "For a run no queue ran: the git repository holding its commit, from which "
+                  "its code is rebuilt (default: the current directory's)");
   cmd->add_option("--name", flags->name, "Name of the new run");
   cmd->add_option("--priority", flags->priority, "Higher starts first (default: the queue's)");
   cmd->add_option("--gpus", flags->gpus, "GPUs it needs (default: as the original)")
@@ -324,10 +492,12 @@ void AddCloneOptions(CLI::App* cmd, CloneFlags* flags) {
 void RegisterClone(CLI::App& app, Action* action) {
   auto [cmd, flags] = AddSubcommand<CloneFlags>(
       &app, action, "clone",
-      "Queue a past run's task again, with parameters changed: the same code snapshot,\n"
-      "environment lock and command, in a new run of the same experiment (tag cairn.clone.of).\n"
-      "The command gets the parameters through ${params.NAME}, CAIRN_PARAM_<NAME> and the\n"
-      "Python client's cairn.params().\n\n"
+      "Queue a past run again, with parameters changed: the same code, environment lock and\n"
+      "command, in a new run of the same experiment (tag cairn.clone.of). A run a queue ran\n"
+      "keeps its code snapshot; a run `cairn run` ran has its code rebuilt from its commit and\n"
+      "recorded changes, out of the git repository here (or --repo). The command gets the\n"
+      "parameters through ${params.NAME}, CAIRN_PARAM_<NAME> and the Python client's\n"
+      "cairn.params().\n\n"
       "  cairn clone 0f3c2a... -p lr=0.001 --queue gpu",
       Clone);
   AddCloneOptions(cmd, flags.get());
@@ -338,11 +508,12 @@ void RegisterClone(CLI::App& app, Action* action) {
 void RegisterReproduce(CLI::App& app, Action* action) {
   auto [cmd, flags] = AddSubcommand<CloneFlags>(
       &app, action, "reproduce",
-      "Run a past run again from its record alone (code snapshot, environment lock,\n"
-      "parameters, command) and compare the new run with it, metric by metric and step by\n"
-      "step: identical (bit for bit), within tolerance, diverged (the first metric and step\n"
-      "beyond tolerance) or incomplete. Also lists how the environment, code, datasets and\n"
-      "artifacts differ. The verdict goes into the new run (tags cairn.reproduce.of and\n"
+      "Run a past run again from its record alone (code, environment lock, parameters,\n"
+      "command; the code of a run `cairn run` ran is rebuilt from its commit and recorded\n"
+      "changes, out of the git repository here or --repo), and have the server compare the\n"
+      "new run with it, metric by metric and step by step: identical (bit for bit), within\n"
+      "tolerance, diverged (the first metric and step beyond tolerance) or incomplete. Also\n"
+      "lists how the environment, code, datasets and output artifacts differ. The verdict goes into the new run (tags cairn.reproduce.of and\n"
       "cairn.reproduce.verdict, artifact cairn/reproduce.json). Exits 0 for identical or\n"
       "within tolerance, 1 otherwise.\n\n"
       "  cairn reproduce 0f3c2a... --rtol 1e-3\n"

@@ -16,6 +16,7 @@ Usage: test_tasks.py --cairn build/release/cairn
 import base64
 import json
 import os
+import re
 import subprocess
 import shutil
 import sys
@@ -599,12 +600,100 @@ print("kind", p["kind"], "lr", os.environ.get("CAIRN_PARAM_LR", "-"))
         self.assertEqual(tags["cairn.clone.of"], first["run_id"])
         log = self.c.get("/api/cairn/v1/runs/%s/log" % clone["run_id"]).text
         self.assertEqual(log, "kind deterministic lr 0.3\n")
-        # A run that did not come from a queue has nothing to run again.
+        # A run neither a queue nor `cairn run` ran has no record to run again from.
         plain = self.c.post(API + "runs/create", {"experiment_id": "0"}).body["run"]["info"]
-        p = subprocess.run([tl.CONFIG.cairn, "clone", plain["run_id"]], env=self.cli_env(),
-                           capture_output=True, text=True, timeout=60)
+        p = subprocess.run([tl.CONFIG.cairn, "clone", plain["run_id"], "--queue", "repro-q"],
+                           env=self.cli_env(), capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 1)
-        self.assertIn("was not run from a queue", p.stderr)
+        self.assertIn("only runs that `cairn run` or a queue ran can be run again", p.stderr)
+
+    def test_a_run_cairn_run_ran_is_reproduced_from_its_commit_and_recorded_changes(self):
+        repo = os.path.join(self.root, "plain-repo")
+        os.makedirs(os.path.join(repo, "src"))
+        with open(os.path.join(repo, "src", "train.py"), "w") as f:
+            f.write(self.REPRO_SCRIPT)
+        self.git(repo, "init", "-q", "-b", "main")
+        self.git(repo, "add", "-A")
+        self.git(repo, "commit", "-q", "-m", "first")
+        # Uncommitted: a change to the script and an untracked file it reads.
+        with open(os.path.join(repo, "src", "train.py"), "a") as f:
+            f.write("print('note:', open('note.txt').read().strip())\n")
+        with open(os.path.join(repo, "src", "note.txt"), "w") as f:
+            f.write("uncommitted and untracked\n")
+        p = subprocess.run([tl.CONFIG.cairn, "run", "-p", "kind=deterministic", "--",
+                            "python3", "train.py"], cwd=os.path.join(repo, "src"),
+                           env=self.cli_env(), capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        original = self.c.post(API + "runs/search", {"experiment_ids": ["0"],
+                                                     "order_by": ["attributes.start_time DESC"],
+                                                     "max_results": 1}).body["runs"][0]
+        original_id = original["info"]["run_id"]
+        self.assertNotIn("cairn.task.id", {t["key"] for t in original["data"]["tags"]})
+        # The repository moves on before anyone reproduces the run.
+        self.git(repo, "add", "-A")
+        self.git(repo, "commit", "-q", "-m", "second")
+        with open(os.path.join(repo, "src", "note.txt"), "w") as f:
+            f.write("changed since\n")
+
+        p = subprocess.run([tl.CONFIG.cairn, "reproduce", original_id, "--local"], cwd=repo,
+                           env=self.cli_env(), capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("identical: 2 metric(s), 11 value(s), bit for bit", p.stdout)
+        self.assertIn("its code rebuilt from commit", p.stderr)
+        new_run = re.search(r"reproduction of \w+ in run (\w+)", p.stdout).group(1)
+        log = self.c.get("/api/cairn/v1/runs/%s/log" % new_run).text
+        self.assertIn("note: uncommitted and untracked", log, "the run's own changes, not today's")
+
+        # Through a queue: an agent without the repository runs the rebuilt code.
+        p = subprocess.Popen([tl.CONFIG.cairn, "reproduce", original_id, "--queue", "repro-q",
+                              "--repo", os.path.join(repo, "src")], env=self.cli_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.run_one("plain-reproducer")
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, out + err)
+        self.assertIn("identical", out)
+        run = self.run_of(re.search(r"reproduction of \w+ in run (\w+)", out).group(1))
+        tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
+        self.assertEqual((tags["cairn.reproduce.of"], tags["cairn.reproduce.verdict"]),
+                         (original_id, "identical"))
+        self.assertEqual(tags["mlflow.source.git.commit"],
+                         {t["key"]: t["value"] for t in original["data"]["tags"]}
+                         ["mlflow.source.git.commit"])
+
+        # A clone needs a queue; outside the repository there is no commit to rebuild.
+        p = subprocess.run([tl.CONFIG.cairn, "clone", original_id, "-p", "kind=noisy"], cwd=repo,
+                           env=self.cli_env(), capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("say which queue takes it, --queue NAME", p.stderr)
+        p = subprocess.run([tl.CONFIG.cairn, "clone", original_id, "--queue", "repro-q"],
+                           cwd=self.root, env=self.cli_env(), capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("is not in a git repository", p.stderr)
+        p = subprocess.run([tl.CONFIG.cairn, "clone", original_id, "-p", "kind=noisy", "--queue",
+                            "repro-q"], cwd=repo, env=self.cli_env(), capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        clone = self.task(p.stdout.split()[2])
+        self.assertEqual(clone["spec"]["params"], {"kind": "noisy"})
+        self.assertEqual(clone["spec"]["command"], ["python3", "train.py"])
+        self.assertEqual(clone["spec"]["code"]["cwd"], "src")
+        self.c.post(CAIRN + "tasks/%s/cancel" % clone["id"], {})
+
+        # Untracked files a run could not record make its code impossible to rebuild exactly.
+        with open(os.path.join(repo, "src", "weights.bin"), "wb") as f:
+            f.write(b"\0\1binary")
+        p = subprocess.run([tl.CONFIG.cairn, "run", "--", "true"], cwd=repo, env=self.cli_env(),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        binary_run = self.c.post(API + "runs/search", {"experiment_ids": ["0"],
+                                                       "order_by": ["attributes.start_time DESC"],
+                                                       "max_results": 1}).body["runs"][0]
+        p = subprocess.run([tl.CONFIG.cairn, "reproduce", binary_run["info"]["run_id"], "--local"],
+                           cwd=repo, env=self.cli_env(), capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("untracked files that were not recorded (src/weights.bin", p.stderr)
 
 
 class TasksAuthTest(unittest.TestCase):
