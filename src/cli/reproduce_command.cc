@@ -513,9 +513,9 @@ void RegisterReproduce(CLI::App& app, Action* action) {
       "changes, out of the git repository here or --repo), and have the server compare the\n"
       "new run with it, metric by metric and step by step: identical (bit for bit), within\n"
       "tolerance, diverged (the first metric and step beyond tolerance) or incomplete. Also\n"
-      "lists how the environment, code, datasets and output artifacts differ. The verdict goes into the new run (tags cairn.reproduce.of and\n"
-      "cairn.reproduce.verdict, artifact cairn/reproduce.json). Exits 0 for identical or\n"
-      "within tolerance, 1 otherwise.\n\n"
+      "lists how the environment, code, datasets and output artifacts differ.\n"
+      "The verdict goes into the new run (tags cairn.reproduce.of and cairn.reproduce.verdict,\n"
+      "artifact cairn/reproduce.json). Exits 0 for identical or within tolerance, 1 otherwise.\n\n"
       "  cairn reproduce 0f3c2a... --rtol 1e-3\n"
       "  cairn reproduce 0f3c2a... --local --metric loss",
       Reproduce);
