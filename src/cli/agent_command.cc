@@ -186,6 +186,8 @@ int ExecTask(const ExecFlags& flags) {
     if (!built.ok()) return fail("building the environment: " + built.status().message());
     std::fprintf(stderr, "cairn agent: environment %s %s\n", built->id.c_str(),
                  built->already_built ? "was built already" : "built");
+    run.tags.push_back({"cairn.env.lock", spec->environment.lock_hash});
+    run.tags.push_back({"cairn.env.id", built->id});
     for (const auto& [name, value] : env::ActivationVariables(built->path)) {
       setenv(name.c_str(), value.c_str(), 1);
     }

@@ -315,7 +315,10 @@ std::string ReproductionJson(const core::Run& original, const core::Run& reprodu
   WriteLines(w, "artifacts", differences.artifacts);
   w.EndObject();
   w.Key("environment").BeginObject();
-  w.Key("lock_hash").String(TagOf(reproduced, "cairn.env.hash"));
+  // The lock its environment was built from (an agent's task, or a project's active
+  // environment), and the snapshot of what was installed.
+  w.Key("lock_hash").String(TagOf(reproduced, "cairn.env.lock"));
+  w.Key("snapshot_hash").String(TagOf(reproduced, "cairn.env.hash"));
   w.Key("host");
   if (host_facts_json.empty()) {
     w.Null();

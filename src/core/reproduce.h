@@ -83,8 +83,9 @@ struct ReproductionDifferences {
 ReproductionDifferences CompareRunRecords(const core::Run& original, const core::Run& reproduced);
 
 // cairn/reproduce.json: both runs, the options, the verdict with every metric, the
-// differences, and the new run's environment lock hash and host facts (JSON text, "" for
-// none), so that environments can be matched with the verdicts they gave.
+// differences, and the new run's environment (the hash of the lock it was built from, tag
+// cairn.env.lock; of its installed snapshot, cairn.env.hash) and host facts (JSON text, ""
+// for none), so that environments can be matched with the verdicts they gave.
 std::string ReproductionJson(const core::Run& original, const core::Run& reproduced,
                              const ReproduceOptions& options, const Verdict& verdict,
                              const ReproductionDifferences& differences,

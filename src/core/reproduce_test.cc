@@ -100,7 +100,7 @@ TEST(ReproduceTest, TheRecordNamesBothRunsTheVerdictAndTheDifferences) {
   reproduced.info.run_id = "b";
   original.data.tags = {{"cairn.code.snapshot", std::string(64, '1')}};
   reproduced.data.tags = {{"cairn.code.snapshot", std::string(64, '2')},
-                          {"cairn.env.hash", "e"}};
+                          {"cairn.env.hash", "e"}, {"cairn.env.lock", "l"}};
   original.inputs = {{{}, {"mnist", "d1", "", "", "", ""}}};
   reproduced.inputs = {{{}, {"mnist", "d2", "", "", "", ""}}};
   ReproductionDifferences d = CompareRunRecords(original, reproduced);
@@ -113,7 +113,8 @@ TEST(ReproduceTest, TheRecordNamesBothRunsTheVerdictAndTheDifferences) {
   Verdict v = CompareReproduction(h, h, {}, kFinished);
   std::string json = ReproductionJson(original, reproduced, {}, v, d, R"({"os":"linux"})");
   EXPECT_THAT(json, HasSubstr(R"("original":"a","reproduced":"b","verdict":"identical")"));
-  EXPECT_THAT(json, HasSubstr(R"("environment":{"lock_hash":"e","host":{"os":"linux"}})"));
+  EXPECT_THAT(json, HasSubstr(
+                        R"("environment":{"lock_hash":"l","snapshot_hash":"e","host":{"os":"linux"}})"));
   EXPECT_THAT(json, HasSubstr(R"("code":["code snapshot 111111111111 -> 222222222222"])"));
 }
 

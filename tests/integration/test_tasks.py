@@ -435,6 +435,8 @@ class AgentTest(unittest.TestCase):
         self.assertEqual(tags["mlflow.source.git.commit"], code["commit"])
         self.assertEqual({p["key"]: p["value"] for p in run["data"]["params"]}, {"epochs": "3"})
         self.assertIn(os.path.join(self.root, "envs"), tags["cairn.python.executable"])
+        self.assertEqual(tags["cairn.env.lock"], task["spec"]["environment"]["lock_hash"])
+        self.assertIn(tags["cairn.env.id"], tags["cairn.python.executable"])
 
     def test_a_task_whose_code_cannot_be_written_fails_with_the_reason(self):
         task = self.enqueue("broken-q", ["true"])
