@@ -131,12 +131,13 @@ TEST_F(CodeStateTest, RebuildWritesTheCommitWithTheRecordedChangesAndLeavesTheRe
 
   EXPECT_EQ(RebuildCode(repo().string(), std::string(40, 'a'), "", (root_ / "x").string()).code(),
             StatusCode::kNotFound);
-  EXPECT_EQ(RebuildCode((root_ / "rebuilt").string(), state->commit, "", (root_ / "y").string())
-                .code(),
-            StatusCode::kNotFound)
+  EXPECT_EQ(
+      RebuildCode((root_ / "rebuilt").string(), state->commit, "", (root_ / "y").string()).code(),
+      StatusCode::kNotFound)
       << "not a repository";
-  const std::string bad = "diff --git a/train.py b/train.py\n--- a/train.py\n+++ b/train.py\n"
-                          "@@ -1 +1 @@\n-nothing like this\n+x\n";
+  const std::string bad =
+      "diff --git a/train.py b/train.py\n--- a/train.py\n+++ b/train.py\n"
+      "@@ -1 +1 @@\n-nothing like this\n+x\n";
   EXPECT_EQ(RebuildCode(repo().string(), state->commit, bad, (root_ / "z").string()).code(),
             StatusCode::kFailedPrecondition);
 }

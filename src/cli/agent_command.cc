@@ -33,8 +33,8 @@
 #include "client/task_client.h"
 #include "core/task_spec.h"
 #include "env/env_store.h"
-#include "env/install/venv_layout.h"
 #include "env/host_facts.h"
+#include "env/install/venv_layout.h"
 #include "pipeline/executor.h"
 #include "pipeline/slurm_executor.h"
 #include "report/run_report.h"
@@ -213,8 +213,8 @@ class Agent {
     if (!Init()) return 2;
     std::printf("agent %s taking tasks from %s (%lld slot(s), GPUs %s%s) at %s\n", id_.c_str(),
                 Join(flags_.queues, ",").c_str(), static_cast<long long>(flags_.slots),
-                gpus_.empty() ? "none" : Join(gpus_, ",").c_str(),
-                slurm_ ? ", as Slurm jobs" : "", client_->tracking_uri().c_str());
+                gpus_.empty() ? "none" : Join(gpus_, ",").c_str(), slurm_ ? ", as Slurm jobs" : "",
+                client_->tracking_uri().c_str());
     std::fflush(stdout);
     int64_t started = 0;
     while (true) {
@@ -436,8 +436,7 @@ class Agent {
   void FollowJobs() {
     if (!slurm_) return;
     for (;;) {
-      Result<std::optional<pipeline::JobResult>> ended =
-          slurm_->Wait(SystemClock()->NowMillis());
+      Result<std::optional<pipeline::JobResult>> ended = slurm_->Wait(SystemClock()->NowMillis());
       if (!ended.ok()) {
         Warn("following the Slurm jobs failed: " + ended.status().message());
         return;

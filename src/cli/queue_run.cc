@@ -56,8 +56,7 @@ void ShowProgress(size_t done, size_t total) {
 
 }  // namespace
 
-Result<QueuedRun> PrepareQueuedRun(client::TrackingClient& client,
-                                   const QueueRunOptions& options) {
+Result<QueuedRun> PrepareQueuedRun(client::TrackingClient& client, const QueueRunOptions& options) {
   std::error_code ec;
   const std::string cwd = options.cwd.empty() ? fs::current_path(ec).string() : options.cwd;
 
@@ -78,8 +77,9 @@ Result<QueuedRun> PrepareQueuedRun(client::TrackingClient& client,
   out.lock_path = options.lock;
   if (out.lock_path.empty()) {
     const fs::path project_lock = fs::path(env::FindProjectDir(cwd)) / "pylock.toml";
-    const bool inside = options.code_root.empty() ||
-                        !fs::relative(project_lock, options.code_root, ec).string().starts_with("..");
+    const bool inside =
+        options.code_root.empty() ||
+        !fs::relative(project_lock, options.code_root, ec).string().starts_with("..");
     if (inside && fs::is_regular_file(project_lock, ec)) out.lock_path = project_lock.string();
   }
   std::string lock_text;
@@ -115,8 +115,7 @@ Result<QueuedRun> PrepareQueuedRun(client::TrackingClient& client,
       return abandon("recording the parameters", s);
     }
   }
-  if (Status s = UploadCodeSnapshot(client, run->artifact_uri, *snapshot, ShowProgress);
-      !s.ok()) {
+  if (Status s = UploadCodeSnapshot(client, run->artifact_uri, *snapshot, ShowProgress); !s.ok()) {
     return abandon("uploading the code snapshot", s);
   }
 
@@ -131,8 +130,8 @@ Result<QueuedRun> PrepareQueuedRun(client::TrackingClient& client,
   spec.code.bytes = snapshot->tree.bytes;
   spec.reproduce = options.reproduce;
   if (!lock_text.empty()) {
-    Status s = client.UploadArtifact(run->artifact_uri, std::string(core::kTaskLockArtifact),
-                                     lock_text);
+    Status s =
+        client.UploadArtifact(run->artifact_uri, std::string(core::kTaskLockArtifact), lock_text);
     if (!s.ok()) return abandon("uploading " + out.lock_path, s);
     spec.environment.run_id = run->run_id;
     spec.environment.lock_hash = env::LockHash(lock_text);

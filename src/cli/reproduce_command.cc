@@ -71,7 +71,8 @@ struct Origin {
 // The record of a run `cairn run` ran: the command and the directory it ran in.
 Status ReadRecordedCommand(client::TrackingClient& client, Origin* o) {
   const std::string& id = o->run.info.run_id;
-  Result<std::string> text = client.DownloadArtifact(o->run.info.artifact_uri, "cairn/process.json");
+  Result<std::string> text =
+      client.DownloadArtifact(o->run.info.artifact_uri, "cairn/process.json");
   if (!text.ok()) {
     return FailedPrecondition("run " + id + " has no cairn/process.json (" +
                               text.status().message() +
@@ -133,11 +134,13 @@ Status RebuildRunCode(client::TrackingClient& client, const Origin& o, const std
     Result<std::string> record = client.DownloadArtifact(run.info.artifact_uri, "cairn/code.json");
     const json code = record.ok() ? json::parse(*record, nullptr, false) : json();
     if (!code.is_object()) {
-      return FailedPrecondition("run " + id + " has uncommitted changes but no readable "
+      return FailedPrecondition("run " + id +
+                                " has uncommitted changes but no readable "
                                 "cairn/code.json, so its code cannot be rebuilt");
     }
     if (code.value("patch_truncated", false)) {
-      return FailedPrecondition("run " + id + "'s uncommitted changes were over the size "
+      return FailedPrecondition("run " + id +
+                                "'s uncommitted changes were over the size "
                                 "recorded in full, so its code cannot be rebuilt exactly");
     }
     std::vector<std::string> skipped;
@@ -363,18 +366,6 @@ Status RunLocally(client::TrackingClient& client, const core::RunInfo& run,
   return exit.status();
 }
 
-// The shortest form of a number that reads back the same.
-std::string Number(double v) {
-  for (int precision = 6; precision < 17; ++precision) {
-    char text[40];
-    std::snprintf(text, sizeof(text), "%.*g", precision, v);
-    if (std::strtod(text, nullptr) == v) return text;
-  }
-  char text[40];
-  std::snprintf(text, sizeof(text), "%.17g", v);
-  return text;
-}
-
 // What `cairn reproduce` prints from the record (cairn/reproduce.json): the verdict, a line per
 // metric, then the differences.
 std::string FormatReproduction(const json& r) {
@@ -393,11 +384,12 @@ std::string FormatReproduction(const json& r) {
     out += "  " + str(m, "key") + ": " + verdict;
     if (verdict == "diverged" && note.empty()) {
       out += " at step " + std::to_string(static_cast<int64_t>(num(m, "step"))) + " (" +
-             Number(num(m, "reproduced")) + ", original " + Number(num(m, "original")) + ")";
+             ShortestNumber(num(m, "reproduced")) + ", original " +
+             ShortestNumber(num(m, "original")) + ")";
     } else if (!note.empty()) {
       out += " (" + note + ")";
     } else if (verdict == "within tolerance") {
-      out += " (largest difference " + Number(num(m, "max_abs_diff")) + ")";
+      out += " (largest difference " + ShortestNumber(num(m, "max_abs_diff")) + ")";
     }
     out += ", " + std::to_string(static_cast<int64_t>(num(m, "points"))) + " value(s)\n";
   }
@@ -430,7 +422,8 @@ int Reproduce(const CloneFlags& flags) {
                                                 "-reproduced", {flags.run, options}, !flags.local);
     if (!queued.ok()) return Failed("reproduce", queued.status());
     run_id = queued->run.run_id;
-    std::fprintf(stderr, "cairn reproduce: run %s reproduces %s, its code rebuilt from commit %s%s\n",
+    std::fprintf(stderr,
+                 "cairn reproduce: run %s reproduces %s, its code rebuilt from commit %s%s\n",
                  run_id.c_str(), flags.run.c_str(), queued->spec.code.commit.substr(0, 12).c_str(),
                  queued->spec.code.dirty ? " and its recorded changes" : "");
     if (flags.local) {

@@ -104,7 +104,8 @@ Result<core::Task> CloneTask(TrackingClient& client, const CloneAsk& ask) {
   if (!ask.run_name.empty()) body["run_name"] = ask.run_name;
   if (ask.priority) body["priority"] = *ask.priority;
   if (ask.gpus) body["gpus"] = *ask.gpus;
-  if (ask.reproduce) body["reproduce_options"] = json::parse(core::ReproduceOptionsJson(ask.reproduce_options));
+  if (ask.reproduce)
+    body["reproduce_options"] = json::parse(core::ReproduceOptionsJson(ask.reproduce_options));
   return TaskAnswer(Call(client, "POST", "tasks/clone", body.dump()));
 }
 

@@ -8,21 +8,10 @@
 
 #include "util/json_reader.h"
 #include "util/json_writer.h"
+#include "util/strings.h"
 
 namespace cairn::core {
 namespace {
-
-std::string Number(double v) {
-  char text[40];
-  std::snprintf(text, sizeof(text), "%.17g", v);
-  // The shortest form that reads back the same.
-  for (int precision = 6; precision < 17; ++precision) {
-    char shorter[40];
-    std::snprintf(shorter, sizeof(shorter), "%.*g", precision, v);
-    if (std::strtod(shorter, nullptr) == v) return shorter;
-  }
-  return text;
-}
 
 bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
 
@@ -198,10 +187,10 @@ Verdict CompareReproduction(const MetricHistories& original, const MetricHistori
     auto a = original.find(key);
     auto b = reproduced.find(key);
     auto per = options.per_metric.find(key);
-    verdict.metrics.push_back(CompareSeries(key, a == original.end() ? nullptr : &a->second,
-                                            b == reproduced.end() ? nullptr : &b->second,
-                                            per != options.per_metric.end() ? per->second
-                                                                             : options.tolerance));
+    verdict.metrics.push_back(
+        CompareSeries(key, a == original.end() ? nullptr : &a->second,
+                      b == reproduced.end() ? nullptr : &b->second,
+                      per != options.per_metric.end() ? per->second : options.tolerance));
   }
 
   const MetricVerdict* incomplete = nullptr;
@@ -221,8 +210,8 @@ Verdict CompareReproduction(const MetricHistories& original, const MetricHistori
   }
   if (reproduced_status != core::RunStatus::kFinished) {
     verdict.kind = VerdictKind::kIncomplete;
-    verdict.summary = "incomplete: the new run ended " +
-                      std::string(core::RunStatusName(reproduced_status));
+    verdict.summary =
+        "incomplete: the new run ended " + std::string(core::RunStatusName(reproduced_status));
   } else if (keys.empty()) {
     verdict.kind = VerdictKind::kIncomplete;
     verdict.summary = "incomplete: the original run has no metrics to compare";
@@ -231,17 +220,17 @@ Verdict CompareReproduction(const MetricHistories& original, const MetricHistori
     verdict.summary = "incomplete: " + incomplete->key + ": " + incomplete->note;
   } else if (diverged != nullptr) {
     verdict.kind = VerdictKind::kDiverged;
-    verdict.summary = "diverged at step " + std::to_string(diverged->step) + ": " +
-                      diverged->key + " " +
-                      (diverged->note.empty() ? Number(diverged->reproduced) + " (original " +
-                                                    Number(diverged->original) + ")"
-                                              : diverged->note);
+    verdict.summary =
+        "diverged at step " + std::to_string(diverged->step) + ": " + diverged->key + " " +
+        (diverged->note.empty() ? ShortestNumber(diverged->reproduced) + " (original " +
+                                      ShortestNumber(diverged->original) + ")"
+                                : diverged->note);
   } else if (widest != nullptr) {
     verdict.kind = VerdictKind::kWithinTolerance;
     verdict.summary = "within tolerance: " + std::to_string(verdict.metrics.size()) +
                       " metric(s), " + std::to_string(points) +
-                      " value(s); the largest difference is " + Number(widest->max_abs_diff) +
-                      " in " + widest->key;
+                      " value(s); the largest difference is " +
+                      ShortestNumber(widest->max_abs_diff) + " in " + widest->key;
   } else {
     verdict.kind = VerdictKind::kIdentical;
     verdict.summary = "identical: " + std::to_string(verdict.metrics.size()) + " metric(s), " +
@@ -261,8 +250,8 @@ ReproductionDifferences CompareRunRecords(const core::Run& original, const core:
   const std::string ca = TagOf(original, "mlflow.source.git.commit");
   const std::string cb = TagOf(reproduced, "mlflow.source.git.commit");
   if (ca != cb) {
-    d.code.push_back("commit " + (ca.empty() ? std::string("(none)") : ca.substr(0, 12)) +
-                     " -> " + (cb.empty() ? std::string("(none)") : cb.substr(0, 12)));
+    d.code.push_back("commit " + (ca.empty() ? std::string("(none)") : ca.substr(0, 12)) + " -> " +
+                     (cb.empty() ? std::string("(none)") : cb.substr(0, 12)));
   }
   std::map<std::string, std::string> da, db;
   for (const core::DatasetInput& in : original.inputs) da[in.dataset.name] = in.dataset.digest;

@@ -47,8 +47,8 @@ std::string_view VerdictName(VerdictKind kind);  // "identical", "within toleran
 struct MetricVerdict {
   std::string key;
   VerdictKind kind = VerdictKind::kIdentical;
-  int64_t points = 0;          // compared pairs
-  double max_abs_diff = 0;     // over the compared pairs
+  int64_t points = 0;       // compared pairs
+  double max_abs_diff = 0;  // over the compared pairs
   // diverged: the first step beyond tolerance and both values there; incomplete: why.
   int64_t step = 0;
   double original = 0;
@@ -58,7 +58,7 @@ struct MetricVerdict {
 
 struct Verdict {
   VerdictKind kind = VerdictKind::kIncomplete;
-  std::string summary;  // one line: "diverged at step 12: loss 0.513 (original 0.5)"
+  std::string summary;                 // one line: "diverged at step 12: loss 0.513 (original 0.5)"
   std::vector<MetricVerdict> metrics;  // by key
 };
 

@@ -14,8 +14,8 @@ std::vector<core::Metric> Series(const std::string& key, std::vector<double> val
                                  int64_t first_step = 0) {
   std::vector<core::Metric> out;
   for (size_t i = 0; i < values.size(); ++i) {
-    out.push_back({key, values[i], 1000 + static_cast<int64_t>(i),
-                   first_step + static_cast<int64_t>(i)});
+    out.push_back(
+        {key, values[i], 1000 + static_cast<int64_t>(i), first_step + static_cast<int64_t>(i)});
   }
   return out;
 }
@@ -100,7 +100,8 @@ TEST(ReproduceTest, TheRecordNamesBothRunsTheVerdictAndTheDifferences) {
   reproduced.info.run_id = "b";
   original.data.tags = {{"cairn.code.snapshot", std::string(64, '1')}};
   reproduced.data.tags = {{"cairn.code.snapshot", std::string(64, '2')},
-                          {"cairn.env.hash", "e"}, {"cairn.env.lock", "l"}};
+                          {"cairn.env.hash", "e"},
+                          {"cairn.env.lock", "l"}};
   original.inputs = {{{}, {"mnist", "d1", "", "", "", ""}}};
   reproduced.inputs = {{{}, {"mnist", "d2", "", "", "", ""}}};
   ReproductionDifferences d = CompareRunRecords(original, reproduced);
@@ -113,8 +114,9 @@ TEST(ReproduceTest, TheRecordNamesBothRunsTheVerdictAndTheDifferences) {
   Verdict v = CompareReproduction(h, h, {}, kFinished);
   std::string json = ReproductionJson(original, reproduced, {}, v, d, R"({"os":"linux"})");
   EXPECT_THAT(json, HasSubstr(R"("original":"a","reproduced":"b","verdict":"identical")"));
-  EXPECT_THAT(json, HasSubstr(
-                        R"("environment":{"lock_hash":"l","snapshot_hash":"e","host":{"os":"linux"}})"));
+  EXPECT_THAT(
+      json,
+      HasSubstr(R"("environment":{"lock_hash":"l","snapshot_hash":"e","host":{"os":"linux"}})"));
   EXPECT_THAT(json, HasSubstr(R"("code":["code snapshot 111111111111 -> 222222222222"])"));
 }
 

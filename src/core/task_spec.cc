@@ -94,9 +94,15 @@ Result<TaskSpec> ParseTaskSpec(std::string_view json) {
   if (JsonValue env = root.Find("environment"); env.exists() && env.is_object()) {
     spec.environment.run_id = Str(env, "run_id");
     spec.environment.lock_hash = Str(env, "lock_hash");
+    if (spec.environment.run_id.empty() || spec.environment.lock_hash.empty()) {
+      return InvalidArgument("the task's environment names no run or no lock hash");
+    }
   }
   if (JsonValue r = root.Find("reproduce"); r.exists() && r.is_object()) {
     spec.reproduce.of = Str(r, "of");
+    if (spec.reproduce.of.empty()) {
+      return InvalidArgument("the task's reproduce names no run to compare with ('of')");
+    }
     if (JsonValue options = r.Find("options"); options.exists()) {
       Result<ReproduceOptions> parsed = ParseReproduceOptions(options.Serialize());
       if (!parsed.ok()) return parsed.status().WithContext("the task's reproduce");

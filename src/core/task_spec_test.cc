@@ -47,10 +47,13 @@ TEST(TaskSpecTest, AMinimalSpecIsACommand) {
 }
 
 TEST(TaskSpecTest, RefusesWhatAnAgentCannotRun) {
-  for (const char* bad : {"", "[]", "{}", R"({"command": []})", R"({"command": ["a", 1]})",
-                          R"({"command": ["a"], "params": {"n": 3}})",
-                          R"({"command": ["a"], "code": {"run_id": "r"}})",
-                          R"({"command": ["a"], "reproduce": {"of": "r", "options": {"rtol": -1}}})"}) {
+  for (const char* bad :
+       {"", "[]", "{}", R"({"command": []})", R"({"command": ["a", 1]})",
+        R"({"command": ["a"], "params": {"n": 3}})",
+        R"({"command": ["a"], "code": {"run_id": "r"}})",
+        R"({"command": ["a"], "reproduce": {"of": "r", "options": {"rtol": -1}}})",
+        R"({"command": ["a"], "reproduce": {"options": {"rtol": 1}}})",
+        R"({"command": ["a"], "environment": {"lock_hash": "h"}})"}) {
     EXPECT_EQ(ParseTaskSpec(bad).status().code(), StatusCode::kInvalidArgument) << bad;
   }
   EXPECT_THAT(ParseTaskSpec(R"({"command": []})").status().message(), HasSubstr("no command"));

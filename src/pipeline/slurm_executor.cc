@@ -80,13 +80,9 @@ class SlurmExecutor : public Executor {
       name_prefix = "cairn-" + (run != job.env.end() ? run->second.substr(0, 8) + "-" : "");
     }
     std::vector<std::string> argv = {
-        "sbatch",
-        "--parsable",
-        "--job-name=" + name_prefix + job.id,
+        "sbatch", "--parsable", "--job-name=" + name_prefix + job.id,
         // sbatch reads '%' in the path as a pattern; "%%" is a '%'.
-        "--output=" + EscapePercent(job.log_path),
-        "--open-mode=append",
-        "--chdir=" + job.cwd,
+        "--output=" + EscapePercent(job.log_path), "--open-mode=append", "--chdir=" + job.cwd,
         "--cpus-per-task=" +
             std::to_string(static_cast<int>(std::ceil(std::max(1.0, job.resources.cpus))))};
     if (job.resources.memory_mib > 0) {

@@ -263,8 +263,8 @@ TEST_F(SlurmExecutorTest, CancelsOnlyThisUsersJobsWithThePrefix) {
   Result<int> cancelled = CancelSlurmJobsNamed(fake, "cairn-agent-a-");
   ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
   EXPECT_EQ(*cancelled, 2);
-  EXPECT_EQ(fake.calls[0], (std::vector<std::string>{"squeue", "-h", "-u",
-                                                     std::to_string(getuid()), "-o", "%i|%j"}));
+  EXPECT_EQ(fake.calls[0], (std::vector<std::string>{"squeue", "-h", "-u", std::to_string(getuid()),
+                                                     "-o", "%i|%j"}));
   EXPECT_EQ(fake.calls[1], (std::vector<std::string>{"scancel", "10"}));
   EXPECT_EQ(fake.calls[2], (std::vector<std::string>{"scancel", "13"}));
 

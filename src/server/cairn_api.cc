@@ -241,8 +241,9 @@ Result<CairnResponse> RunReproduction(ApiContext& ctx, const CairnCall& call) {
                                                     compared.experiment_id));
     if (!core::Allows(p, core::Access::kRead)) return PermissionDenied("Permission denied");
   }
-  CAIRN_ASSIGN_OR_RETURN(std::string record, service::RecordReproduction(
-                                                 *ctx.tracking, *ctx.artifacts, of, run_id, options));
+  CAIRN_ASSIGN_OR_RETURN(
+      std::string record,
+      service::RecordReproduction(*ctx.tracking, *ctx.artifacts, of, run_id, options));
   return CairnResponse{"{\"reproduction\":" + record + "}"};
 }
 

@@ -191,10 +191,12 @@ Result<CairnResponse> CloneTask(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> options, f.ObjectJson("reproduce_options"));
   if (options) {
     if (!r.reproduce) {
-      return InvalidArgument("'reproduce_options' is only for a reproduction (\"reproduce\": true).");
+      return InvalidArgument(
+          "'reproduce_options' is only for a reproduction (\"reproduce\": true).");
     }
     Result<core::ReproduceOptions> parsed = core::ParseReproduceOptions(*options);
-    if (!parsed.ok()) return InvalidArgument("Invalid 'reproduce_options': " + parsed.status().message());
+    if (!parsed.ok())
+      return InvalidArgument("Invalid 'reproduce_options': " + parsed.status().message());
     r.reproduce_options = *std::move(parsed);
   }
   if (ctx.caller != nullptr) {

@@ -188,7 +188,7 @@ Result<int64_t> ArtifactService::CopyTree(const std::string& source, const std::
 }
 
 Result<std::vector<store::ArtifactFile>> ArtifactService::FilesUnder(const std::string& top,
-                                                                    int64_t max_files) {
+                                                                     int64_t max_files) {
   std::vector<store::ArtifactFile> files;
   std::deque<std::string> dirs = {top};
   while (!dirs.empty()) {

@@ -110,14 +110,13 @@ Result<std::string> RecordReproduction(TrackingService& tracking, ArtifactServic
   CAIRN_ASSIGN_OR_RETURN(core::MetricHistories a,
                          Histories(tracking, original_id, options.metrics));
   CAIRN_ASSIGN_OR_RETURN(core::MetricHistories b, Histories(tracking, run_id, options.metrics));
-  const core::Verdict verdict =
-      core::CompareReproduction(a, b, options, reproduced.info.status);
+  const core::Verdict verdict = core::CompareReproduction(a, b, options, reproduced.info.status);
   core::ReproductionDifferences differences = core::CompareRunRecords(original, reproduced);
   differences.environment = EnvironmentDifferences(tracking, artifacts, original_id, run_id);
-  differences.artifacts =
-      ArtifactDifferences(OutputFiles(artifacts, original.info), OutputFiles(artifacts, reproduced.info));
-  Result<std::string> host =
-      artifacts.ReadRunFile(reproduced.info.artifact_uri, env::kRunHostArtifact, kMaxHostRecordBytes);
+  differences.artifacts = ArtifactDifferences(OutputFiles(artifacts, original.info),
+                                              OutputFiles(artifacts, reproduced.info));
+  Result<std::string> host = artifacts.ReadRunFile(reproduced.info.artifact_uri,
+                                                   env::kRunHostArtifact, kMaxHostRecordBytes);
   const std::string record = core::ReproductionJson(original, reproduced, options, verdict,
                                                     differences, host.ok() ? *host : "");
   Result<std::string> root = ProxyPathOfUri(reproduced.info.artifact_uri);

@@ -1,10 +1,9 @@
 #include "service/task_service.h"
 
-#include <chrono>
-#include <cmath>
-
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "core/identity.h"
@@ -12,8 +11,8 @@
 #include "env/host_check.h"
 #include "service/reproduction.h"
 #include "service/validation.h"
-#include "util/log.h"
 #include "util/hash.h"
+#include "util/log.h"
 
 namespace cairn::service {
 namespace {
@@ -129,8 +128,8 @@ void TaskService::Ended(const Task& task) {
   Result<std::string> recorded = RecordReproduction(*tracking_, *artifacts_, spec->reproduce.of,
                                                     task.run_id, spec->reproduce.options);
   if (!recorded.ok()) {
-    LogWarning("the verdict of reproduction " + task.run_id + " was not recorded: " +
-               recorded.status().message());
+    LogWarning("the verdict of reproduction " + task.run_id +
+               " was not recorded: " + recorded.status().message());
   }
 }
 
@@ -321,8 +320,9 @@ Result<Task> TaskService::Clone(const CloneRequest& request) {
   CAIRN_ASSIGN_OR_RETURN(Task task, store_->queue().GetTask(task_tag->value));
   CAIRN_ASSIGN_OR_RETURN(core::TaskSpec spec, core::ParseTaskSpec(task.spec));
   for (const auto& [name, value] : request.params) spec.params[name] = value;
-  spec.reproduce = request.reproduce ? core::TaskReproduction{request.run_id, request.reproduce_options}
-                                     : core::TaskReproduction{};
+  spec.reproduce = request.reproduce
+                       ? core::TaskReproduction{request.run_id, request.reproduce_options}
+                       : core::TaskReproduction{};
 
   CreateRunRequest run;
   run.experiment_id = original.info.experiment_id;
@@ -330,7 +330,8 @@ Result<Task> TaskService::Clone(const CloneRequest& request) {
   run.run_name = !request.run_name.empty()
                      ? request.run_name
                      : original.info.run_name + (request.reproduce ? "-reproduced" : "-clone");
-  run.tags = {{request.reproduce ? std::string(kReproduceOfTag) : "cairn.clone.of", request.run_id}};
+  run.tags = {
+      {request.reproduce ? std::string(kReproduceOfTag) : "cairn.clone.of", request.run_id}};
   if (!request.user_id.empty()) run.tags.push_back({"mlflow.user", request.user_id});
   run.scheduled = true;
   CAIRN_ASSIGN_OR_RETURN(core::Run made, tracking_->CreateRun(run));

@@ -1,5 +1,7 @@
 #include "util/strings.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 namespace cairn {
@@ -83,6 +85,14 @@ std::string PrintableText(std::string_view text) {
     }
   }
   return out;
+}
+
+std::string ShortestNumber(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char text[32];
+  auto r = std::to_chars(text, text + sizeof(text), v);
+  return std::string(text, r.ptr);
 }
 
 }  // namespace cairn

@@ -36,6 +36,10 @@ std::vector<std::string> SplitNonEmpty(std::string_view s, char sep);
 // `items` with `sep` between each two.
 std::string Join(const std::vector<std::string>& items, std::string_view sep);
 
+// The shortest text that reads back as `v` ("0.1", "1e-05", "0.14285714285714285"); "nan",
+// "inf" and "-inf" for the others.
+std::string ShortestNumber(double v);
+
 // The value of environment variable `name`, "" when it is not set.
 std::string EnvOrEmpty(const char* name);
 

@@ -2,8 +2,20 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace cairn {
 namespace {
+
+TEST(StringsTest, ShortestNumberReadsBackTheSame) {
+  EXPECT_EQ(ShortestNumber(0.1), "0.1");
+  EXPECT_EQ(ShortestNumber(1.0 / 7), "0.14285714285714285");
+  EXPECT_EQ(ShortestNumber(2.0), "2");
+  EXPECT_EQ(ShortestNumber(1e-05), "1e-05");
+  EXPECT_EQ(ShortestNumber(-0.5), "-0.5");
+  EXPECT_EQ(ShortestNumber(std::nan("")), "nan");
+  EXPECT_EQ(ShortestNumber(-HUGE_VAL), "-inf");
+}
 
 TEST(StringsTest, TrimRemovesAsciiWhitespaceOnly) {
   EXPECT_EQ(Trim(" \t\r\n\f\va b\n"), "a b");
