@@ -112,6 +112,20 @@ Result<TaskSpec> ParseTaskSpec(std::string_view json) {
   return spec;
 }
 
+std::vector<std::string> TaskSpecRuns(std::string_view json) {
+  std::vector<std::string> out;
+  Result<JsonDocument> doc = JsonDocument::Parse(json, 16);
+  if (!doc.ok() || !doc->root().is_object()) return out;
+  for (auto [part, field] : {std::pair{"code", "run_id"}, std::pair{"environment", "run_id"},
+                             std::pair{"reproduce", "of"}}) {
+    JsonValue object = doc->root().Find(part);
+    if (!object.exists() || !object.is_object()) continue;
+    JsonValue id = object.Find(field);
+    if (id.exists() && id.is_string() && !id.str().empty()) out.emplace_back(id.str());
+  }
+  return out;
+}
+
 std::vector<std::string> SubstituteParams(const std::vector<std::string>& command,
                                           const std::map<std::string, std::string>& params) {
   std::vector<std::string> out;

@@ -52,6 +52,9 @@ inline constexpr std::string_view kTaskLockArtifact = "cairn/task/pylock.toml";
 std::string TaskSpecJson(const TaskSpec& spec);
 // InvalidArgument naming what is wrong; a spec without a command is wrong.
 Result<TaskSpec> ParseTaskSpec(std::string_view json);
+// The runs a spec names, whatever else it holds: its code's, its environment's and the one it
+// reproduces. Those whose records the task would read, so their readers alone may name them.
+std::vector<std::string> TaskSpecRuns(std::string_view json);
 
 // The command with every ${params.NAME} replaced by the parameter's value.
 std::vector<std::string> SubstituteParams(const std::vector<std::string>& command,

@@ -38,6 +38,16 @@ TEST(TaskSpecTest, WritesAndReadsEveryField) {
   EXPECT_EQ(back->reproduce.options.metrics, spec.reproduce.options.metrics);
 }
 
+TEST(TaskSpecTest, NamesTheRunsItReadsEvenWhenMalformed) {
+  EXPECT_EQ(TaskSpecRuns(R"({"code": {"run_id": "a"}, "environment": {"run_id": "b"},
+                             "reproduce": {"of": "c"}})"),
+            (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(TaskSpecRuns(R"({"reproduce": {"of": "c"}})"), (std::vector<std::string>{"c"}))
+      << "no command, but a run named all the same";
+  EXPECT_TRUE(TaskSpecRuns(R"({"code": {"run_id": 3}, "reproduce": "c"})").empty());
+  EXPECT_TRUE(TaskSpecRuns("not json").empty());
+}
+
 TEST(TaskSpecTest, AMinimalSpecIsACommand) {
   Result<TaskSpec> spec = ParseTaskSpec(R"({"command": ["true"]})");
   ASSERT_TRUE(spec.ok());

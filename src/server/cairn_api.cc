@@ -206,6 +206,23 @@ Result<CairnResponse> RunEnvironmentDiff(ApiContext& ctx, const CairnCall& call)
   return CairnResponse{w.Take()};
 }
 
+}  // namespace
+
+Status RequireRunRead(ApiContext& ctx, const std::string& run_id) {
+  CAIRN_ASSIGN_OR_RETURN(core::RunInfo run, ctx.tracking->GetRunInfo(run_id));
+  if (ctx.access == nullptr || !ctx.access->enabled() || ctx.caller == nullptr ||
+      ctx.caller->ActsAsAdmin()) {
+    return Status::Ok();
+  }
+  CAIRN_ASSIGN_OR_RETURN(core::Permission p, ctx.access->PermissionOn(
+                                                 *ctx.caller, core::ResourceKind::kExperiment,
+                                                 run.experiment_id));
+  if (!core::Allows(p, core::Access::kRead)) return PermissionDenied("Permission denied");
+  return Status::Ok();
+}
+
+namespace {
+
 // POST runs/reproduction: compares a run with the run it reproduces (its cairn.reproduce.of
 // tag, or original_run_id), records the verdict in it, and answers with the record (see
 // docs/api/cairn.md).
@@ -232,15 +249,8 @@ Result<CairnResponse> RunReproduction(ApiContext& ctx, const CairnCall& call) {
     of = tag->value;
   }
   if (of == run_id) return InvalidArgument("A run cannot reproduce itself.");
-  CAIRN_ASSIGN_OR_RETURN(core::RunInfo compared, ctx.tracking->GetRunInfo(of));
   // The verdict shows the original's values: the caller must be able to read it.
-  if (ctx.access != nullptr && ctx.access->enabled() && ctx.caller != nullptr &&
-      !ctx.caller->ActsAsAdmin()) {
-    CAIRN_ASSIGN_OR_RETURN(core::Permission p,
-                           ctx.access->PermissionOn(*ctx.caller, core::ResourceKind::kExperiment,
-                                                    compared.experiment_id));
-    if (!core::Allows(p, core::Access::kRead)) return PermissionDenied("Permission denied");
-  }
+  CAIRN_RETURN_IF_ERROR(RequireRunRead(ctx, of));
   CAIRN_ASSIGN_OR_RETURN(
       std::string record,
       service::RecordReproduction(*ctx.tracking, *ctx.artifacts, of, run_id, options));

@@ -48,6 +48,11 @@ struct CairnCall {
 
 using CairnHandler = Result<CairnResponse> (*)(ApiContext& ctx, const CairnCall& call);
 
+// PermissionDenied unless the caller may read run `run_id` (its experiment), for a handler
+// whose request names a run besides the one its access rule checks; kNotFound for no such
+// run.
+Status RequireRunRead(ApiContext& ctx, const std::string& run_id);
+
 struct CairnRoute {
   const char* method;
   const char* path;  // after kCairnApiPrefix; `*` stands for one segment (access_rules.h)

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/mlflow_json.h"
+#include "core/task_spec.h"
 #include "env/host_facts.h"
 #include "server/cairn_api.h"
 #include "service/task_service.h"
@@ -66,6 +67,11 @@ Result<CairnResponse> Enqueue(ApiContext& ctx, const CairnCall& call) {
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> spec, f.ObjectJson("spec"));
   if (!spec) return InvalidArgument("Missing value for required parameter 'spec'.");
   r.spec = *spec;
+  // An agent reads the code and lock of the runs the spec names, and a reproduction's verdict
+  // shows its original's values: only a reader of those runs may name them.
+  for (const std::string& named : core::TaskSpecRuns(r.spec)) {
+    CAIRN_RETURN_IF_ERROR(RequireRunRead(ctx, named));
+  }
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> requirements, f.ObjectJson("requirements"));
   r.requirements = requirements.value_or("");
   CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> attempts, f.Int("max_attempts"));

@@ -805,6 +805,29 @@ class TasksAuthTest(unittest.TestCase):
         r = self.c.post(CAIRN + "runs/reproduction",
                         {"run_id": task["run_id"], "original_run_id": mine_id}, headers=self.bob)
         self.assertEqual(r.status, 403, "nor can he record a verdict in her run")
+        # Nor can he queue a task that names her run: an agent would read its code, and the
+        # verdict of a reproduction would show its values.
+        bob_exp = mine.body["run"]["info"]["experiment_id"]
+        for spec in ({"command": ["true"], "reproduce": {"of": task["run_id"]}},
+                     {"command": ["cat", "secret.py"],
+                      "code": {"snapshot": "0" * 64, "run_id": task["run_id"]}},
+                     {"command": ["true"],
+                      "environment": {"run_id": task["run_id"], "lock_hash": "0" * 64}}):
+            r = self.c.post(CAIRN + "tasks", {"queue": "auth-q", "experiment_id": bob_exp,
+                                              "spec": spec}, headers=self.bob)
+            self.assertEqual(r.status, 403, (spec, r.text))
+        r = self.c.post(CAIRN + "tasks", {"queue": "auth-q", "experiment_id": bob_exp,
+                                          "spec": {"command": ["true"],
+                                                   "reproduce": {"of": mine_id}}},
+                        headers=self.bob)
+        self.assertEqual(r.status, 200, "his own run he may name")
+        cancelled = r.body["task"]
+        r = self.c.post(CAIRN + "tasks/%s/cancel" % cancelled["id"], {}, headers=self.bob)
+        self.assertEqual(r.status, 200, r.text)
+        run = self.c.get(API + "runs/get", {"run_id": cancelled["run_id"]}, headers=self.bob)
+        tags = {t["key"]: t["value"] for t in run.body["run"]["data"]["tags"]}
+        self.assertEqual(tags.get("cairn.reproduce.verdict"), "incomplete",
+                         "a reproduction cancelled before it ran still gets its verdict")
         r = self.c.post(CAIRN + "queues", {"name": "auth-q", "description": "x"},
                         headers=self.alice)
         self.assertEqual(r.status, 403, "queues are the admin's")
