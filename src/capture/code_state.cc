@@ -226,6 +226,13 @@ Status RebuildCode(const std::string& repo_dir, const std::string& commit, std::
   if (rc == GIT_ENOTFOUND) return NotFound(repo_dir + " is not in a git repository");
   if (rc != 0) return GitError("opening the git repository of " + repo_dir);
   Repo repo(raw_repo);
+  // A full hash, not any revision: a run's tag must not name "HEAD" or a branch.
+  const bool full_hash =
+      (commit.size() == 40 || commit.size() == 64) &&
+      std::all_of(commit.begin(), commit.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      });
+  if (!full_hash) return InvalidArgument("'" + commit + "' is not a commit's full hash");
   git_object* raw_tree = nullptr;
   if (git_revparse_single(&raw_tree, repo.get(), (commit + "^{tree}").c_str()) != 0) {
     return NotFound("the repository of " + repo_dir + " has no commit " + commit +
@@ -274,6 +281,9 @@ bool UnderHiddenStateDir(std::string_view rel) {
   return false;
 }
 
+
+}  // namespace
+
 Result<WorkingFiles> ListDirectoryFiles(const std::string& dir, int64_t max_files) {
   namespace fs = std::filesystem;
   WorkingFiles out;
@@ -303,8 +313,6 @@ Result<WorkingFiles> ListDirectoryFiles(const std::string& dir, int64_t max_file
   std::sort(out.paths.begin(), out.paths.end());
   return out;
 }
-
-}  // namespace
 
 Result<WorkingFiles> ListWorkingFiles(const std::string& dir, int64_t max_files) {
   if (!MayBeInRepository(dir)) return ListDirectoryFiles(dir, max_files);

@@ -59,12 +59,16 @@ struct WorkingFiles {
 // Outside a repository nothing says what is code, so more than `max_files` files there is
 // kFailedPrecondition, saying so.
 Result<WorkingFiles> ListWorkingFiles(const std::string& dir, int64_t max_files = 20000);
+// Every file under `dir` (but in `.git` and `.cairn`), whatever repository may hold it.
+Result<WorkingFiles> ListDirectoryFiles(const std::string& dir, int64_t max_files = 20000);
 
 // Writes the code a run recorded into `dest` (made when missing; it should be empty): the tree
 // of `commit` in the git repository around `repo_dir`, with `patch` (the run's cairn/code.diff,
-// uncommitted changes and untracked text files) applied. The repository itself is not changed.
-// kNotFound when there is no repository there or it lacks the commit; kFailedPrecondition
-// when the patch does not apply.
+// uncommitted changes and untracked text files) applied. The repository's refs, index and
+// working tree are left alone; the changed files' contents are added to its object store, as
+// `git apply --cached` would. InvalidArgument for a `commit` that is not a full hash; kNotFound
+// when there is no repository there or it lacks the commit; kFailedPrecondition when the patch
+// does not apply.
 Status RebuildCode(const std::string& repo_dir, const std::string& commit, std::string_view patch,
                    const std::string& dest);
 

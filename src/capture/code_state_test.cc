@@ -109,6 +109,10 @@ TEST_F(CodeStateTest, RebuildWritesTheCommitWithTheRecordedChangesAndLeavesTheRe
   // Later work moves the repository on; the rebuild takes the run's commit and changes.
   Sh(repo(), "git add -A && git commit -q -m second");
   Write(repo() / "train.py", "lr = 1\n");
+  Write(repo() / "staged.txt", "in the index\n");
+  Sh(repo(), "git add staged.txt");
+  const std::string index_before = Read(repo() / ".git/index");
+  const std::string head_before = Read(repo() / ".git/HEAD");
 
   Status rebuilt = RebuildCode((repo() / "notes").string(), state->commit, state->patch,
                                (root_ / "rebuilt").string());
@@ -119,10 +123,9 @@ TEST_F(CodeStateTest, RebuildWritesTheCommitWithTheRecordedChangesAndLeavesTheRe
   EXPECT_FALSE(fs::exists(root_ / "rebuilt/lib/model.py"));
   EXPECT_FALSE(fs::exists(root_ / "rebuilt/.git"));
   EXPECT_EQ(Read(repo() / "train.py"), "lr = 1\n") << "the working tree is left alone";
-  auto after = ReadCodeState(repo().string());
-  ASSERT_TRUE(after.ok());
-  EXPECT_NE(after->commit, state->commit);
-  EXPECT_EQ(after->patch.find("notes/idea.txt"), std::string::npos) << "nor is the index";
+  EXPECT_EQ(Read(repo() / ".git/index"), index_before) << "and the index";
+  EXPECT_EQ(Read(repo() / ".git/HEAD"), head_before) << "and HEAD";
+  EXPECT_FALSE(fs::exists(root_ / "rebuilt/staged.txt"));
 
   // A clean run's commit alone.
   ASSERT_TRUE(RebuildCode(repo().string(), state->commit, "", (root_ / "clean").string()).ok());
@@ -131,10 +134,16 @@ TEST_F(CodeStateTest, RebuildWritesTheCommitWithTheRecordedChangesAndLeavesTheRe
 
   EXPECT_EQ(RebuildCode(repo().string(), std::string(40, 'a'), "", (root_ / "x").string()).code(),
             StatusCode::kNotFound);
-  EXPECT_EQ(
-      RebuildCode((root_ / "rebuilt").string(), state->commit, "", (root_ / "y").string()).code(),
-      StatusCode::kNotFound)
-      << "not a repository";
+  Status outside =
+      RebuildCode((root_ / "rebuilt").string(), state->commit, "", (root_ / "y").string());
+  EXPECT_EQ(outside.code(), StatusCode::kNotFound);
+  EXPECT_NE(outside.message().find("is not in a git repository"), std::string::npos)
+      << outside.ToString();
+  for (const char* revision : {"HEAD", "main", "main~1", ":/first"}) {
+    EXPECT_EQ(RebuildCode(repo().string(), revision, "", (root_ / "w").string()).code(),
+              StatusCode::kInvalidArgument)
+        << revision << " is a revision, not a commit's hash";
+  }
   const std::string bad =
       "diff --git a/train.py b/train.py\n--- a/train.py\n+++ b/train.py\n"
       "@@ -1 +1 @@\n-nothing like this\n+x\n";

@@ -52,7 +52,8 @@ Status WriteNewFile(const fs::path& path, std::string_view bytes, bool executabl
 Result<CodeSnapshot> TakeCodeSnapshot(const std::string& cwd, const SnapshotLimits& limits,
                                       const std::string& root) {
   CAIRN_ASSIGN_OR_RETURN(capture::WorkingFiles files,
-                         capture::ListWorkingFiles(root.empty() ? cwd : root, limits.max_files));
+                         root.empty() ? capture::ListWorkingFiles(cwd, limits.max_files)
+                                      : capture::ListDirectoryFiles(root, limits.max_files));
   if (static_cast<int64_t>(files.paths.size()) > limits.max_files) {
     return FailedPrecondition("the code at " + files.root + " has " +
                               std::to_string(files.paths.size()) + " files, more than the " +

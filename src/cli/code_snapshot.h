@@ -43,7 +43,7 @@ struct CodeSnapshot {
 };
 
 // Takes the snapshot of the code around `cwd`; with `root`, of every file under it (`cwd` is
-// within it). Over a limit is kFailedPrecondition, naming the largest file and what to do
+// within it), whatever repository may hold it. Over a limit is kFailedPrecondition, naming the largest file and what to do
 // about it.
 Result<CodeSnapshot> TakeCodeSnapshot(const std::string& cwd, const SnapshotLimits& limits = {},
                                       const std::string& root = "");

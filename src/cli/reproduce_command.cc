@@ -7,8 +7,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -104,9 +107,18 @@ Result<Origin> ReadOrigin(client::TrackingClient& client, const std::string& run
   return o;
 }
 
-// A temporary directory, removed with everything in it when it goes.
+// A temporary directory of this user's alone (mode 0700), removed with everything in it when it
+// goes.
 struct ScratchDir {
   std::string path;
+  Status Make(const std::string& prefix) {
+    std::string pattern = (fs::temp_directory_path() / (prefix + "XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return Unavailable("making a directory like " + pattern + ": " + std::strerror(errno));
+    }
+    path = pattern;
+    return Status::Ok();
+  }
   ~ScratchDir() {
     std::error_code ec;
     if (!path.empty()) fs::remove_all(path, ec);
@@ -185,9 +197,10 @@ Result<QueuedRun> QueueRecordedRun(client::TrackingClient& client, const CloneFl
   }
   std::error_code ec;
   const std::string repo = flags.repo.empty() ? fs::current_path(ec).string() : flags.repo;
-  ScratchDir scratch{(fs::temp_directory_path() / ("cairn-rebuild-" + RandomHex(8))).string()};
+  ScratchDir scratch;
+  CAIRN_RETURN_IF_ERROR(scratch.Make("cairn-rebuild-"));
   QueueRunOptions options;
-  CAIRN_RETURN_IF_ERROR(RebuildRunCode(client, o, repo, scratch.path, &options));
+  CAIRN_RETURN_IF_ERROR(RebuildRunCode(client, o, repo, scratch.path + "/code", &options));
   options.tracking_uri = client.tracking_uri();
   options.queue = flags.queue;
   options.experiment_id = o.run.info.experiment_id;

@@ -24,17 +24,31 @@ bool Within(double original, double reproduced, const Tolerance& t) {
   return std::fabs(reproduced - original) <= t.atol + t.rtol * std::fabs(original);
 }
 
+bool StepOrder(const core::Metric& a, const core::Metric& b) {
+  return a.step != b.step ? a.step < b.step : a.timestamp < b.timestamp;
+}
+
+bool InOrder(const std::vector<core::Metric>& series) {
+  return std::is_sorted(series.begin(), series.end(), StepOrder);
+}
+
 std::vector<core::Metric> Sorted(std::vector<core::Metric> series) {
-  std::stable_sort(series.begin(), series.end(), [](const core::Metric& a, const core::Metric& b) {
-    return a.step != b.step ? a.step < b.step : a.timestamp < b.timestamp;
-  });
+  std::stable_sort(series.begin(), series.end(), StepOrder);
   return series;
 }
 
 MetricVerdict CompareSeries(const std::string& key, const std::vector<core::Metric>* original,
-                            const std::vector<core::Metric>* reproduced, const Tolerance& tol) {
+                            const std::vector<core::Metric>* reproduced, const Tolerance& tol,
+                            const std::string* partial) {
   MetricVerdict v;
   v.key = key;
+  const bool none = original == nullptr || original->empty() || reproduced == nullptr ||
+                    reproduced->empty();
+  if (partial != nullptr && none) {
+    v.kind = VerdictKind::kIncomplete;
+    v.note = *partial;
+    return v;
+  }
   if (original == nullptr || original->empty()) {
     v.kind = VerdictKind::kIncomplete;
     v.note = "the original run has no values of it";
@@ -45,8 +59,11 @@ MetricVerdict CompareSeries(const std::string& key, const std::vector<core::Metr
     v.note = "the new run logged none of it";
     return v;
   }
-  const std::vector<core::Metric> a = Sorted(*original);
-  const std::vector<core::Metric> b = Sorted(*reproduced);
+  // The store gives histories in order; a copy is made only of one that is not.
+  std::vector<core::Metric> sorted_a, sorted_b;
+  const std::vector<core::Metric>& a = InOrder(*original) ? *original : (sorted_a = Sorted(*original));
+  const std::vector<core::Metric>& b =
+      InOrder(*reproduced) ? *reproduced : (sorted_b = Sorted(*reproduced));
   const size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; ++i) {
     ++v.points;
@@ -71,6 +88,12 @@ MetricVerdict CompareSeries(const std::string& key, const std::vector<core::Metr
     if (std::isfinite(a[i].value) && std::isfinite(b[i].value)) {
       v.max_abs_diff = std::max(v.max_abs_diff, std::fabs(b[i].value - a[i].value));
     }
+  }
+  if (partial != nullptr &&
+      (v.kind == VerdictKind::kIdentical || v.kind == VerdictKind::kWithinTolerance)) {
+    v.kind = VerdictKind::kIncomplete;
+    v.note = *partial;
+    return v;
   }
   if (b.size() < a.size()) {
     v.kind = VerdictKind::kIncomplete;
@@ -173,7 +196,8 @@ std::string_view VerdictName(VerdictKind kind) {
 }
 
 Verdict CompareReproduction(const MetricHistories& original, const MetricHistories& reproduced,
-                            const ReproduceOptions& options, core::RunStatus reproduced_status) {
+                            const ReproduceOptions& options, core::RunStatus reproduced_status,
+                            const PartialSeries& partial) {
   Verdict verdict;
   std::vector<std::string> keys = options.metrics;
   if (keys.empty()) {
@@ -187,10 +211,12 @@ Verdict CompareReproduction(const MetricHistories& original, const MetricHistori
     auto a = original.find(key);
     auto b = reproduced.find(key);
     auto per = options.per_metric.find(key);
+    auto cut = partial.find(key);
     verdict.metrics.push_back(
         CompareSeries(key, a == original.end() ? nullptr : &a->second,
                       b == reproduced.end() ? nullptr : &b->second,
-                      per != options.per_metric.end() ? per->second : options.tolerance));
+                      per != options.per_metric.end() ? per->second : options.tolerance,
+                      cut != partial.end() ? &cut->second : nullptr));
   }
 
   const MetricVerdict* incomplete = nullptr;

@@ -65,10 +65,15 @@ struct Verdict {
 // A run's full metric histories, by key.
 using MetricHistories = std::map<std::string, std::vector<core::Metric>>;
 
+// Why some series are partial, by metric: cut at the comparison's limits. A partial metric
+// whose values agree so far, or that has none, is incomplete with that reason.
+using PartialSeries = std::map<std::string, std::string>;
+
 // Compares the histories. `reproduced_status` is the new run's status: one that did not
 // finish makes the verdict incomplete whatever its metrics.
 Verdict CompareReproduction(const MetricHistories& original, const MetricHistories& reproduced,
-                            const ReproduceOptions& options, core::RunStatus reproduced_status);
+                            const ReproduceOptions& options, core::RunStatus reproduced_status,
+                            const PartialSeries& partial = {});
 
 // How the two runs differ beside their metrics, each a list of lines for people ("" when
 // the same).

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace cairn::core {
@@ -55,6 +56,28 @@ TEST(ReproduceTest, SmallNoiseIsWithinAToleranceAndDivergesWithoutOne) {
   ReproduceOptions per;
   per.per_metric["loss"] = {0, 1e-3};
   EXPECT_EQ(CompareReproduction(a, b, per, kFinished).kind, VerdictKind::kWithinTolerance);
+}
+
+TEST(ReproduceTest, APartialSeriesThatAgreesSoFarIsIncompleteAndOneThatDivergedIsNot) {
+  MetricHistories a = Losses({0.9, 0.5, 0.25}, {0.1, 0.6, 0.7});
+  MetricHistories b = Losses({0.9, 0.5, 0.25}, {0.1, 0.65, 0.7});
+  PartialSeries partial = {{"loss", "only the first 3 values were compared"},
+                           {"acc", "only the first 3 values were compared"},
+                           {"f1", "not compared: over the limit"}};
+  ReproduceOptions options;
+  options.metrics = {"acc", "f1", "loss"};
+  Verdict v = CompareReproduction(a, b, options, kFinished, partial);
+  ASSERT_EQ(v.metrics.size(), 3u);
+  EXPECT_EQ(v.metrics[0].kind, VerdictKind::kDiverged) << "a divergence seen is a divergence";
+  EXPECT_EQ(v.metrics[1].kind, VerdictKind::kIncomplete);
+  EXPECT_EQ(v.metrics[1].note, "not compared: over the limit");
+  EXPECT_EQ(v.metrics[2].kind, VerdictKind::kIncomplete);
+  EXPECT_EQ(v.metrics[2].note, "only the first 3 values were compared");
+  EXPECT_EQ(v.kind, VerdictKind::kIncomplete);
+  // Out of order as given: compared in step order all the same.
+  MetricHistories shuffled = a;
+  std::reverse(shuffled["loss"].begin(), shuffled["loss"].end());
+  EXPECT_EQ(CompareReproduction(a, shuffled, {}, kFinished).kind, VerdictKind::kIdentical);
 }
 
 TEST(ReproduceTest, TheFirstStepBeyondToleranceIsNamedAcrossMetrics) {

@@ -216,6 +216,9 @@ Result<std::vector<store::ArtifactFile>> ArtifactService::ListRunFiles(
     std::string_view artifact_uri, int64_t max_files) {
   Result<std::string> root = ProxyPathOfUri(artifact_uri);
   if (!root.ok()) return std::vector<store::ArtifactFile>();
+  // A run's root is never the store's: the whole store is nobody's run.
+  if (root->empty()) return InvalidArgument("the artifact URI " + std::string(artifact_uri) +
+                                            " names the whole artifact store");
   CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> files, FilesUnder(*root, max_files));
   const size_t cut = root->empty() ? 0 : root->size() + 1;
   for (store::ArtifactFile& f : files) f.path = f.path.substr(cut);

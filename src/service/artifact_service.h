@@ -61,7 +61,7 @@ class ArtifactService {
                                                              std::string_view rel);
   // Every file of the run whose artifact URI is `artifact_uri`, its path relative to the run's
   // artifact root, in no set order. Empty for runs whose artifacts this server does not hold;
-  // kResourceExhausted past `max_files`.
+  // kResourceExhausted past `max_files`; InvalidArgument for a URI of the whole store.
   Result<std::vector<store::ArtifactFile>> ListRunFiles(std::string_view artifact_uri,
                                                         int64_t max_files);
   // Deletes a file or a whole directory and collects blobs nothing references any more.

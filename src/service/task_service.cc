@@ -517,7 +517,12 @@ Result<int> TaskService::ExpireLeases() {
     } else {
       EndRun(lost, core::RunStatus::kFailed, reason);
     }
-    if (!again) Ended(lost);
+    // Ended for good: also when a cancel came in after the lease was read, which leaves the
+    // run made for a next attempt unused.
+    if (core::TaskStateFinal(after->state)) {
+      if (again) (void)tracking_->DeleteRun(next_run);
+      Ended(lost);
+    }
   }
   if (ended > 0) WorkChanged();
   return ended;

@@ -556,7 +556,9 @@ print("kind", p["kind"], "lr", os.environ.get("CAIRN_PARAM_LR", "-"))
                              "options.metrics"),
                             ({"run_id": noisy["run_id"]}, "reproduces no run"),
                             ({"run_id": ended["run_id"], "original_run_id": ended["run_id"]},
-                             "cannot reproduce itself")):
+                             "cannot reproduce itself"),
+                            ({"run_id": ended["run_id"], "original_run_id": det["run_id"]},
+                             "(its cairn.reproduce.of tag), not")):
             bad = self.c.post(CAIRN + "runs/reproduction", body)
             self.assertEqual(bad.status, 400, (body, bad.text))
             self.assertEqual(bad.body["error_code"], "INVALID_PARAMETER_VALUE")
