@@ -66,6 +66,7 @@ struct AgentFlags {
 };
 
 constexpr int64_t kIdleWaitMs = 2000;
+constexpr int64_t kSlurmBackOffMs = 30'000;
 
 std::atomic<bool> g_stop{false};
 void OnStop(int) { g_stop = true; }
@@ -229,7 +230,8 @@ class Agent {
       if (running_.empty() && (g_stop || !more)) break;
       // An idle agent waited on the server already; one with tasks running polls, so that it
       // reaps and renews them on time.
-      if (asked == Asked::kFailed || (asked != Asked::kLeased && !running_.empty())) {
+      if (asked == Asked::kFailed || asked == Asked::kPaused ||
+          (asked != Asked::kLeased && !running_.empty())) {
         WaitForChild(flags_.poll_ms);
       }
     }
@@ -295,8 +297,18 @@ class Agent {
     pipeline::SlurmOptions options;
     options.sbatch_args = flags_.sbatch_args;
     options.job_name_prefix = "cairn-agent-" + id_ + "-";
-    Result<int> left =
-        pipeline::CancelSlurmJobsNamed(*pipeline::RealSlurmCommands(), options.job_name_prefix);
+    // A slow controller must not hold the loop past the time leases are renewed in.
+    slurm_timeout_ = std::chrono::milliseconds(
+        std::clamp<int64_t>(flags_.lease_seconds * 1000 / 4, 1000, 60'000));
+    // Only names of this agent's shape, <task id's first 8>-<attempt>: agent "gpu" must not
+    // take agent "gpu-1"'s jobs for its own.
+    auto task_and_attempt = [](std::string_view rest) {
+      const size_t dash = rest.find('-');
+      return dash == 8 && rest.size() > 9 &&
+             std::all_of(rest.begin() + 9, rest.end(), [](char c) { return IsAsciiDigit(c); });
+    };
+    Result<int> left = pipeline::CancelSlurmJobsNamed(
+        *pipeline::RealSlurmCommands(slurm_timeout_), options.job_name_prefix, task_and_attempt);
     if (!left.ok()) {
       PrintError(left.status().WithContext("asking Slurm for the jobs of an earlier agent " + id_));
       return false;
@@ -304,13 +316,16 @@ class Agent {
     if (*left > 0) {
       Say("cancelled " + std::to_string(*left) + " Slurm job(s) an earlier agent " + id_ + " left");
     }
-    slurm_ = pipeline::NewSlurmExecutor(pipeline::RealSlurmCommands(), options);
+    slurm_options_ = options;
+    slurm_ = pipeline::NewSlurmExecutor(pipeline::RealSlurmCommands(slurm_timeout_), options);
     return true;
   }
 
-  enum class Asked { kNothing, kLeased, kFailed };
+  // kPaused: no work is taken for now (after sbatch failed to run).
+  enum class Asked { kNothing, kLeased, kFailed, kPaused };
 
   Asked LeaseOne() {
+    if (SystemClock()->NowMillis() < pause_leasing_until_) return Asked::kPaused;
     std::set<std::string> busy;
     for (const Running& r : running_) {
       for (const std::string& g : SplitNonEmpty(r.task.gpus, ',')) busy.insert(g);
@@ -402,8 +417,20 @@ class Agent {
     job.resources.gpus = static_cast<int>(task.needs.gpus);
     job.cpus = task.needs.cpus;
     if (Status s = slurm_->Start(job); !s.ok()) {
-      Finish(task, core::TaskState::kFailed, "cannot start: " + s.message());
       RemoveTaskFiles(dir);
+      if (s.code() == StatusCode::kFailedPrecondition) {  // sbatch refused this job
+        Finish(task, core::TaskState::kFailed, "cannot start: " + s.message());
+        return;
+      }
+      // sbatch could not be run, or did not answer (it may have queued the job all the same):
+      // nothing is the task's fault. Its job is cancelled by name, its lease left to run out so
+      // that the server queues it again, and no work is taken for a while.
+      (void)pipeline::RealSlurmCommands(slurm_timeout_)
+          ->Run({"scancel", "--name=" + slurm_options_.job_name_prefix + job.id});
+      pause_leasing_until_ = now + kSlurmBackOffMs;
+      Warn("sbatch failed for " + task.id.substr(0, 8) + " (" + s.message() +
+           "); the task goes back to its queue when its lease runs out, and no work is taken "
+           "for " + std::to_string(kSlurmBackOffMs / 1000) + " s");
       return;
     }
     SayStarted(task, ", as a Slurm job");
@@ -438,7 +465,22 @@ class Agent {
     for (;;) {
       Result<std::optional<pipeline::JobResult>> ended = slurm_->Wait(SystemClock()->NowMillis());
       if (!ended.ok()) {
-        Warn("following the Slurm jobs failed: " + ended.status().message());
+        // The executor asks Slurm again for minutes before it gives up; once it has, the jobs
+        // are beyond following: each ends failed with the reason (which a lost lease would
+        // only say later), and a new executor cancels them (best effort) and starts afresh.
+        const std::string why = "lost track of its Slurm job: " + ended.status().message();
+        Warn(why);
+        for (Running& r : running_) {
+          if (r.job.has_value()) {
+            pipeline::JobResult lost;
+            lost.step = *r.job;
+            lost.exit_code = -1;
+            lost.error = why;
+            jobs_ended_[*r.job] = lost;
+          }
+        }
+        slurm_ = pipeline::NewSlurmExecutor(pipeline::RealSlurmCommands(slurm_timeout_),
+                                            slurm_options_);
         return;
       }
       if (!ended->has_value()) return;
@@ -480,8 +522,13 @@ class Agent {
     const int64_t now = SystemClock()->NowMillis();
     for (Running& r : running_) {
       if (r.stopping && r.kill_at > 0 && now >= r.kill_at) {
-        if (r.child.has_value()) r.child->SignalGroup(SIGKILL);
-        r.kill_at = 0;
+        if (r.child.has_value()) {
+          r.child->SignalGroup(SIGKILL);
+          r.kill_at = 0;
+        } else {
+          slurm_->Kill(*r.job);  // scancel again until the job is seen to end
+          r.kill_at = now + 10'000;
+        }
       }
       if (g_stop && !r.stopping) Stop(r, "the agent was stopped", now);
       if (r.lost || now < r.next_renew) continue;
@@ -506,10 +553,10 @@ class Agent {
   void Stop(Running& r, const std::string& reason, int64_t now) {
     r.stopping = true;
     r.task.reason = reason.empty() ? "cancelled" : reason;
+    r.kill_at = now + 10'000;
     if (r.job.has_value()) {
       slurm_->Kill(*r.job);  // scancel: Slurm signals the job, then kills it after KillWait
     } else {
-      r.kill_at = now + 10'000;
       r.child->SignalGroup(SIGTERM);
     }
     Say("stopping " + r.task.id.substr(0, 8) + ": " + r.task.reason);
@@ -552,6 +599,9 @@ class Agent {
   // With --executor slurm: the executor, this program's path for the jobs to run, and the
   // jobs that ended but were not yet reaped.
   std::unique_ptr<pipeline::Executor> slurm_;
+  pipeline::SlurmOptions slurm_options_;
+  std::chrono::milliseconds slurm_timeout_{60'000};
+  int64_t pause_leasing_until_ = 0;  // after sbatch failed to run
   std::string self_;
   size_t next_job_ = 0;
   std::map<size_t, pipeline::JobResult> jobs_ended_;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <map>
 #include <thread>
@@ -65,6 +66,10 @@ class SlurmExecutor : public Executor {
   Status Start(const StepJob& job) override {
     // The batch script: the environment, the directory, then the command.
     std::string script = "#!/bin/sh\n";
+    // sbatch passes on the environment it runs in, where the commands' runner set LC_ALL=C
+    // for their output: the job gets this process's own.
+    const char* lc_all = std::getenv("LC_ALL");
+    script += lc_all != nullptr ? "export LC_ALL=" + ShellQuote(lc_all) + "\n" : "unset LC_ALL\n";
     for (const auto& [name, value] : job.env) {
       script += "export " + name + "=" + ShellQuote(value) + "\n";
     }
@@ -255,7 +260,8 @@ Result<int> CancelLeftoverSlurmJobs(SlurmCommands& commands, const std::string& 
   return CancelSlurmJobsNamed(commands, "cairn-" + run_id.substr(0, 8) + "-");
 }
 
-Result<int> CancelSlurmJobsNamed(SlurmCommands& commands, const std::string& prefix) {
+Result<int> CancelSlurmJobsNamed(SlurmCommands& commands, const std::string& prefix,
+                                 const std::function<bool(std::string_view)>& rest) {
   CAIRN_ASSIGN_OR_RETURN(
       env::CommandOutput out,
       commands.Run({"squeue", "-h", "-u", std::to_string(getuid()), "-o", "%i|%j"}));
@@ -267,6 +273,7 @@ Result<int> CancelSlurmJobsNamed(SlurmCommands& commands, const std::string& pre
     const std::string trimmed(Trim(line));
     std::vector<std::string_view> f = Split(trimmed, '|');
     if (f.size() < 2 || !f[1].starts_with(prefix)) continue;
+    if (rest && !rest(f[1].substr(prefix.size()))) continue;
     (void)commands.Run({"scancel", std::string(f[0])});
     ++cancelled;
   }

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,9 +51,10 @@ std::unique_ptr<Executor> NewSlurmExecutor(std::unique_ptr<SlurmCommands> comman
 // Cancels the jobs an earlier session of pipeline run `run_id` left queued or running (its
 // runner killed): those named cairn-<first 8 of run_id>-<step>. Returns how many.
 Result<int> CancelLeftoverSlurmJobs(SlurmCommands& commands, const std::string& run_id);
-// Cancels this user's queued and running jobs whose names start with `prefix`. Returns how
-// many.
-Result<int> CancelSlurmJobsNamed(SlurmCommands& commands, const std::string& prefix);
+// Cancels this user's queued and running jobs whose names start with `prefix` (and, when
+// `rest` is given, whose names past it it accepts). Returns how many.
+Result<int> CancelSlurmJobsNamed(SlurmCommands& commands, const std::string& prefix,
+                                 const std::function<bool(std::string_view)>& rest = nullptr);
 
 // Parsers, exposed for tests.
 // `sbatch --parsable` prints "JOBID" or "JOBID;CLUSTER".

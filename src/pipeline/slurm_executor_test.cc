@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "util/file.h"
 
@@ -244,6 +247,30 @@ TEST_F(SlurmExecutorTest, KillCancelsTheJob) {
   EXPECT_EQ(fake.calls.back(), (std::vector<std::string>{"scancel", "5"}));
 }
 
+TEST_F(SlurmExecutorTest, TheJobGetsThisProcesssLocaleNotTheRunnersC) {
+  auto commands = std::make_unique<FakeCommands>();
+  FakeCommands& fake = *commands;
+  fake.answers["sbatch"] = {{0, "7\n", ""}};
+  std::unique_ptr<Executor> e = NewSlurmExecutor(std::move(commands), {});
+  const char* saved = std::getenv("LC_ALL");
+  const std::string kept = saved != nullptr ? saved : "";
+  setenv("LC_ALL", "en_US.UTF-8", 1);
+  ASSERT_TRUE(e->Start(Job()).ok());
+  std::ifstream script(fake.calls[0].back());
+  std::string text((std::istreambuf_iterator<char>(script)), {});
+  EXPECT_THAT(text, HasSubstr("export LC_ALL='en_US.UTF-8'\n"));
+  unsetenv("LC_ALL");
+  StepJob second = Job();
+  second.step = 5;
+  second.log_path = (dir_ / "second.log").string();
+  fake.answers["sbatch"] = {{0, "8\n", ""}};
+  ASSERT_TRUE(e->Start(second).ok());
+  std::ifstream script2(fake.calls[1].back());
+  EXPECT_THAT(std::string((std::istreambuf_iterator<char>(script2)), {}),
+              HasSubstr("unset LC_ALL\n"));
+  if (saved != nullptr) setenv("LC_ALL", kept.c_str(), 1);
+}
+
 TEST_F(SlurmExecutorTest, JobsAreNamedWithTheGivenPrefix) {
   auto commands = std::make_unique<FakeCommands>();
   FakeCommands& fake = *commands;
@@ -263,6 +290,13 @@ TEST_F(SlurmExecutorTest, CancelsOnlyThisUsersJobsWithThePrefix) {
   Result<int> cancelled = CancelSlurmJobsNamed(fake, "cairn-agent-a-");
   ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
   EXPECT_EQ(*cancelled, 2);
+  // With a rule for the rest of the name, agent "a" leaves agent "a-b"'s jobs alone.
+  FakeCommands strict;
+  strict.answers["squeue"] = {{0, "20|cairn-agent-a-1f2e3d4c-1\n21|cairn-agent-a-b-1f2e3d4c-1\n", ""}};
+  strict.answers["scancel"] = {{0, "", ""}};
+  auto task_and_attempt = [](std::string_view rest) { return rest.find('-') == 8; };
+  ASSERT_EQ(*CancelSlurmJobsNamed(strict, "cairn-agent-a-", task_and_attempt), 1);
+  EXPECT_EQ(strict.calls[1], (std::vector<std::string>{"scancel", "20"}));
   EXPECT_EQ(fake.calls[0], (std::vector<std::string>{"squeue", "-h", "-u", std::to_string(getuid()),
                                                      "-o", "%i|%j"}));
   EXPECT_EQ(fake.calls[1], (std::vector<std::string>{"scancel", "10"}));

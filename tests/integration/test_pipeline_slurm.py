@@ -221,6 +221,29 @@ steps:
         self.assertEqual(os.listdir(work), [f for f in os.listdir(work) if f.endswith(".log")],
                          "only the jobs' logs are left in the work directory")
 
+        # Where sbatch cannot be run at all, nothing is the task's fault: it goes back to its
+        # queue when its lease runs out, for another agent.
+        tools = os.path.join(self.root, "no-sbatch")
+        os.makedirs(tools, exist_ok=True)
+        for tool in ("squeue", "scancel", "scontrol", "sacct"):
+            found = shutil.which(tool, path=self.env["PATH"])
+            if found and not os.path.exists(os.path.join(tools, tool)):
+                os.symlink(found, os.path.join(tools, tool))
+        broken = subprocess.Popen([tl.CONFIG.cairn, "agent", "--queue", "cluster", "--id", "sl2",
+                                   "--executor", "slurm", "--lease-seconds", "3",
+                                   "--poll-ms", "100", "--workdir", work],
+                                  env=dict(env, PATH=tools), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        retried = enqueue(["true"])
+        again = wait_for(retried["id"], lambda t: t["attempt"] >= 1 and t["state"] == "queued",
+                         60)
+        self.assertIn("agent lost", again["reason"])
+        broken.terminate()
+        out, _ = broken.communicate(timeout=60)
+        self.assertIn("sbatch failed for %s" % retried["id"][:8], out)
+        self.assertIn("goes back to its queue", out)
+        c.post(api + "tasks/%s/cancel" % retried["id"], {})
+
     def squeue_names(self):
         return subprocess.run(["squeue", "-h", "-o", "%j"], env=self.env, capture_output=True,
                               text=True, timeout=60).stdout.split()
