@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,6 +49,9 @@ class ContentStore {
   virtual Result<bool> Has(std::string_view digest) = 0;
   // Removes the blob; OK when it was not there.
   virtual Status Delete(std::string_view digest) = 0;
+  // Calls `visit` with every blob (its digest and size), in no set order, until it returns an
+  // error, which this returns. Blobs added or removed meanwhile may be seen or not.
+  virtual Status ForEach(const std::function<Status(const BlobInfo&)>& visit) = 0;
 };
 
 Result<BlobInfo> PutBytes(ContentStore& store, std::string_view bytes);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "blob/content_store.h"
 #include "blob/local/local_store.h"
@@ -46,6 +47,33 @@ TYPED_TEST(ContentStoreTest, PutNamesBlobBySha256AndReadsItBack) {
   EXPECT_EQ(info->size, 5);
   EXPECT_TRUE(*this->store_->Has(info->digest));
   EXPECT_EQ(*ReadAllBytes(*this->store_, info->digest), "hello");
+}
+
+TYPED_TEST(ContentStoreTest, ForEachVisitsEveryBlobOnceAndStopsOnAnError) {
+  std::map<std::string, int64_t> put;
+  for (const char* text : {"a", "bb", "ccc", "a"}) {
+    auto info = PutBytes(*this->store_, text);
+    ASSERT_TRUE(info.ok());
+    put[info->digest] = info->size;
+  }
+  // A writer in flight is no blob yet.
+  auto pending = this->store_->NewWriter();
+  ASSERT_TRUE(pending.ok());
+  ASSERT_TRUE((*pending)->Write("not committed").ok());
+  std::map<std::string, int64_t> seen;
+  ASSERT_TRUE(this->store_->ForEach([&](const BlobInfo& b) {
+    EXPECT_EQ(seen.count(b.digest), 0u) << "twice: " << b.digest;
+    seen[b.digest] = b.size;
+    return Status::Ok();
+  }).ok());
+  EXPECT_EQ(seen, put);
+  int visited = 0;
+  Status stopped = this->store_->ForEach([&](const BlobInfo&) {
+    ++visited;
+    return Unavailable("enough");
+  });
+  EXPECT_EQ(stopped.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(visited, 1);
 }
 
 TYPED_TEST(ContentStoreTest, StreamedWritesEqualOneWrite) {

@@ -26,12 +26,7 @@ struct AdminFlags {
 
 std::string StoreUri(const AdminFlags& flags) {
   if (!flags.backend_store_uri.empty()) return flags.backend_store_uri;
-  std::string dir = flags.data_dir;
-  if (dir.empty()) {
-    const char* home = std::getenv("CAIRN_HOME");
-    dir = home != nullptr && *home != '\0' ? home : "./.cairn";
-  }
-  return "sqlite:///" + dir + "/cairn.db";
+  return "sqlite:///" + DataDir(flags.data_dir) + "/cairn.db";
 }
 
 // The audit line of a change made here, on the machine itself.

@@ -25,6 +25,12 @@ void AddTrackingUriOption(CLI::App* cmd, std::string* uri) {
 
 void PrintText(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
+std::string DataDir(const std::string& given) {
+  if (!given.empty()) return given;
+  const char* home = std::getenv("CAIRN_HOME");
+  return home != nullptr && *home != '\0' ? home : "./.cairn";
+}
+
 void PrintError(const Status& status) {
   std::fprintf(stderr, "error: %s\n", status.message().c_str());
 }
@@ -83,6 +89,7 @@ int Main(int argc, char** argv) {
   RegisterToken(app, &action);
   RegisterAudit(app, &action);
   RegisterAdmin(app, &action);
+  RegisterVerifyStore(app, &action);
   try {
     app.parse(parsed, argv);
   } catch (const CLI::ParseError& e) {

@@ -44,6 +44,9 @@ std::pair<CLI::App*, std::shared_ptr<Flags>> AddSubcommand(CLI::App* group, Acti
 // it running after its task was queued again elsewhere. False when the agent is gone already.
 bool FollowAgent();
 
+// A server's data directory: `given`, else $CAIRN_HOME, else ./.cairn.
+std::string DataDir(const std::string& given);
+
 // Writes text to stdout as it is; "error: MESSAGE" to stderr.
 void PrintText(const std::string& text);
 void PrintError(const Status& status);
@@ -74,5 +77,6 @@ void RegisterLogin(CLI::App& app, Action* action);
 void RegisterToken(CLI::App& app, Action* action);
 void RegisterAudit(CLI::App& app, Action* action);
 void RegisterAdmin(CLI::App& app, Action* action);
+void RegisterVerifyStore(CLI::App& app, Action* action);
 
 }  // namespace cairn::cli

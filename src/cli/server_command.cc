@@ -115,10 +115,7 @@ int RunServer(ServerFlags flags) {
     return 2;
   }
   SetLogLevel(level);
-  if (flags.data_dir.empty()) {
-    const char* home = std::getenv("CAIRN_HOME");
-    flags.data_dir = home != nullptr && *home != '\0' ? home : "./.cairn";
-  }
+  flags.data_dir = DataDir(flags.data_dir);
   server::ServerOptions options;
   options.host = flags.host;
   options.port = flags.port;

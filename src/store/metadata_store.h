@@ -186,6 +186,11 @@ class MetadataStore {
   virtual Result<std::vector<ArtifactFile>> DeleteArtifacts(std::string_view path) = 0;
   // Whether any artifact file still references the blob.
   virtual Result<bool> BlobReferenced(std::string_view digest) = 0;
+  // Every recorded file, a page at a time: up to `limit` files whose paths sort after `after`
+  // ("" for the first page), in path order. A walk of the whole index holds no lock between
+  // pages.
+  virtual Result<std::vector<ArtifactFile>> ListArtifactFiles(std::string_view after,
+                                                              int64_t limit) = 0;
 
   // --- Identity ----------------------------------------------------------------------------
   // Accounts, tokens, permissions and the audit log, kept in the same database; lives as long

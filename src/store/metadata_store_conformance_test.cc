@@ -515,6 +515,24 @@ TYPED_TEST(MetadataStoreTest, RunLogAppendsInOrderIdempotentlyAndRefusesGaps) {
   EXPECT_EQ(this->store_->ReadRunLog("nope", 0, 1).status().code(), StatusCode::kNotFound);
 }
 
+TYPED_TEST(MetadataStoreTest, EveryArtifactFileIsListedInPathOrderPageByPage) {
+  for (const char* path : {"2/r/artifacts/b", "1/r/artifacts/a", "models/m/1/w", "1/r/artifacts/c"}) {
+    ASSERT_TRUE(this->store_->PutArtifact({path, std::string(64, 'a'), 1}).ok());
+  }
+  std::vector<std::string> walked;
+  std::string after;
+  for (;;) {
+    auto page = this->store_->ListArtifactFiles(after, 3);
+    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    if (page->empty()) break;
+    EXPECT_LE(page->size(), 3u);
+    for (const store::ArtifactFile& f : *page) walked.push_back(f.path);
+    after = page->back().path;
+  }
+  EXPECT_EQ(walked, (std::vector<std::string>{"1/r/artifacts/a", "1/r/artifacts/c",
+                                              "2/r/artifacts/b", "models/m/1/w"}));
+}
+
 TYPED_TEST(MetadataStoreTest, ArtifactIndexListsDirectoriesAndDeletesTrees) {
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/a.txt", std::string(64, 'a'), 3}).ok());
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/d/x", std::string(64, 'b'), 4}).ok());

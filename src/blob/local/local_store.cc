@@ -119,6 +119,26 @@ class LocalContentStore : public ContentStore {
     return Status::Ok();
   }
 
+  // The fan-out directories ab/ and the files in them named by the rest of a digest; tmp/ and
+  // anything else that is not a blob's name are passed over.
+  Status ForEach(const std::function<Status(const BlobInfo&)>& visit) override {
+    std::error_code ec;
+    for (fs::directory_iterator dir(root_, ec), end; !ec && dir != end; dir.increment(ec)) {
+      const std::string prefix = dir->path().filename().string();
+      if (prefix.size() != 2 || !dir->is_directory(ec)) continue;
+      for (fs::directory_iterator file(dir->path(), ec); !ec && file != end; file.increment(ec)) {
+        const std::string digest = prefix + file->path().filename().string();
+        if (!IsSha256Hex(digest)) continue;
+        struct stat st {};
+        if (::lstat(file->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        CAIRN_RETURN_IF_ERROR(visit({digest, static_cast<int64_t>(st.st_size)}));
+      }
+      if (ec) return Unavailable("listing " + dir->path().string() + ": " + ec.message());
+    }
+    if (ec) return Unavailable("listing " + root_.string() + ": " + ec.message());
+    return Status::Ok();
+  }
+
  private:
   Result<fs::path> PathOf(std::string_view digest) const {
     if (!IsSha256Hex(digest)) return InvalidArgument("not a SHA-256 digest: " + std::string(digest));

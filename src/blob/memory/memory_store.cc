@@ -74,6 +74,17 @@ class MemoryContentStore : public ContentStore {
     if (it != shared_->blobs.end()) shared_->blobs.erase(it);
     return Status::Ok();
   }
+  Status ForEach(const std::function<Status(const BlobInfo&)>& visit) override {
+    std::vector<BlobInfo> all;
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      for (const auto& [digest, data] : shared_->blobs) {
+        all.push_back({digest, static_cast<int64_t>(data->size())});
+      }
+    }
+    for (const BlobInfo& b : all) CAIRN_RETURN_IF_ERROR(visit(b));
+    return Status::Ok();
+  }
 
  private:
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();

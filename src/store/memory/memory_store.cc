@@ -387,6 +387,17 @@ class MemoryStore : public MetadataStore {
     return false;
   }
 
+  Result<std::vector<ArtifactFile>> ListArtifactFiles(std::string_view after,
+                                                      int64_t limit) override {
+    std::shared_lock lock(mu_);
+    std::vector<ArtifactFile> out;
+    for (auto it = artifacts_.upper_bound(after);
+         it != artifacts_.end() && static_cast<int64_t>(out.size()) < limit; ++it) {
+      out.push_back(it->second);
+    }
+    return out;
+  }
+
   IdentityStore& identity() override { return *identity_; }
   RegistryStore& registry() override { return *registry_; }
   QueueStore& queue() override { return *queue_; }

@@ -568,6 +568,20 @@ class SqliteStore : public MetadataStore {
     });
   }
 
+  Result<std::vector<ArtifactFile>> ListArtifactFiles(std::string_view after,
+                                                      int64_t limit) override {
+    using Files = std::vector<ArtifactFile>;
+    return Read<Files>([&](Connection& c) -> Result<Files> {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT path, digest, size FROM artifacts "
+                                                 "WHERE path > ? ORDER BY path LIMIT ?"));
+      s->Bind(1, after).Bind(2, limit);
+      Files out;
+      while (s->Step()) out.push_back({s->Str(0), s->Str(1), s->Int(2)});
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return out;
+    });
+  }
+
   IdentityStore& identity() override { return *identity_; }
   RegistryStore& registry() override { return *registry_; }
   QueueStore& queue() override { return *queue_; }

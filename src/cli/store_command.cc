@@ -1,0 +1,141 @@
+// `cairn verify-store`: a server's stores checked against each other (service/store_check.h):
+// every blob hashed against its name, every artifact file found among the blobs. Reads the
+// stores directly, so it needs the server's data directory (or its store URIs), not a running
+// server; a running one may keep serving.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "blob/content_store.h"
+#include "cli/commands.h"
+#include "report/run_report.h"
+#include "service/store_check.h"
+#include "store/metadata_store.h"
+
+namespace cairn::cli {
+namespace {
+
+struct StoreFlags {
+  std::string data_dir;
+  std::string backend_store_uri;
+  std::string artifacts_destination;
+  int64_t max_listed = 100;
+};
+
+// At most `max` lines of a problem list, then how many more there were.
+template <typename T, typename F>
+void PrintSome(const std::vector<T>& items, int64_t max, F line) {
+  int64_t shown = 0;
+  for (const T& item : items) {
+    if (shown++ == max) {
+      std::printf("  ... and %lld more\n", static_cast<long long>(items.size()) - max);
+      return;
+    }
+    std::printf("  %s\n", line(item).c_str());
+  }
+}
+
+int VerifyStore(const StoreFlags& flags) {
+  const std::string dir = DataDir(flags.data_dir);
+  const std::string metadata_uri = flags.backend_store_uri.empty()
+                                       ? "sqlite:///" + dir + "/cairn.db"
+                                       : flags.backend_store_uri;
+  const std::string blobs_uri =
+      flags.artifacts_destination.empty() ? dir + "/artifacts" : flags.artifacts_destination;
+  // Opening a store makes it when it is missing: a check must not.
+  std::error_code ec;
+  const std::string db_file =
+      metadata_uri.starts_with("sqlite:///") ? metadata_uri.substr(10) : std::string();
+  const std::string blob_dir =
+      blobs_uri.starts_with("file://") ? blobs_uri.substr(7) : blobs_uri;
+  for (const std::string& path : {db_file, blob_dir}) {
+    if (!path.empty() && !std::filesystem::exists(path, ec)) {
+      PrintError(NotFound("no store at " + path +
+                          " (give the server's --data-dir, or its store URIs)"));
+      return 2;
+    }
+  }
+  Result<std::unique_ptr<store::MetadataStore>> metadata =
+      store::OpenMetadataStore(metadata_uri, store::StoreOptions{});
+  if (!metadata.ok()) {
+    PrintError(metadata.status().WithContext("opening " + metadata_uri));
+    return 2;
+  }
+  Result<std::unique_ptr<blob::ContentStore>> blobs = blob::OpenContentStore(blobs_uri);
+  if (!blobs.ok()) {
+    PrintError(blobs.status().WithContext("opening " + blobs_uri));
+    return 2;
+  }
+  std::printf("checking the blobs in %s against the artifact index in %s\n", blobs_uri.c_str(),
+              metadata_uri.c_str());
+  std::fflush(stdout);
+  service::StoreCheckOptions options;
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  options.progress = [terminal](const service::StoreCheckProgress& p) {
+    if (!terminal) return;
+    if (p.phase == "blobs") {
+      std::fprintf(stderr, "\r\033[Khashing blobs: %lld (%s)", static_cast<long long>(p.done),
+                   report::FormatSize(p.bytes).c_str());
+    } else {
+      std::fprintf(stderr, "\r\033[Kchecking artifact files: %lld",
+                   static_cast<long long>(p.done));
+    }
+  };
+  Result<service::StoreCheck> check = service::CheckStores(**metadata, **blobs, options);
+  if (terminal) std::fprintf(stderr, "\r\033[K");
+  if (!check.ok()) {
+    PrintError(check.status());
+    return 2;
+  }
+  std::printf("blobs: %lld hashed (%s), %zu corrupt\n", static_cast<long long>(check->blobs),
+              report::FormatSize(check->bytes).c_str(), check->corrupt.size());
+  PrintSome(check->corrupt, flags.max_listed, [](const service::BlobProblem& b) {
+    return b.digest + ": " + b.what;
+  });
+  std::printf("artifact files: %lld, %zu without their blob\n",
+              static_cast<long long>(check->references), check->missing.size());
+  PrintSome(check->missing, flags.max_listed, [](const service::MissingBlob& m) {
+    return m.file.path + " (" + m.file.digest.substr(0, 12) + "): " + m.what;
+  });
+  if (check->unreferenced > 0) {
+    std::printf("unreferenced: %lld blob(s) (%s) that no artifact file names\n",
+                static_cast<long long>(check->unreferenced),
+                report::FormatSize(check->unreferenced_bytes).c_str());
+  }
+  const size_t problems = check->corrupt.size() + check->missing.size();
+  if (problems == 0) {
+    std::printf("the stores agree\n");
+    return 0;
+  }
+  std::printf("%zu problem(s) found\n", problems);
+  return 1;
+}
+
+}  // namespace
+
+void RegisterVerifyStore(CLI::App& app, Action* action) {
+  auto [cmd, flags] = AddSubcommand<StoreFlags>(
+      &app, action, "verify-store",
+      "Check a server's stores against each other: read every blob of the content store and\n"
+      "hash it against its name, and find every artifact file of the metadata store among the\n"
+      "blobs, with its size. Reports corrupt blobs, files whose blob is missing or of another\n"
+      "size, and blobs no file names. Changes nothing; a running server may keep serving.\n"
+      "Exits 0 when the stores agree, 1 when problems were found, 2 when a store cannot be\n"
+      "opened.\n\n"
+      "  cairn verify-store --data-dir /var/lib/cairn",
+      VerifyStore);
+  cmd->add_option("--data-dir", flags->data_dir,
+                  "The server's data directory (default $CAIRN_HOME, else ./.cairn)");
+  cmd->add_option("--backend-store-uri", flags->backend_store_uri,
+                  "The server's metadata store (default sqlite:///<data-dir>/cairn.db)");
+  cmd->add_option("--artifacts-destination", flags->artifacts_destination,
+                  "The server's blob directory (default <data-dir>/artifacts)");
+  cmd->add_option("--max-listed", flags->max_listed,
+                  "List at most this many problems of each kind")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+}
+
+}  // namespace cairn::cli

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""A server's stores checked against each other: `cairn verify-store` on a data directory a
+real server wrote, while the server runs and after it stopped, with a flipped byte in a blob
+and a blob removed behind the index's back found and named.
+
+Usage: test_storage.py --cairn build/release/cairn
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cairn_testlib as tl  # noqa: E402
+
+API = "/api/2.0/mlflow/"
+ARTIFACTS = "/api/2.0/mlflow-artifacts/artifacts/"
+
+
+class VerifyStoreTest(unittest.TestCase):
+    def setUp(self):
+        self.root, self.data = tl.make_temp_root("cairn-storage-")
+        self.server = tl.CairnServer(tl.CONFIG.cairn, self.data, name="cairn (storage)").start()
+        tl.add_diagnostic(self.server.log_tail)
+        self.c = self.server.client()
+
+    def tearDown(self):
+        if self.server.running():
+            self.server.stop()
+        if not tl.keep_data():
+            shutil.rmtree(self.root, True)
+
+    def verify(self):
+        return subprocess.run([tl.CONFIG.cairn, "verify-store", "--data-dir", self.data],
+                              capture_output=True, text=True, timeout=120)
+
+    def blob_path(self, content):
+        digest = hashlib.sha256(content).hexdigest()
+        return digest, os.path.join(self.data, "artifacts", digest[:2], digest[2:])
+
+    def test_verify_store_finds_a_flipped_byte_and_a_missing_blob(self):
+        run = self.c.post(API + "runs/create", {"experiment_id": "0"}).body["run"]["info"]
+        root = ARTIFACTS + "0/%s/artifacts/" % run["run_id"]
+        files = {"model.bin": b"weights " * 1000, "notes.txt": b"a note\n",
+                 "copy.txt": b"a note\n", "eval/metrics.json": b'{"acc": 0.9}'}
+        for path, content in files.items():
+            self.assertEqual(self.c.put(root + path, content).status, 200)
+
+        # While the server runs.
+        p = self.verify()
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("blobs: 3 hashed", p.stdout, "equal files are one blob")
+        self.assertIn("artifact files: 4, 0 without their blob", p.stdout)
+        self.assertIn("the stores agree", p.stdout)
+
+        self.server.stop()
+        digest, model = self.blob_path(files["model.bin"])
+        with open(model, "r+b") as f:
+            f.seek(100)
+            f.write(b"X")
+        note_digest, note = self.blob_path(files["notes.txt"])
+        os.remove(note)
+        p = self.verify()
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        flipped = bytearray(files["model.bin"])
+        flipped[100] = ord("X")
+        self.assertIn("%s: its bytes hash to %s" % (digest, hashlib.sha256(flipped).hexdigest()),
+                      p.stdout)
+        self.assertIn("0/%s/artifacts/model.bin (%s): its blob is corrupt"
+                      % (run["run_id"], digest[:12]), p.stdout)
+        for name in ("notes.txt", "copy.txt"):
+            self.assertIn("0/%s/artifacts/%s (%s): no such blob"
+                          % (run["run_id"], name, note_digest[:12]), p.stdout)
+        self.assertIn("4 problem(s) found", p.stdout)
+
+        p = subprocess.run([tl.CONFIG.cairn, "verify-store", "--data-dir",
+                            os.path.join(self.root, "nowhere", "x")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("error: no store at", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "nowhere")),
+                         "a check makes no store where there was none")
+
+
+if __name__ == "__main__":
+    sys.exit(tl.main("storage", sys.modules[__name__]))
