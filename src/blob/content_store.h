@@ -21,6 +21,7 @@ namespace cairn::blob {
 struct BlobInfo {
   std::string digest;  // lowercase hex SHA-256
   int64_t size = 0;
+  int64_t modified_ms = 0;  // from ForEach: when it was last written (0 where not kept)
 };
 
 class BlobWriter {

@@ -90,6 +90,7 @@ int Main(int argc, char** argv) {
   RegisterAudit(app, &action);
   RegisterAdmin(app, &action);
   RegisterVerifyStore(app, &action);
+  RegisterGc(app, &action);
   try {
     app.parse(parsed, argv);
   } catch (const CLI::ParseError& e) {

@@ -78,5 +78,6 @@ void RegisterToken(CLI::App& app, Action* action);
 void RegisterAudit(CLI::App& app, Action* action);
 void RegisterAdmin(CLI::App& app, Action* action);
 void RegisterVerifyStore(CLI::App& app, Action* action);
+void RegisterGc(CLI::App& app, Action* action);
 
 }  // namespace cairn::cli

@@ -29,6 +29,7 @@ struct ServerFlags {
   int threads = 32;
   int io_threads = 0;
   int run_heartbeat_timeout = 120;
+  int64_t gc_interval = 86400;
   std::string ui_dir;
   std::string log_level = "info";
   std::vector<std::string> allowed_hosts;
@@ -140,6 +141,7 @@ int RunServer(ServerFlags flags) {
   }
   if (int code = ApplyIdentityFlags(flags, &options); code != 0) return code;
   options.run_heartbeat_timeout_seconds = flags.run_heartbeat_timeout;
+  options.gc_interval_seconds = flags.gc_interval;
   options.ui_dir = flags.ui_dir;
   options.backend_store_uri = flags.backend_store_uri.empty()
                                   ? "sqlite:///" + flags.data_dir + "/cairn.db"
@@ -293,6 +295,11 @@ void RegisterServer(CLI::App& app, Action* action) {
                   "Seconds that requests in flight get to finish after SIGTERM or Ctrl-C")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--gc-interval", flags->gc_interval,
+                  "Seconds between collections of the blobs no artifact names (older than an "
+                  "hour); 0 turns them off")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{365} * 86400));
   cmd->add_option("--run-heartbeat-timeout", flags->run_heartbeat_timeout,
                   "Seconds without a heartbeat after which a run started by `cairn run` is "
                   "marked FAILED (its wrapper or host died); 0 never does")

@@ -1,15 +1,19 @@
 // `cairn verify-store`: a server's stores checked against each other (service/store_check.h):
 // every blob hashed against its name, every artifact file found among the blobs. Reads the
 // stores directly, so it needs the server's data directory (or its store URIs), not a running
-// server; a running one may keep serving.
+// server; a running one may keep serving. `cairn gc`: a running server asked to collect the
+// blobs nothing names (POST /api/cairn/v1/gc).
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "blob/content_store.h"
 #include "cli/commands.h"
+#include "client/tracking_client.h"
 #include "report/run_report.h"
 #include "service/store_check.h"
 #include "store/metadata_store.h"
@@ -113,7 +117,56 @@ int VerifyStore(const StoreFlags& flags) {
   return 1;
 }
 
+struct GcFlags {
+  std::string tracking_uri;
+  bool dry_run = false;
+  int64_t grace_seconds = 3600;
+};
+
+int CollectGarbage(const GcFlags& flags) {
+  auto client = ConnectOrExplain(flags.tracking_uri);
+  if (client == nullptr) return 2;
+  const nlohmann::json body = {{"dry_run", flags.dry_run}, {"grace_seconds", flags.grace_seconds}};
+  Result<std::string> answer = client->CallJson("POST", "/api/cairn/v1/gc", body.dump());
+  if (!answer.ok()) {
+    PrintError(answer.status());
+    return 1;
+  }
+  const nlohmann::json r = nlohmann::json::parse(*answer, nullptr, false);
+  if (!r.is_object()) {
+    PrintError(Internal("the server's answer is not JSON"));
+    return 1;
+  }
+  const int64_t collected = r.value("collected", int64_t{0});
+  std::printf("%s %lld unreferenced blob(s), %s, of %lld blob(s)",
+              flags.dry_run ? "would collect" : "collected", static_cast<long long>(collected),
+              report::FormatSize(r.value("bytes_freed", int64_t{0})).c_str(),
+              static_cast<long long>(r.value("blobs", int64_t{0})));
+  if (const int64_t young = r.value("in_grace", int64_t{0}); young > 0) {
+    std::printf("; %lld kept, written in the last %lld s", static_cast<long long>(young),
+                static_cast<long long>(flags.grace_seconds));
+  }
+  std::printf("\n");
+  return 0;
+}
+
 }  // namespace
+
+void RegisterGc(CLI::App& app, Action* action) {
+  auto [cmd, flags] = AddSubcommand<GcFlags>(
+      &app, action, "gc",
+      "Have the server remove the blobs that no artifact file names (mark and sweep), but those\n"
+      "written in the last --grace seconds, which may belong to uploads on their way. Needs an\n"
+      "admin. The server also does this every --gc-interval.\n\n"
+      "  cairn gc --dry-run",
+      CollectGarbage);
+  AddTrackingUriOption(cmd, &flags->tracking_uri);
+  cmd->add_flag("--dry-run", flags->dry_run, "Count what would be removed, and remove nothing");
+  cmd->add_option("--grace", flags->grace_seconds,
+                  "Keep unreferenced blobs written in the last this many seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{365} * 86400));
+}
 
 void RegisterVerifyStore(CLI::App& app, Action* action) {
   auto [cmd, flags] = AddSubcommand<StoreFlags>(

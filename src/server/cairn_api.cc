@@ -4,6 +4,7 @@
 #include "server/access_rules.h"
 #include "service/reproduction.h"
 #include "service/run_environment.h"
+#include "util/clock.h"
 #include "util/json_writer.h"
 
 namespace cairn::server {
@@ -257,7 +258,29 @@ Result<CairnResponse> RunReproduction(ApiContext& ctx, const CairnCall& call) {
   return CairnResponse{"{\"reproduction\":" + record + "}"};
 }
 
+// POST gc: the blobs no artifact file names, removed (or only counted, with dry_run), but those
+// written in the last grace_seconds (default an hour). Admins only (see docs/api/cairn.md).
+Result<CairnResponse> CollectGarbage(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  CAIRN_ASSIGN_OR_RETURN(std::optional<bool> dry_run, f.Bool("dry_run"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> grace, f.Int("grace_seconds"));
+  if (grace && (*grace < 0 || *grace > int64_t{365} * 86400)) {
+    return InvalidArgument("Invalid value " + std::to_string(*grace) +
+                           " for parameter 'grace_seconds': expected 0 to 31536000");
+  }
+  const int64_t grace_ms = grace.value_or(service::kDefaultGcGraceSeconds) * 1000;
+  CAIRN_ASSIGN_OR_RETURN(
+      service::ArtifactService::Collection c,
+      ctx.artifacts->CollectGarbage(grace_ms, dry_run.value_or(false), SystemClock()->NowMillis()));
+  JsonWriter w;
+  w.BeginObject().Key("dry_run").Bool(dry_run.value_or(false));
+  w.Key("blobs").Int(c.blobs).Key("collected").Int(c.collected);
+  w.Key("bytes_freed").Int(c.bytes_freed).Key("in_grace").Int(c.in_grace).EndObject();
+  return CairnResponse{w.Take()};
+}
+
 constexpr CairnRoute kCairnRoutes[] = {
+    {"POST", "gc", CollectGarbage},
     {"GET", "metrics/series", MetricSeries},
     {"GET", "experiments/stats", ExperimentStats},
     {"GET", "runs/environment-diff", RunEnvironmentDiff},

@@ -233,6 +233,30 @@ struct Server::Impl : HttpHandler {
     });
   }
 
+  // Every --gc-interval, on a thread of its own (a collection of many blobs takes a while),
+  // the blobs no artifact names and older than the grace window are removed.
+  std::thread collector;
+
+  void StartCollector() {
+    if (options.gc_interval_seconds <= 0) return;
+    collector = std::thread([this] {
+      std::unique_lock<std::mutex> lock(reaper_mu);
+      while (!reaper_cv.wait_for(lock, std::chrono::seconds(options.gc_interval_seconds),
+                                 [this] { return reaper_stop; })) {
+        lock.unlock();
+        Result<service::ArtifactService::Collection> c = artifacts->CollectGarbage(
+            service::kDefaultGcGraceSeconds * 1000, false, SystemClock()->NowMillis());
+        if (!c.ok()) {
+          LogWarning("collecting unreferenced blobs failed: " + c.status().ToString());
+        } else if (c->collected > 0) {
+          LogInfo("collected " + std::to_string(c->collected) + " unreferenced blob(s), " +
+                  std::to_string(c->bytes_freed) + " bytes");
+        }
+        lock.lock();
+      }
+    });
+  }
+
   void StopReaper() {
     {
       std::lock_guard<std::mutex> lock(reaper_mu);
@@ -240,6 +264,7 @@ struct Server::Impl : HttpHandler {
     }
     reaper_cv.notify_all();
     if (reaper.joinable()) reaper.join();
+    if (collector.joinable()) collector.join();
     // Agents waiting for work are answered now, with none, so that stopping does not wait for
     // their long polls.
     if (tasks) tasks->StopWaiting();
@@ -878,6 +903,7 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
                "network in the clear; serve HTTPS with --tls-cert and --tls-key");
   }
   impl->StartReaper();
+  impl->StartCollector();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

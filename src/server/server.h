@@ -37,6 +37,8 @@ struct ServerOptions {
   // RUNNING runs of `cairn run` whose heartbeat is older than this are marked FAILED
   // (service::TrackingService::FailStaleRuns); 0 turns that off.
   int run_heartbeat_timeout_seconds = 120;
+  // Every this often, the blobs no artifact names are collected (POST gc); 0 turns that off.
+  int64_t gc_interval_seconds = 86400;
   // A built web UI to serve at "/" instead of the one built into the binary (UI development).
   std::string ui_dir;
   // Identity (service/access_service.h). With `auth`, every API request needs credentials; a

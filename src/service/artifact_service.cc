@@ -1,5 +1,6 @@
 #include "service/artifact_service.h"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 
@@ -223,6 +224,45 @@ Result<std::vector<store::ArtifactFile>> ArtifactService::ListRunFiles(
   const size_t cut = root->empty() ? 0 : root->size() + 1;
   for (store::ArtifactFile& f : files) f.path = f.path.substr(cut);
   return files;
+}
+
+Result<ArtifactService::Collection> ArtifactService::CollectGarbage(int64_t grace_ms,
+                                                                   bool dry_run, int64_t now_ms) {
+  // Mark: every digest the index names, read a page at a time without holding the lock.
+  std::vector<std::string> marked;
+  std::string after;
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> page,
+                           store_->ListArtifactFiles(after, 10'000));
+    if (page.empty()) break;
+    for (store::ArtifactFile& f : page) marked.push_back(std::move(f.digest));
+    after = page.back().path;
+  }
+  std::sort(marked.begin(), marked.end());
+  marked.erase(std::unique(marked.begin(), marked.end()), marked.end());
+  // Sweep: each candidate checked again under the lock uploads take to commit, so that a blob
+  // an upload made referenced after the mark is kept.
+  Collection out;
+  std::vector<blob::BlobInfo> candidates;
+  CAIRN_RETURN_IF_ERROR(blobs_->ForEach([&](const blob::BlobInfo& b) {
+    ++out.blobs;
+    if (std::binary_search(marked.begin(), marked.end(), b.digest)) return Status::Ok();
+    if (b.modified_ms > now_ms - grace_ms) {
+      ++out.in_grace;
+      return Status::Ok();
+    }
+    candidates.push_back(b);
+    return Status::Ok();
+  }));
+  for (const blob::BlobInfo& b : candidates) {
+    std::unique_lock lock(gc_mu_);
+    CAIRN_ASSIGN_OR_RETURN(bool referenced, store_->BlobReferenced(b.digest));
+    if (referenced) continue;
+    if (!dry_run) CAIRN_RETURN_IF_ERROR(blobs_->Delete(b.digest));
+    ++out.collected;
+    out.bytes_freed += b.size;
+  }
+  return out;
 }
 
 Status ArtifactService::CollectBlobs(const std::vector<std::string>& digests) {

@@ -35,6 +35,10 @@ struct Download {
   int64_t size = 0;
 };
 
+// How long a blob no artifact names is kept by a collection: an upload commits its blob a
+// moment before the index names it.
+inline constexpr int64_t kDefaultGcGraceSeconds = 3600;
+
 class ArtifactService {
  public:
   ArtifactService(store::MetadataStore* store, blob::ContentStore* blobs)
@@ -73,6 +77,15 @@ class ArtifactService {
   // many files were copied (0 when nothing is at `source`); kResourceExhausted past
   // `max_files`, with nothing copied.
   Result<int64_t> CopyTree(const std::string& source, const std::string& dest, int64_t max_files);
+  // Removes the blobs no artifact file names (mark and sweep), but those written in the last
+  // `grace_ms` (uploads still on their way to the index). With `dry_run`, only counts them.
+  struct Collection {
+    int64_t blobs = 0;       // seen
+    int64_t collected = 0;   // removed (or, in a dry run, that would be)
+    int64_t bytes_freed = 0;
+    int64_t in_grace = 0;    // unreferenced but too new to remove
+  };
+  Result<Collection> CollectGarbage(int64_t grace_ms, bool dry_run, int64_t now_ms);
   // Deletes the files of a model version (its storage location under kRegistryArtifactRoot);
   // nothing there is no error.
   Status DeleteRegistryFiles(const std::string& storage);

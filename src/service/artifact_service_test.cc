@@ -79,6 +79,29 @@ TEST(ArtifactServiceTest, ListRunFilesWalksTheRunsTreeWithDigests) {
   EXPECT_TRUE(svc.ListRunFiles("s3://bucket/1/r", 10)->empty()) << "not on this server";
 }
 
+TEST(ArtifactServiceTest, CollectGarbageRemovesOnlyOldBlobsNothingNames) {
+  auto store = store::NewMemoryMetadataStore({});
+  auto blobs = blob::NewMemoryContentStore();  // its blobs carry no time: all count as old
+  ArtifactService svc(store.get(), blobs.get());
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/kept", "kept").ok());
+  ASSERT_TRUE(blob::PutBytes(*blobs, "orphan").ok());
+  auto dry = svc.CollectGarbage(0, /*dry_run=*/true, 1000);
+  ASSERT_TRUE(dry.ok()) << dry.status().ToString();
+  EXPECT_EQ(dry->blobs, 2);
+  EXPECT_EQ(dry->collected, 1);
+  EXPECT_EQ(dry->bytes_freed, 6);
+  EXPECT_TRUE(*blobs->Has(Sha256Hex("orphan")));
+  auto young = svc.CollectGarbage(2000, false, 1000);  // written after now - grace
+  ASSERT_TRUE(young.ok());
+  EXPECT_EQ(young->collected, 0);
+  EXPECT_EQ(young->in_grace, 1);
+  auto done = svc.CollectGarbage(0, false, 1000);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->collected, 1);
+  EXPECT_FALSE(*blobs->Has(Sha256Hex("orphan")));
+  EXPECT_TRUE(*blobs->Has(Sha256Hex("kept")));
+}
+
 TEST(ArtifactServiceTest, RefusedUploadLeavesNoBlob) {
   auto store = store::NewMemoryMetadataStore({});
   auto blobs = blob::NewMemoryContentStore();

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,6 +84,54 @@ class VerifyStoreTest(unittest.TestCase):
         self.assertIn("error: no store at", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.root, "nowhere")),
                          "a check makes no store where there was none")
+
+    def orphan(self, content, age_seconds):
+        """A blob no artifact names, as an upload killed between its blob and its index entry
+        leaves one, written `age_seconds` ago."""
+        digest, path = self.blob_path(content)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(content)
+        then = time.time() - age_seconds
+        os.utime(path, (then, then))
+        return path
+
+    def gc(self, *args):
+        return subprocess.run([tl.CONFIG.cairn, "gc", "--tracking-uri", self.server.url, *args],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_gc_collects_old_unreferenced_blobs_and_nothing_else(self):
+        run = self.c.post(API + "runs/create", {"experiment_id": "0"}).body["run"]["info"]
+        root = ARTIFACTS + "0/%s/artifacts/" % run["run_id"]
+        kept = {"model.bin": b"weights " * 100, "notes.txt": b"a note\n"}
+        for path, content in kept.items():
+            self.assertEqual(self.c.put(root + path, content).status, 200)
+        old = self.orphan(b"left by a killed upload", 7200)
+        young = self.orphan(b"an upload on its way", 0)
+
+        p = self.gc("--dry-run")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("would collect 1 unreferenced blob(s), 23 B, of 4 blob(s); 1 kept, "
+                      "written in the last 3600 s", p.stdout)
+        self.assertTrue(os.path.exists(old), "a dry run removes nothing")
+        p = self.gc()
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("collected 1 unreferenced blob(s)", p.stdout)
+        self.assertFalse(os.path.exists(old))
+        self.assertTrue(os.path.exists(young), "the grace window keeps an upload's blob")
+        for path, content in kept.items():
+            got = self.c.get(root + path, raw=True)
+            self.assertEqual((got.status, got.body), (200, content))
+        p = self.gc("--grace", "0")
+        self.assertIn("collected 1 unreferenced blob(s)", p.stdout)
+        self.assertFalse(os.path.exists(young))
+        p = self.verify()
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertNotIn("unreferenced", p.stdout)
+
+        bad = self.c.post("/api/cairn/v1/gc", {"grace_seconds": -1})
+        self.assertEqual(bad.status, 400, bad.text)
+        self.assertIn("grace_seconds", bad.body["message"])
 
 
 if __name__ == "__main__":

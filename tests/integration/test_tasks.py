@@ -830,6 +830,12 @@ class TasksAuthTest(unittest.TestCase):
         tags = {t["key"]: t["value"] for t in run.body["run"]["data"]["tags"]}
         self.assertEqual(tags.get("cairn.reproduce.verdict"), "incomplete",
                          "a reproduction cancelled before it ran still gets its verdict")
+        # Collecting blobs is an admin's.
+        self.assertEqual(self.c.post(CAIRN + "gc", {"dry_run": True}, headers=self.bob).status,
+                         403)
+        r = self.c.post(CAIRN + "gc", {"dry_run": True}, headers=self.admin)
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(r.body["collected"], 0)
         r = self.c.post(CAIRN + "queues", {"name": "auth-q", "description": "x"},
                         headers=self.alice)
         self.assertEqual(r.status, 403, "queues are the admin's")

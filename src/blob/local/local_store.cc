@@ -131,7 +131,9 @@ class LocalContentStore : public ContentStore {
         if (!IsSha256Hex(digest)) continue;
         struct stat st {};
         if (::lstat(file->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        CAIRN_RETURN_IF_ERROR(visit({digest, static_cast<int64_t>(st.st_size)}));
+        const int64_t modified_ms =
+            int64_t{st.st_mtim.tv_sec} * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+        CAIRN_RETURN_IF_ERROR(visit({digest, static_cast<int64_t>(st.st_size), modified_ms}));
       }
       if (ec) return Unavailable("listing " + dir->path().string() + ": " + ec.message());
     }
