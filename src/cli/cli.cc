@@ -91,6 +91,7 @@ int Main(int argc, char** argv) {
   RegisterAdmin(app, &action);
   RegisterVerifyStore(app, &action);
   RegisterGc(app, &action);
+  RegisterStorage(app, &action);
   try {
     app.parse(parsed, argv);
   } catch (const CLI::ParseError& e) {

@@ -79,5 +79,6 @@ void RegisterAudit(CLI::App& app, Action* action);
 void RegisterAdmin(CLI::App& app, Action* action);
 void RegisterVerifyStore(CLI::App& app, Action* action);
 void RegisterGc(CLI::App& app, Action* action);
+void RegisterStorage(CLI::App& app, Action* action);
 
 }  // namespace cairn::cli

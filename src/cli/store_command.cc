@@ -2,9 +2,11 @@
 // every blob hashed against its name, every artifact file found among the blobs. Reads the
 // stores directly, so it needs the server's data directory (or its store URIs), not a running
 // server; a running one may keep serving. `cairn gc`: a running server asked to collect the
-// blobs nothing names (POST /api/cairn/v1/gc).
+// blobs nothing names (POST /api/cairn/v1/gc). `cairn storage`: where a server's bytes are
+// (GET /api/cairn/v1/storage).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -150,7 +152,67 @@ int CollectGarbage(const GcFlags& flags) {
   return 0;
 }
 
+struct StorageFlags {
+  std::string tracking_uri;
+};
+
+int ShowStorage(const StorageFlags& flags) {
+  auto client = ConnectOrExplain(flags.tracking_uri);
+  if (client == nullptr) return 2;
+  Result<std::string> answer = client->CallJson("GET", "/api/cairn/v1/storage", "");
+  if (!answer.ok()) {
+    PrintError(answer.status());
+    return 1;
+  }
+  const nlohmann::json r = nlohmann::json::parse(*answer, nullptr, false);
+  if (!r.is_object()) {
+    PrintError(Internal("the server's answer is not JSON"));
+    return 1;
+  }
+  auto count = [](const nlohmann::json& o, const char* key) {
+    return o.is_object() ? o.value(key, int64_t{0}) : int64_t{0};
+  };
+  std::vector<nlohmann::json> experiments;
+  for (const nlohmann::json& e : r.value("experiments", nlohmann::json::array())) {
+    if (e.is_object()) experiments.push_back(e);
+  }
+  std::stable_sort(experiments.begin(), experiments.end(), [&](const auto& a, const auto& b) {
+    return count(a, "bytes") > count(b, "bytes");
+  });
+  report::Table table;
+  table.columns = {{"EXPERIMENT"}, {"NAME"}, {"FILES", true, false}, {"BYTES", true, false}};
+  for (const nlohmann::json& e : experiments) {
+    table.rows.push_back({e.value("experiment_id", std::string()),
+                          e.value("name", std::string()), std::to_string(count(e, "files")),
+                          report::FormatSize(count(e, "bytes"))});
+  }
+  const nlohmann::json registry = r.value("registry", nlohmann::json::object());
+  table.rows.push_back({"-", "(model registry)", std::to_string(count(registry, "files")),
+                        report::FormatSize(count(registry, "bytes"))});
+  PrintText(report::RenderTable(table, report::DetectOutputStyle()));
+  const nlohmann::json blobs = r.value("blobs", nlohmann::json::object());
+  const nlohmann::json unreferenced = r.value("unreferenced", nlohmann::json::object());
+  std::printf("blobs: %lld, %s stored (a file's bytes are stored once however many name them)\n",
+              static_cast<long long>(count(blobs, "count")),
+              report::FormatSize(count(blobs, "bytes")).c_str());
+  std::printf("unreferenced: %lld blob(s), %s, which `cairn gc` removes\n",
+              static_cast<long long>(count(unreferenced, "count")),
+              report::FormatSize(count(unreferenced, "bytes")).c_str());
+  return 0;
+}
+
 }  // namespace
+
+void RegisterStorage(CLI::App& app, Action* action) {
+  auto [cmd, flags] = AddSubcommand<StorageFlags>(
+      &app, action, "storage",
+      "Show where a server's bytes are: each experiment's artifact files and the model\n"
+      "registry's files (their sizes as listed), then the content store's blobs, each stored\n"
+      "once, and those no file names. Needs an admin.\n\n"
+      "  cairn storage",
+      ShowStorage);
+  AddTrackingUriOption(cmd, &flags->tracking_uri);
+}
 
 void RegisterGc(CLI::App& app, Action* action) {
   auto [cmd, flags] = AddSubcommand<GcFlags>(

@@ -115,6 +115,7 @@ constexpr AccessRule kRules[] = {
     {Api::kCairn, "POST", "tokens/revoke", Target::kSignedIn, kUpdate, nullptr},
     {Api::kCairn, "GET", "users", Target::kAdmin, kRead, nullptr},
     {Api::kCairn, "POST", "gc", Target::kAdmin, kManage, nullptr},
+    {Api::kCairn, "GET", "storage", Target::kAdmin, kRead, nullptr},
     {Api::kCairn, "POST", "users", Target::kAdmin, kManage, nullptr},
     {Api::kCairn, "GET", "teams", Target::kAdmin, kRead, nullptr},
     {Api::kCairn, "POST", "teams", Target::kAdmin, kManage, nullptr},

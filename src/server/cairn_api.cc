@@ -279,7 +279,38 @@ Result<CairnResponse> CollectGarbage(ApiContext& ctx, const CairnCall& call) {
   return CairnResponse{w.Take()};
 }
 
+// GET storage: the bytes of each experiment's artifacts and of the registry's files, and of the
+// content store's blobs (see docs/api/cairn.md). Admins only.
+Result<CairnResponse> StorageUsage(ApiContext& ctx, const CairnCall&) {
+  CAIRN_ASSIGN_OR_RETURN(service::ArtifactService::Usage usage, ctx.artifacts->MeasureUsage());
+  JsonWriter w;
+  w.BeginObject().Key("experiments").BeginArray();
+  const service::ArtifactService::Usage::Part* registry = nullptr;
+  for (const auto& [root, part] : usage.by_root) {
+    if (root == service::kRegistryArtifactRoot) {
+      registry = &part;
+      continue;
+    }
+    Result<core::Experiment> e = ctx.tracking->GetExperiment(root);
+    w.BeginObject().Key("experiment_id").String(root);
+    w.Key("name").String(e.ok() ? e->name : "");
+    w.Key("files").Int(part.files).Key("bytes").Int(part.bytes).EndObject();
+  }
+  w.EndArray();
+  auto part = [&w](std::string_view key, const service::ArtifactService::Usage::Part& p) {
+    w.Key(key).BeginObject().Key("files").Int(p.files).Key("bytes").Int(p.bytes).EndObject();
+  };
+  part("registry", registry != nullptr ? *registry : service::ArtifactService::Usage::Part{});
+  w.Key("blobs").BeginObject().Key("count").Int(usage.blobs.files);
+  w.Key("bytes").Int(usage.blobs.bytes).EndObject();
+  w.Key("unreferenced").BeginObject().Key("count").Int(usage.unreferenced.files);
+  w.Key("bytes").Int(usage.unreferenced.bytes).EndObject();
+  w.EndObject();
+  return CairnResponse{w.Take()};
+}
+
 constexpr CairnRoute kCairnRoutes[] = {
+    {"GET", "storage", StorageUsage},
     {"POST", "gc", CollectGarbage},
     {"GET", "metrics/series", MetricSeries},
     {"GET", "experiments/stats", ExperimentStats},

@@ -265,6 +265,36 @@ Result<ArtifactService::Collection> ArtifactService::CollectGarbage(int64_t grac
   return out;
 }
 
+Result<ArtifactService::Usage> ArtifactService::MeasureUsage() {
+  Usage out;
+  std::vector<std::string> named;
+  std::string after;
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> page,
+                           store_->ListArtifactFiles(after, 10'000));
+    if (page.empty()) break;
+    for (store::ArtifactFile& f : page) {
+      Usage::Part& part = out.by_root[f.path.substr(0, f.path.find('/'))];
+      ++part.files;
+      part.bytes += f.size;
+      named.push_back(std::move(f.digest));
+    }
+    after = page.back().path;
+  }
+  std::sort(named.begin(), named.end());
+  named.erase(std::unique(named.begin(), named.end()), named.end());
+  CAIRN_RETURN_IF_ERROR(blobs_->ForEach([&](const blob::BlobInfo& b) {
+    ++out.blobs.files;
+    out.blobs.bytes += b.size;
+    if (!std::binary_search(named.begin(), named.end(), b.digest)) {
+      ++out.unreferenced.files;
+      out.unreferenced.bytes += b.size;
+    }
+    return Status::Ok();
+  }));
+  return out;
+}
+
 Status ArtifactService::CollectBlobs(const std::vector<std::string>& digests) {
   std::unique_lock lock(gc_mu_);
   for (const std::string& digest : digests) {

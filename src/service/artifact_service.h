@@ -7,6 +7,7 @@
 // Uploads stream into the ContentStore and become visible only once complete.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <shared_mutex>
 #include <string>
@@ -86,6 +87,20 @@ class ArtifactService {
     int64_t in_grace = 0;    // unreferenced but too new to remove
   };
   Result<Collection> CollectGarbage(int64_t grace_ms, bool dry_run, int64_t now_ms);
+
+  // Where the bytes are: the files of the index by the first part of their path (an
+  // experiment's id, or kRegistryArtifactRoot), with their sizes as listed (a blob that several
+  // files share counts in each); and the blobs themselves, each once, with those no file names.
+  struct Usage {
+    struct Part {
+      int64_t files = 0;
+      int64_t bytes = 0;
+    };
+    std::map<std::string, Part> by_root;
+    Part blobs;
+    Part unreferenced;
+  };
+  Result<Usage> MeasureUsage();
   // Deletes the files of a model version (its storage location under kRegistryArtifactRoot);
   // nothing there is no error.
   Status DeleteRegistryFiles(const std::string& storage);

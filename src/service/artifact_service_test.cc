@@ -102,6 +102,28 @@ TEST(ArtifactServiceTest, CollectGarbageRemovesOnlyOldBlobsNothingNames) {
   EXPECT_TRUE(*blobs->Has(Sha256Hex("kept")));
 }
 
+TEST(ArtifactServiceTest, UsageCountsFilesByTheirRootAndBlobsOnce) {
+  auto store = store::NewMemoryMetadataStore({});
+  auto blobs = blob::NewMemoryContentStore();
+  ArtifactService svc(store.get(), blobs.get());
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/a", "shared").ok());
+  ASSERT_TRUE(svc.PutBytes("1/r/artifacts/b", "12345678").ok());
+  ASSERT_TRUE(svc.PutBytes("2/s/artifacts/a", "shared").ok());
+  ASSERT_TRUE(store->PutArtifact({"models/m/1/w", Sha256Hex("12345678"), 8}).ok());
+  ASSERT_TRUE(blob::PutBytes(*blobs, "orphan").ok());
+  auto usage = svc.MeasureUsage();
+  ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+  ASSERT_EQ(usage->by_root.size(), 3u);
+  EXPECT_EQ(usage->by_root["1"].files, 2);
+  EXPECT_EQ(usage->by_root["1"].bytes, 14);
+  EXPECT_EQ(usage->by_root["2"].bytes, 6);
+  EXPECT_EQ(usage->by_root["models"].files, 1);
+  EXPECT_EQ(usage->blobs.files, 3);
+  EXPECT_EQ(usage->blobs.bytes, 6 + 8 + 6);
+  EXPECT_EQ(usage->unreferenced.files, 1);
+  EXPECT_EQ(usage->unreferenced.bytes, 6);
+}
+
 TEST(ArtifactServiceTest, RefusedUploadLeavesNoBlob) {
   auto store = store::NewMemoryMetadataStore({});
   auto blobs = blob::NewMemoryContentStore();

@@ -133,6 +133,32 @@ class VerifyStoreTest(unittest.TestCase):
         self.assertEqual(bad.status, 400, bad.text)
         self.assertIn("grace_seconds", bad.body["message"])
 
+    def test_storage_says_where_the_bytes_are(self):
+        exps = {}
+        for name in ("vision", "speech"):
+            exps[name] = self.c.post(API + "experiments/create", {"name": name}).body["experiment_id"]
+        for name, files in (("vision", {"a.bin": b"x" * 3000, "shared.txt": b"same bytes"}),
+                            ("speech", {"shared.txt": b"same bytes"})):
+            run = self.c.post(API + "runs/create",
+                              {"experiment_id": exps[name]}).body["run"]["info"]
+            for path, content in files.items():
+                url = ARTIFACTS + "%s/%s/artifacts/%s" % (exps[name], run["run_id"], path)
+                self.assertEqual(self.c.put(url, content).status, 200)
+        self.orphan(b"left behind", 0)
+        p = subprocess.run([tl.CONFIG.cairn, "storage", "--tracking-uri", self.server.url],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        rows = [line.split() for line in p.stdout.splitlines()[1:4]]
+        self.assertEqual(rows[0][:3], [exps["vision"], "vision", "2"], p.stdout)
+        self.assertEqual(rows[1][:3], [exps["speech"], "speech", "1"], p.stdout)
+        self.assertEqual(rows[2][:4], ["-", "(model", "registry)", "0"], p.stdout)
+        self.assertIn("blobs: 3, 3.0 KiB stored", p.stdout)
+        self.assertIn("unreferenced: 1 blob(s), 11 B, which `cairn gc` removes", p.stdout)
+        r = self.c.get("/api/cairn/v1/storage").body
+        self.assertEqual({e["name"]: (e["files"], e["bytes"]) for e in r["experiments"]},
+                         {"vision": (2, 3010), "speech": (1, 10)})
+        self.assertEqual((r["blobs"]["count"], r["blobs"]["bytes"]), (3, 3021))
+
 
 if __name__ == "__main__":
     sys.exit(tl.main("storage", sys.modules[__name__]))

@@ -836,6 +836,8 @@ class TasksAuthTest(unittest.TestCase):
         r = self.c.post(CAIRN + "gc", {"dry_run": True}, headers=self.admin)
         self.assertEqual(r.status, 200, r.text)
         self.assertEqual(r.body["collected"], 0)
+        self.assertEqual(self.c.get(CAIRN + "storage", headers=self.bob).status, 403)
+        self.assertEqual(self.c.get(CAIRN + "storage", headers=self.admin).status, 200)
         r = self.c.post(CAIRN + "queues", {"name": "auth-q", "description": "x"},
                         headers=self.alice)
         self.assertEqual(r.status, 403, "queues are the admin's")
