@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -119,6 +120,29 @@ int VerifyStore(const StoreFlags& flags) {
   return 1;
 }
 
+// The server's JSON object answer to a request of cairn's API; nullopt, with the error
+// printed and `exit_code` set (2: the tracking URI is unusable, 1: the request failed), when
+// there is none.
+std::optional<nlohmann::json> AskServer(const std::string& tracking_uri, const char* method,
+                                        const std::string& path, const std::string& body,
+                                        int* exit_code) {
+  *exit_code = 2;
+  auto client = ConnectOrExplain(tracking_uri);
+  if (client == nullptr) return std::nullopt;
+  *exit_code = 1;
+  Result<std::string> answer = client->CallJson(method, "/api/cairn/v1/" + path, body);
+  if (!answer.ok()) {
+    PrintError(answer.status());
+    return std::nullopt;
+  }
+  nlohmann::json r = nlohmann::json::parse(*answer, nullptr, false);
+  if (!r.is_object()) {
+    PrintError(Internal("the server's answer to " + path + " is not a JSON object"));
+    return std::nullopt;
+  }
+  return r;
+}
+
 struct GcFlags {
   std::string tracking_uri;
   bool dry_run = false;
@@ -126,19 +150,12 @@ struct GcFlags {
 };
 
 int CollectGarbage(const GcFlags& flags) {
-  auto client = ConnectOrExplain(flags.tracking_uri);
-  if (client == nullptr) return 2;
   const nlohmann::json body = {{"dry_run", flags.dry_run}, {"grace_seconds", flags.grace_seconds}};
-  Result<std::string> answer = client->CallJson("POST", "/api/cairn/v1/gc", body.dump());
-  if (!answer.ok()) {
-    PrintError(answer.status());
-    return 1;
-  }
-  const nlohmann::json r = nlohmann::json::parse(*answer, nullptr, false);
-  if (!r.is_object()) {
-    PrintError(Internal("the server's answer is not JSON"));
-    return 1;
-  }
+  int failed = 0;
+  std::optional<nlohmann::json> answer =
+      AskServer(flags.tracking_uri, "POST", "gc", body.dump(), &failed);
+  if (!answer) return failed;
+  const nlohmann::json& r = *answer;
   const int64_t collected = r.value("collected", int64_t{0});
   std::printf("%s %lld unreferenced blob(s), %s, of %lld blob(s)",
               flags.dry_run ? "would collect" : "collected", static_cast<long long>(collected),
@@ -157,18 +174,11 @@ struct StorageFlags {
 };
 
 int ShowStorage(const StorageFlags& flags) {
-  auto client = ConnectOrExplain(flags.tracking_uri);
-  if (client == nullptr) return 2;
-  Result<std::string> answer = client->CallJson("GET", "/api/cairn/v1/storage", "");
-  if (!answer.ok()) {
-    PrintError(answer.status());
-    return 1;
-  }
-  const nlohmann::json r = nlohmann::json::parse(*answer, nullptr, false);
-  if (!r.is_object()) {
-    PrintError(Internal("the server's answer is not JSON"));
-    return 1;
-  }
+  int failed = 0;
+  std::optional<nlohmann::json> answer =
+      AskServer(flags.tracking_uri, "GET", "storage", "", &failed);
+  if (!answer) return failed;
+  const nlohmann::json& r = *answer;
   auto count = [](const nlohmann::json& o, const char* key) {
     return o.is_object() ? o.value(key, int64_t{0}) : int64_t{0};
   };

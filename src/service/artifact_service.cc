@@ -226,20 +226,23 @@ Result<std::vector<store::ArtifactFile>> ArtifactService::ListRunFiles(
   return files;
 }
 
+Result<std::vector<std::string>> ArtifactService::NamedDigests(
+    const std::function<void(const store::ArtifactFile&)>& also) {
+  std::vector<std::string> named;
+  CAIRN_RETURN_IF_ERROR(store_->ForEachArtifactFile([&](store::ArtifactFile& f) {
+    if (also) also(f);
+    named.push_back(std::move(f.digest));
+    return Status::Ok();
+  }));
+  std::sort(named.begin(), named.end());
+  named.erase(std::unique(named.begin(), named.end()), named.end());
+  return named;
+}
+
 Result<ArtifactService::Collection> ArtifactService::CollectGarbage(int64_t grace_ms,
                                                                    bool dry_run, int64_t now_ms) {
   // Mark: every digest the index names, read a page at a time without holding the lock.
-  std::vector<std::string> marked;
-  std::string after;
-  for (;;) {
-    CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> page,
-                           store_->ListArtifactFiles(after, 10'000));
-    if (page.empty()) break;
-    for (store::ArtifactFile& f : page) marked.push_back(std::move(f.digest));
-    after = page.back().path;
-  }
-  std::sort(marked.begin(), marked.end());
-  marked.erase(std::unique(marked.begin(), marked.end()), marked.end());
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> marked, NamedDigests(nullptr));
   // Sweep: each candidate checked again under the lock uploads take to commit, so that a blob
   // an upload made referenced after the mark is kept.
   Collection out;
@@ -267,22 +270,12 @@ Result<ArtifactService::Collection> ArtifactService::CollectGarbage(int64_t grac
 
 Result<ArtifactService::Usage> ArtifactService::MeasureUsage() {
   Usage out;
-  std::vector<std::string> named;
-  std::string after;
-  for (;;) {
-    CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> page,
-                           store_->ListArtifactFiles(after, 10'000));
-    if (page.empty()) break;
-    for (store::ArtifactFile& f : page) {
-      Usage::Part& part = out.by_root[f.path.substr(0, f.path.find('/'))];
-      ++part.files;
-      part.bytes += f.size;
-      named.push_back(std::move(f.digest));
-    }
-    after = page.back().path;
-  }
-  std::sort(named.begin(), named.end());
-  named.erase(std::unique(named.begin(), named.end()), named.end());
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> named,
+                         NamedDigests([&out](const store::ArtifactFile& f) {
+                           Usage::Part& part = out.by_root[f.path.substr(0, f.path.find('/'))];
+                           ++part.files;
+                           part.bytes += f.size;
+                         }));
   CAIRN_RETURN_IF_ERROR(blobs_->ForEach([&](const blob::BlobInfo& b) {
     ++out.blobs.files;
     out.blobs.bytes += b.size;

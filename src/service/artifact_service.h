@@ -7,6 +7,7 @@
 // Uploads stream into the ContentStore and become visible only once complete.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <shared_mutex>
@@ -106,6 +107,9 @@ class ArtifactService {
   Status DeleteRegistryFiles(const std::string& storage);
 
  private:
+  // Every digest the index names, sorted and without repeats; `also` sees each file first.
+  Result<std::vector<std::string>> NamedDigests(
+      const std::function<void(const store::ArtifactFile&)>& also);
   // Every file under directory `dir`, with full paths; kResourceExhausted past `max_files`.
   Result<std::vector<store::ArtifactFile>> FilesUnder(const std::string& dir, int64_t max_files);
   Status DeleteFiles(const std::string& path);

@@ -10,7 +10,6 @@
 namespace cairn::service {
 namespace {
 
-constexpr int64_t kPage = 10'000;
 constexpr size_t kReadChunk = 1 << 20;
 
 using Key = std::array<unsigned char, 32>;
@@ -100,38 +99,31 @@ Result<StoreCheck> CheckStores(store::MetadataStore& metadata, blob::ContentStor
   std::sort(known.begin(), known.end());
   std::vector<bool> referenced(known.size(), false);
 
-  // Every file of the artifact index, a page at a time.
+  // Every file of the artifact index.
   p = {"references", 0, 0, 0};
-  std::string after;
-  for (;;) {
-    CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> page,
-                           metadata.ListArtifactFiles(after, kPage));
-    if (page.empty()) break;
-    for (store::ArtifactFile& f : page) {
-      ++out.references;
-      if (!IsSha256Hex(f.digest)) {
-        out.missing.push_back({f, "the index names no blob (" + f.digest + ")"});
-        continue;
-      }
-      const Key key = KeyOf(f.digest);
-      auto it = std::lower_bound(known.begin(), known.end(), std::make_pair(key, INT64_MIN));
-      if (it == known.end() || it->first != key) {
-        const bool corrupt =
-            std::any_of(out.corrupt.begin(), out.corrupt.end(),
-                        [&](const BlobProblem& c) { return c.digest == f.digest; });
-        out.missing.push_back({f, corrupt ? "its blob is corrupt" : "no such blob"});
-      } else {
-        referenced[static_cast<size_t>(it - known.begin())] = true;
-        if (it->second != f.size) {
-          out.missing.push_back({f, "the blob holds " + std::to_string(it->second) +
-                                        " bytes, the index says " + std::to_string(f.size)});
-        }
-      }
-    }
-    after = page.back().path;
-    p.done = out.references;
+  CAIRN_RETURN_IF_ERROR(metadata.ForEachArtifactFile([&](store::ArtifactFile& f) {
+    p.done = ++out.references;
     pacer.Tick(p);
-  }
+    if (!IsSha256Hex(f.digest)) {
+      out.missing.push_back({f, "the index names no blob (" + f.digest + ")"});
+      return Status::Ok();
+    }
+    const Key key = KeyOf(f.digest);
+    auto it = std::lower_bound(known.begin(), known.end(), std::make_pair(key, INT64_MIN));
+    if (it == known.end() || it->first != key) {
+      const bool corrupt =
+          std::any_of(out.corrupt.begin(), out.corrupt.end(),
+                      [&](const BlobProblem& c) { return c.digest == f.digest; });
+      out.missing.push_back({f, corrupt ? "its blob is corrupt" : "no such blob"});
+      return Status::Ok();
+    }
+    referenced[static_cast<size_t>(it - known.begin())] = true;
+    if (it->second != f.size) {
+      out.missing.push_back({f, "the blob holds " + std::to_string(it->second) +
+                                    " bytes, the index says " + std::to_string(f.size)});
+    }
+    return Status::Ok();
+  }));
   pacer.Tick(p, true);
   for (size_t i = 0; i < known.size(); ++i) {
     if (referenced[i]) continue;

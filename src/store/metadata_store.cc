@@ -16,6 +16,16 @@ Result<std::vector<core::Metric>> MetadataStore::GetMetricHistory(
   return points;
 }
 
+Status MetadataStore::ForEachArtifactFile(const std::function<Status(ArtifactFile&)>& visit) {
+  std::string after;
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<ArtifactFile> page, ListArtifactFiles(after, 10'000));
+    if (page.empty()) return Status::Ok();
+    after = page.back().path;
+    for (ArtifactFile& f : page) CAIRN_RETURN_IF_ERROR(visit(f));
+  }
+}
+
 Result<std::unique_ptr<MetadataStore>> OpenMetadataStore(std::string_view uri,
                                                          const StoreOptions& options) {
   if (uri == "memory:" || uri == "memory://") return NewMemoryMetadataStore(options);

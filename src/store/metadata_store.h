@@ -191,6 +191,9 @@ class MetadataStore {
   // pages.
   virtual Result<std::vector<ArtifactFile>> ListArtifactFiles(std::string_view after,
                                                               int64_t limit) = 0;
+  // Calls `visit` with every recorded file, in path order, reading ListArtifactFiles a page at
+  // a time, until it returns an error, which this returns.
+  Status ForEachArtifactFile(const std::function<Status(ArtifactFile&)>& visit);
 
   // --- Identity ----------------------------------------------------------------------------
   // Accounts, tokens, permissions and the audit log, kept in the same database; lives as long
