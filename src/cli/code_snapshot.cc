@@ -10,7 +10,7 @@
 
 #include "capture/code_state.h"
 #include "client/tracking_client.h"
-#include "pipeline/tree_manifest.h"
+#include "core/tree_manifest.h"
 #include "util/file.h"
 #include "util/hash.h"
 

@@ -200,6 +200,18 @@ int ShowStorage(const StorageFlags& flags) {
   table.rows.push_back({"-", "(model registry)", std::to_string(count(registry, "files")),
                         report::FormatSize(count(registry, "bytes"))});
   PrintText(report::RenderTable(table, report::DetectOutputStyle()));
+  const nlohmann::json datasets = r.value("datasets", nlohmann::json::array());
+  if (datasets.is_array() && !datasets.empty()) {
+    report::Table data;
+    data.columns = {{"DATASET"}, {"BLOBS", true, false}, {"BYTES", true, false}};
+    for (const nlohmann::json& d : datasets) {
+      if (!d.is_object()) continue;
+      data.rows.push_back({d.value("name", std::string()), std::to_string(count(d, "blobs")),
+                           report::FormatSize(count(d, "bytes"))});
+    }
+    std::printf("\n");
+    PrintText(report::RenderTable(data, report::DetectOutputStyle()));
+  }
   const nlohmann::json blobs = r.value("blobs", nlohmann::json::object());
   const nlohmann::json unreferenced = r.value("unreferenced", nlohmann::json::object());
   std::printf("blobs: %lld, %s stored (a file's bytes are stored once however many name them)\n",
@@ -217,8 +229,9 @@ void RegisterStorage(CLI::App& app, Action* action) {
   auto [cmd, flags] = AddSubcommand<StorageFlags>(
       &app, action, "storage",
       "Show where a server's bytes are: each experiment's artifact files and the model\n"
-      "registry's files (their sizes as listed), then the content store's blobs, each stored\n"
-      "once, and those no file names. Needs an admin.\n\n"
+      "registry's files (their sizes as listed), each dataset's blobs (all its versions, each\n"
+      "blob once), then the content store's blobs, each stored once, and those no file names.\n"
+      "Needs an admin.\n\n"
       "  cairn storage",
       ShowStorage);
   AddTrackingUriOption(cmd, &flags->tracking_uri);

@@ -76,7 +76,15 @@ bool ParseScopes(std::string_view text, TokenScopes* out) {
 }
 
 std::string_view ResourceKindName(ResourceKind k) {
-  return k == ResourceKind::kExperiment ? "experiment" : "registered_model";
+  switch (k) {
+    case ResourceKind::kExperiment:
+      return "experiment";
+    case ResourceKind::kRegisteredModel:
+      return "registered_model";
+    case ResourceKind::kDataset:
+      return "dataset";
+  }
+  return "";
 }
 
 bool ParseResourceKind(std::string_view text, ResourceKind* out) {
@@ -84,6 +92,8 @@ bool ParseResourceKind(std::string_view text, ResourceKind* out) {
     *out = ResourceKind::kExperiment;
   } else if (text == "registered_model") {
     *out = ResourceKind::kRegisteredModel;
+  } else if (text == "dataset") {
+    *out = ResourceKind::kDataset;
   } else {
     return false;
   }

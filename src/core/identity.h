@@ -74,15 +74,16 @@ struct Token {
   }
 };
 
-enum class ResourceKind { kExperiment, kRegisteredModel };
-std::string_view ResourceKindName(ResourceKind k);  // "experiment", "registered_model"
+enum class ResourceKind { kExperiment, kRegisteredModel, kDataset };
+// "experiment", "registered_model", "dataset"
+std::string_view ResourceKindName(ResourceKind k);
 bool ParseResourceKind(std::string_view text, ResourceKind* out);
 
 enum class PrincipalKind { kUser, kTeam };
 std::string_view PrincipalKindName(PrincipalKind k);  // "user", "team"
 bool ParsePrincipalKind(std::string_view text, PrincipalKind* out);
 
-// A permission held on one object (an experiment id, a registered model name).
+// A permission held on one object (an experiment id, a registered model or dataset name).
 struct Grant {
   ResourceKind resource_kind = ResourceKind::kExperiment;
   std::string resource_id;

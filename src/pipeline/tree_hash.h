@@ -13,11 +13,21 @@
 #include <string>
 #include <vector>
 
+#include "core/tree_manifest.h"
 #include "pipeline/stat_cache.h"
-#include "pipeline/tree_manifest.h"
 #include "util/status.h"
 
 namespace cairn::pipeline {
+
+// The manifest's format is core's (core/tree_manifest.h): the server reads the manifests of
+// datasets too. The pipeline names its parts as its own.
+using core::FileEntry;
+using core::kModeExecutable;
+using core::kModeFile;
+using core::kModeSymlink;
+using core::ManifestJson;
+using core::ParseManifestJson;
+using core::PrintablePath;
 
 struct TreeHash {
   // A file: the SHA-256 of its bytes. A directory: the SHA-256 of ManifestJson(files).

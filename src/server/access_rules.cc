@@ -145,6 +145,20 @@ constexpr AccessRule kRules[] = {
     {Api::kCairn, "POST", "agents/renew", Target::kAgent, kUpdate, nullptr},
     {Api::kCairn, "POST", "agents/finish", Target::kAgent, kUpdate, nullptr},
     {Api::kCairn, "POST", "models/rollback", Target::kModel, kUpdate, "name"},
+    {Api::kCairn, "GET", "datasets", Target::kSignedIn, kRead, nullptr},
+    {Api::kCairn, "GET", "datasets/get", Target::kDataset, kRead, "name"},
+    {Api::kCairn, "GET", "datasets/versions", Target::kDataset, kRead, "name"},
+    {Api::kCairn, "GET", "datasets/manifest", Target::kDataset, kRead, "name"},
+    {Api::kCairn, "GET", "datasets/files", Target::kDataset, kRead, "name"},
+    {Api::kCairn, "GET", "datasets/diff", Target::kDataset, kRead, "name"},
+    // Sending blobs and adding versions: the handler checks the dataset, which a new version may
+    // create.
+    {Api::kCairn, "POST", "datasets/missing", Target::kSignedIn, kUpdate, nullptr},
+    {Api::kCairn, "PUT", "datasets/blobs/*", Target::kSignedIn, kUpdate, nullptr},
+    {Api::kCairn, "POST", "datasets/versions", Target::kSignedIn, kUpdate, nullptr},
+    {Api::kCairn, "GET", "datasets/permissions", Target::kDataset, kManage, "name"},
+    {Api::kCairn, "POST", "datasets/permissions", Target::kDataset, kManage, "name"},
+    {Api::kCairn, "POST", "datasets/permissions/delete", Target::kDataset, kManage, "name"},
 };
 
 }  // namespace

@@ -34,8 +34,9 @@ enum class Target {
   kRuns,            // every run listed in `field`
   kRunInPath,       // the run whose id is the path's `*`
   kArtifactPath,    // the experiment an artifact path starts with (`field` for a listing),
-                    // or the registered model whose version's files it holds
+                    // the registered model whose version's files it holds, or the dataset
   kModel,           // the registered model whose name is in `field`
+  kDataset,         // the dataset whose name is in `field`
   kTaskInPath,      // the experiment of the task whose id is the path's `*`
   kAgent,           // agents: a service account (or an admin)
 };

@@ -148,6 +148,7 @@ Result<std::string> DeletePermission(ApiContext& ctx, const Fields& f) {
 
 constexpr ResourceKind kExp = ResourceKind::kExperiment;
 constexpr ResourceKind kModel = ResourceKind::kRegisteredModel;
+constexpr ResourceKind kDataset = ResourceKind::kDataset;
 
 constexpr Route kMlflowAuthRoutes[] = {
     {"POST", "users/create", CreateUser},
@@ -390,10 +391,15 @@ Result<CairnResponse> RemoveTeamMember(ApiContext& ctx, const CairnCall& call) {
 }
 
 // A grant named by experiment_id and exactly one of username and team.
-Result<Grant> DecodeGrant(const Fields& f, bool with_permission) {
+// The field that names an object of each kind in cairn's permission calls.
+constexpr const char* ObjectField(ResourceKind kind) {
+  return kind == ResourceKind::kExperiment ? "experiment_id" : "name";
+}
+
+Result<Grant> DecodeGrant(const Fields& f, ResourceKind kind, bool with_permission) {
   Grant g;
-  g.resource_kind = ResourceKind::kExperiment;
-  CAIRN_ASSIGN_OR_RETURN(g.resource_id, f.RequiredStr("experiment_id"));
+  g.resource_kind = kind;
+  CAIRN_ASSIGN_OR_RETURN(g.resource_id, f.RequiredStr(ObjectField(kind)));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> user, f.Str("username"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> team, f.Str("team"));
   if (user.has_value() == team.has_value()) {
@@ -408,12 +414,13 @@ Result<Grant> DecodeGrant(const Fields& f, bool with_permission) {
   return g;
 }
 
-Result<CairnResponse> ListExperimentPermissions(ApiContext& ctx, const CairnCall& call) {
-  CAIRN_ASSIGN_OR_RETURN(std::string id, call.fields.RequiredStr("experiment_id"));
-  CAIRN_ASSIGN_OR_RETURN(std::vector<Grant> grants,
-                         ctx.identity->PermissionsOn(ResourceKind::kExperiment, id));
+// cairn's permission calls, alike for experiments and datasets: users' and teams' grants.
+template <ResourceKind kKind>
+Result<CairnResponse> ListCairnPermissions(ApiContext& ctx, const CairnCall& call) {
+  CAIRN_ASSIGN_OR_RETURN(std::string id, call.fields.RequiredStr(ObjectField(kKind)));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Grant> grants, ctx.identity->PermissionsOn(kKind, id));
   JsonWriter w;
-  w.BeginObject().Key("experiment_id").String(id);
+  w.BeginObject().Key(ObjectField(kKind)).String(id);
   w.Key("default_permission")
       .String(core::PermissionName(ctx.access->options().default_permission));
   w.Key("permissions").BeginArray();
@@ -426,14 +433,16 @@ Result<CairnResponse> ListExperimentPermissions(ApiContext& ctx, const CairnCall
   return Json(w.Take());
 }
 
-Result<CairnResponse> PutExperimentPermission(ApiContext& ctx, const CairnCall& call) {
-  CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeGrant(call.fields, true));
+template <ResourceKind kKind>
+Result<CairnResponse> PutCairnPermission(ApiContext& ctx, const CairnCall& call) {
+  CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeGrant(call.fields, kKind, true));
   CAIRN_RETURN_IF_ERROR(ctx.identity->PutPermission(g));
   return Json(std::string(kEmpty));
 }
 
-Result<CairnResponse> DeleteCairnExperimentPermission(ApiContext& ctx, const CairnCall& call) {
-  CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeGrant(call.fields, false));
+template <ResourceKind kKind>
+Result<CairnResponse> DeleteCairnPermission(ApiContext& ctx, const CairnCall& call) {
+  CAIRN_ASSIGN_OR_RETURN(Grant g, DecodeGrant(call.fields, kKind, false));
   CAIRN_RETURN_IF_ERROR(ctx.identity->DeletePermission(g.resource_kind, g.resource_id,
                                                        g.principal_kind, g.principal));
   return Json(std::string(kEmpty));
@@ -506,10 +515,13 @@ constexpr CairnRoute kCairnIdentityRoutes[] = {
     {"POST", "teams/delete", DeleteTeam},
     {"POST", "teams/members", AddTeamMember},
     {"POST", "teams/members/remove", RemoveTeamMember},
-    {"GET", "experiments/permissions", ListExperimentPermissions},
+    {"GET", "experiments/permissions", ListCairnPermissions<kExp>},
     {"GET", "experiments/access", ExperimentAccess},
-    {"POST", "experiments/permissions", PutExperimentPermission},
-    {"POST", "experiments/permissions/delete", DeleteCairnExperimentPermission},
+    {"POST", "experiments/permissions", PutCairnPermission<kExp>},
+    {"POST", "experiments/permissions/delete", DeleteCairnPermission<kExp>},
+    {"GET", "datasets/permissions", ListCairnPermissions<kDataset>},
+    {"POST", "datasets/permissions", PutCairnPermission<kDataset>},
+    {"POST", "datasets/permissions/delete", DeleteCairnPermission<kDataset>},
     {"GET", "audit", ReadAudit},
 };
 

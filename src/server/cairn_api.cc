@@ -301,6 +301,12 @@ Result<CairnResponse> StorageUsage(ApiContext& ctx, const CairnCall&) {
     w.Key(key).BeginObject().Key("files").Int(p.files).Key("bytes").Int(p.bytes).EndObject();
   };
   part("registry", registry != nullptr ? *registry : service::ArtifactService::Usage::Part{});
+  w.Key("datasets").BeginArray();
+  for (const auto& [name, p] : usage.by_dataset) {
+    w.BeginObject().Key("name").String(name);
+    w.Key("blobs").Int(p.files).Key("bytes").Int(p.bytes).EndObject();
+  }
+  w.EndArray();
   w.Key("blobs").BeginObject().Key("count").Int(usage.blobs.files);
   w.Key("bytes").Int(usage.blobs.bytes).EndObject();
   w.Key("unreferenced").BeginObject().Key("count").Int(usage.unreferenced.files);
@@ -328,7 +334,8 @@ std::span<const CairnRoute> CairnRoutes() { return kCairnRoutes; }
 const CairnRoute* FindCairnRoute(std::string_view method, std::string_view path,
                                  std::string_view* wildcard) {
   for (std::span<const CairnRoute> table :
-       {CairnRoutes(), CairnIdentityRoutes(), CairnRegistryRoutes(), CairnTaskRoutes()}) {
+       {CairnRoutes(), CairnIdentityRoutes(), CairnRegistryRoutes(), CairnTaskRoutes(),
+        CairnDatasetRoutes()}) {
     for (const CairnRoute& r : table) {
       if (method == r.method && PathMatches(r.path, path, wildcard)) return &r;
     }

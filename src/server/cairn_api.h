@@ -67,6 +67,8 @@ std::span<const CairnRoute> CairnIdentityRoutes();
 std::span<const CairnRoute> CairnRegistryRoutes();
 // Tasks, queues and agents (task_api.cc).
 std::span<const CairnRoute> CairnTaskRoutes();
+// Datasets and their versions (dataset_api.cc).
+std::span<const CairnRoute> CairnDatasetRoutes();
 // The route of a request; nullptr when there is none.
 const CairnRoute* FindCairnRoute(std::string_view method, std::string_view path,
                                  std::string_view* wildcard);

@@ -36,7 +36,8 @@ std::string_view ExperimentOfArtifactPath(std::string_view path) {
 // A logging call: audited once per run and actor every few minutes, not once per request.
 bool IsLoggingCall(const AccessRule& rule) {
   const std::string_view path = rule.path;
-  return path.starts_with("runs/log-") || path == "runs/set-tag" || path == "runs/*/log";
+  return path.starts_with("runs/log-") || path == "runs/set-tag" || path == "runs/*/log" ||
+         path == "datasets/blobs/*";
 }
 
 std::string FieldValue(const Fields* fields, const char* name) {
@@ -216,6 +217,9 @@ std::optional<Status> Gate::Authorize(const Caller& caller, const CallSubject& c
     case Target::kModel:
       if (field.empty()) return Status::Ok();  // the handler says what is missing
       return Require(caller, ResourceKind::kRegisteredModel, field, rule.access, may_block);
+    case Target::kDataset:
+      if (field.empty()) return Status::Ok();  // the handler says what is missing
+      return Require(caller, ResourceKind::kDataset, field, rule.access, may_block);
     case Target::kTaskInPath: {
       if (!may_block) return std::nullopt;
       Result<std::string> run = access_->RunOfTask(call.wildcard);
@@ -238,6 +242,14 @@ std::optional<Status> Gate::Authorize(const Caller& caller, const CallSubject& c
         Result<std::string> model = access_->ModelOfArtifactPath(path);
         if (!model.ok()) return Denied();
         return Require(caller, ResourceKind::kRegisteredModel, *model, rule.access, may_block);
+      }
+      if (path == service::kDatasetArtifactRoot) return Denied();
+      if (path.starts_with(std::string(service::kDatasetArtifactRoot) + "/")) {
+        // A dataset's files: read with the dataset's permission (only the dataset service
+        // writes them).
+        std::string_view name = path.substr(service::kDatasetArtifactRoot.size() + 1);
+        name = name.substr(0, name.find('/'));
+        return Require(caller, ResourceKind::kDataset, name, rule.access, may_block);
       }
       const std::string_view experiment = ExperimentOfArtifactPath(path);
       if (experiment.empty()) {
@@ -268,6 +280,8 @@ std::string Gate::ObjectOf(const CallSubject& call) {
       return "runs";
     case Target::kModel:
       return "registered_model " + field;
+    case Target::kDataset:
+      return "dataset " + field;
     case Target::kTaskInPath:
       return "task " + std::string(call.wildcard);
     case Target::kArtifactPath:
@@ -307,6 +321,8 @@ PendingAudit Gate::Describe(const Caller& caller, const HttpRequest& req,
     action += "artifacts";
   } else if (rule.api == Api::kPlain) {
     action += rule.path;
+  } else if (std::string_view(rule.path) == "datasets/blobs/*") {
+    action += "datasets/blobs";  // one line for a client's many blobs, not one per digest
   } else if (req.path.starts_with("/api/cairn/v1/")) {
     action += req.path.substr(std::string_view("/api/cairn/v1/").size());
   } else if (mlflow != std::string::npos) {

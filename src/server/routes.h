@@ -9,6 +9,7 @@
 #include "server/fields.h"
 #include "service/access_service.h"
 #include "service/artifact_service.h"
+#include "service/dataset_service.h"
 #include "service/identity_service.h"
 #include "service/registry_service.h"
 #include "service/task_service.h"
@@ -25,6 +26,7 @@ struct ApiContext {
   service::IdentityService* identity = nullptr;
   service::RegistryService* registry = nullptr;
   service::TaskService* tasks = nullptr;
+  service::DatasetService* datasets = nullptr;
   bool tls = false;
   // The request's own: who asks (authenticated, and allowed by the route's rule), from where,
   // through which browser session, and which experiments it may read (searches and listings
@@ -33,8 +35,9 @@ struct ApiContext {
   std::string_view remote_address;
   std::string_view session_id;
   std::function<bool(std::string_view experiment_id)> may_read_experiment;
-  // The same for registered models, by name.
+  // The same for registered models, by name, and for datasets.
   std::function<bool(std::string_view model_name)> may_read_model;
+  std::function<bool(std::string_view dataset)> may_read_dataset;
 };
 
 using ApiHandler = Result<std::string> (*)(ApiContext& ctx, const Fields& fields);

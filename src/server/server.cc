@@ -26,6 +26,7 @@
 #include "service/tracking_service.h"
 #include "store/metadata_store.h"
 #include "util/clock.h"
+#include "util/hash.h"
 #include "util/json_writer.h"
 #include "util/log.h"
 
@@ -43,6 +44,8 @@ constexpr std::string_view kApiPrefixes[] = {"/api/2.0/mlflow/", "/ajax-api/2.0/
 // The UI's upload (MLflow's plain route): the raw body of at most 10 MiB, as MLflow takes it.
 constexpr std::string_view kUploadArtifactPath = "/ajax-api/2.0/mlflow/upload-artifact";
 constexpr uint64_t kMaxUploadArtifactBody = 10 << 20;
+// Blobs sent for datasets' versions (PUT, raw bytes).
+constexpr std::string_view kDataBlobPrefix = "/api/cairn/v1/datasets/blobs/";
 
 // Routes of MLflow 2.12's server that cairn does not serve: answered 501 naming them rather
 // than 404, so that a client can tell "not here" from "mistyped" (docs/api/mlflow.md).
@@ -166,6 +169,44 @@ class ArtifactUpload : public UploadSink {
   uint64_t bytes_ = 0;
 };
 
+// A blob sent for a dataset (PUT /api/cairn/v1/datasets/blobs/DIGEST): streamed into the
+// content store, kept only when its bytes hash to DIGEST, and recorded as the sender's in the
+// upload ledger.
+class DataBlobUpload : public UploadSink {
+ public:
+  DataBlobUpload(service::DatasetService* datasets, std::string username, std::string digest,
+                 std::unique_ptr<blob::BlobWriter> writer, Gate* gate, PendingAudit audit)
+      : datasets_(datasets),
+        username_(std::move(username)),
+        digest_(std::move(digest)),
+        writer_(std::move(writer)),
+        gate_(gate),
+        audit_(std::move(audit)) {}
+  Status Write(std::string_view piece) override { return writer_->Write(piece); }
+  HttpResponse Finish() override {
+    Result<blob::BlobInfo> info = writer_->Commit();
+    Status s = info.status();
+    if (s.ok() && info->digest != digest_) {
+      // Left for the collector: another sender may have the same bytes on their way.
+      s = InvalidArgument("The bytes sent hash to " + info->digest + ", not " + digest_ + ".");
+    }
+    if (s.ok()) s = datasets_->BlobSent(username_, digest_);
+    gate_->Record(std::move(audit_), s);
+    if (!s.ok()) return ErrorResponse(s);
+    JsonWriter w;
+    w.BeginObject().Key("digest").String(info->digest).Key("size").Int(info->size).EndObject();
+    return JsonOk(200, w.Take());
+  }
+
+ private:
+  service::DatasetService* datasets_;
+  std::string username_;
+  std::string digest_;
+  std::unique_ptr<blob::BlobWriter> writer_;
+  Gate* gate_;
+  PendingAudit audit_;
+};
+
 // Runs an answer-later handler and waits for its answer (on a handler thread).
 Result<std::string> WaitForAnswer(AsyncHandler handler, ApiContext& ctx, const Fields& fields) {
   std::promise<Result<std::string>> answer;
@@ -187,6 +228,7 @@ struct Server::Impl : HttpHandler {
   std::unique_ptr<service::IdentityService> identity;
   std::unique_ptr<service::RegistryService> registry;
   std::unique_ptr<service::TaskService> tasks;
+  std::unique_ptr<service::DatasetService> datasets;
   std::unique_ptr<Gate> gate;
   ApiContext ctx{};
   std::unordered_map<std::string, ApiHandler> routes;  // "POST runs/log-batch"
@@ -305,7 +347,8 @@ struct Server::Impl : HttpHandler {
       return plan;
     }
     const std::string_view path = req.path;
-    if (HasPrefix(path, kArtifactPrefixes) && req.method == "PUT") {
+    if ((HasPrefix(path, kArtifactPrefixes) || path.starts_with(kDataBlobPrefix)) &&
+        req.method == "PUT") {
       plan.mode = BodyPlan::Mode::kUpload;
       plan.limit = options.max_upload_bytes;
     } else if (path == kUploadArtifactPath && req.method == "POST") {
@@ -357,6 +400,7 @@ struct Server::Impl : HttpHandler {
     }
     if (!HasPrefix(path, kApiPrefixes) && !path.starts_with(kCairnApiPrefix)) return std::nullopt;
     if (path == kUploadArtifactPath) return std::nullopt;  // a file's raw bytes
+    if (path.starts_with(kDataBlobPrefix) && req.method == "PUT") return std::nullopt;
     const std::string* type = req.headers.Find("Content-Type");
     if (type == nullptr) {
       return JsonError(400, "INVALID_PARAMETER_VALUE",
@@ -468,8 +512,11 @@ struct Server::Impl : HttpHandler {
     if (rule.target == Target::kSignedIn && access->enabled() && !caller.principal.ActsAsAdmin()) {
       CAIRN_ASSIGN_OR_RETURN(service::Visibility v, access->VisibilityOf(caller.principal));
       c.may_read_experiment = [v](std::string_view id) { return v.MayReadExperiment(id); };
-      c.may_read_model = [v = std::move(v)](std::string_view name) {
+      c.may_read_model = [v](std::string_view name) {
         return v.MayRead(core::ResourceKind::kRegisteredModel, name);
+      };
+      c.may_read_dataset = [v = std::move(v)](std::string_view name) {
+        return v.MayRead(core::ResourceKind::kDataset, name);
       };
     }
     return c;
@@ -741,8 +788,36 @@ struct Server::Impl : HttpHandler {
         gate->Describe(caller, req, call), ArtifactUpload::Kind::kUiUpload));
   }
 
+  // PUT datasets/blobs/DIGEST: a blob for a dataset's version.
+  Result<std::unique_ptr<UploadSink>> OpenDataBlobUpload(const HttpRequest& req) {
+    const std::string_view rest = std::string_view(req.path).substr(kCairnApiPrefix.size());
+    std::string_view digest;
+    const AccessRule* rule = FindAccessRule(Api::kCairn, req.method, rest, &digest);
+    if (rule == nullptr) return NotFound("No endpoint " + req.method + " " + req.path);
+    if (!IsSha256Hex(digest)) {
+      return InvalidArgument("'" + std::string(digest.substr(0, 80)) +
+                             "' is not a SHA-256 digest (64 lowercase hex digits)");
+    }
+    const CallSubject call{rule, nullptr, digest, {}};
+    Identified who = gate->Identify(req);
+    if (std::holds_alternative<HttpResponse>(who)) {
+      return Unauthenticated("no valid credentials");
+    }
+    const Caller& caller = std::get<Caller>(who);
+    Status allowed = gate->Authorize(caller, call);
+    if (!allowed.ok()) {
+      gate->Audit(caller, req, call, allowed);
+      return allowed;
+    }
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, artifacts->NewUpload());
+    return std::unique_ptr<UploadSink>(std::make_unique<DataBlobUpload>(
+        datasets.get(), caller.principal.username, std::string(digest), std::move(writer),
+        gate.get(), gate->Describe(caller, req, call)));
+  }
+
   Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& req) override {
     if (req.path == kUploadArtifactPath) return OpenRunUpload(req);
+    if (req.path.starts_with(kDataBlobPrefix)) return OpenDataBlobUpload(req);
     CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> path, ArtifactPathOf(req));
     const AccessRule* rule =
         FindAccessRule(Api::kArtifacts, req.method, StripPrefix(req.path, kArtifactPrefixes));
@@ -860,6 +935,9 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
       registry_options);
   impl->tasks = std::make_unique<service::TaskService>(impl->store.get(), impl->tracking.get(),
                                                        SystemClock(), impl->artifacts.get());
+  impl->datasets = std::make_unique<service::DatasetService>(impl->store.get(), impl->blobs.get(),
+                                                             impl->artifacts.get(),
+                                                             impl->identity.get(), SystemClock());
   impl->gate = std::make_unique<Gate>(impl->access.get());
   if (!options.init_admin.empty()) {
     Result<service::UserDetails> existing = impl->identity->GetUser(options.init_admin);
@@ -881,6 +959,7 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   impl->ctx.identity = impl->identity.get();
   impl->ctx.registry = impl->registry.get();
   impl->ctx.tasks = impl->tasks.get();
+  impl->ctx.datasets = impl->datasets.get();
   impl->ctx.tls = !options.tls_cert_file.empty();
   CAIRN_ASSIGN_OR_RETURN(impl->ui, UiFiles::Load(options.ui_dir));
   impl->InstallRoutes();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <mutex>
+#include <unordered_set>
 
 #include "util/utf8.h"
 
@@ -62,19 +63,29 @@ Result<std::unique_ptr<blob::BlobWriter>> ArtifactService::NewUpload() {
 
 namespace {
 
-// The registry's files are written and removed by the registry alone.
-Status RefuseRegistryPath(std::string_view path) {
-  if (path != kRegistryArtifactRoot && !path.starts_with(std::string(kRegistryArtifactRoot) + "/")) {
-    return Status::Ok();
+bool IsUnder(std::string_view path, std::string_view root) {
+  return path == root ||
+         (path.starts_with(root) && path.size() > root.size() && path[root.size()] == '/');
+}
+
+// The registry's files are written and removed by the registry alone, datasets' by the
+// dataset service.
+Status RefuseReservedPath(std::string_view path) {
+  if (IsUnder(path, kRegistryArtifactRoot)) {
+    return PermissionDenied("Artifact path '" + std::string(path) +
+                            "' holds model registry files, which only the registry changes");
   }
-  return PermissionDenied("Artifact path '" + std::string(path) +
-                          "' holds model registry files, which only the registry changes");
+  if (IsUnder(path, kDatasetArtifactRoot)) {
+    return PermissionDenied("Artifact path '" + std::string(path) +
+                            "' holds dataset files, which only `cairn data` changes");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
 
 Status ArtifactService::CommitUpload(const std::string& path, blob::BlobWriter& writer) {
-  CAIRN_RETURN_IF_ERROR(RefuseRegistryPath(path));
+  CAIRN_RETURN_IF_ERROR(RefuseReservedPath(path));
   Result<std::optional<store::ArtifactFile>> replaced = std::optional<store::ArtifactFile>();
   std::string digest;
   {
@@ -90,6 +101,18 @@ Status ArtifactService::CommitUpload(const std::string& path, blob::BlobWriter& 
   }
   if (*replaced && (*replaced)->digest != digest) return CollectBlobs({(*replaced)->digest});
   return Status::Ok();
+}
+
+Status ArtifactService::IndexBlobs(const std::vector<store::ArtifactFile>& files) {
+  std::shared_lock lock(gc_mu_);
+  for (const store::ArtifactFile& f : files) {
+    CAIRN_ASSIGN_OR_RETURN(bool have, blobs_->Has(f.digest));
+    if (!have) {
+      return FailedPrecondition("the server does not hold blob " + f.digest + " of " + f.path +
+                                ": send it again");
+    }
+  }
+  return store_->PutArtifacts(files).status();
 }
 
 Status ArtifactService::PutBytes(const std::string& path, std::string_view bytes) {
@@ -149,7 +172,7 @@ Result<std::vector<store::ArtifactEntry>> ArtifactService::ListRunArtifacts(
 }
 
 Status ArtifactService::Delete(const std::string& path) {
-  CAIRN_RETURN_IF_ERROR(RefuseRegistryPath(path));
+  CAIRN_RETURN_IF_ERROR(RefuseReservedPath(path));
   return DeleteFiles(path);
 }
 
@@ -257,6 +280,9 @@ Result<ArtifactService::Collection> ArtifactService::CollectGarbage(int64_t grac
     candidates.push_back(b);
     return Status::Ok();
   }));
+  if (!dry_run) {
+    CAIRN_RETURN_IF_ERROR(store_->datasets().PruneDataUploads(now_ms - kUploadLedgerMs).status());
+  }
   for (const blob::BlobInfo& b : candidates) {
     std::unique_lock lock(gc_mu_);
     CAIRN_ASSIGN_OR_RETURN(bool referenced, store_->BlobReferenced(b.digest));
@@ -270,8 +296,21 @@ Result<ArtifactService::Collection> ArtifactService::CollectGarbage(int64_t grac
 
 Result<ArtifactService::Usage> ArtifactService::MeasureUsage() {
   Usage out;
+  const std::string dataset_prefix = std::string(kDatasetArtifactRoot) + "/";
+  std::map<std::string, std::unordered_set<std::string>> dataset_blobs;
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> named,
-                         NamedDigests([&out](const store::ArtifactFile& f) {
+                         NamedDigests([&](const store::ArtifactFile& f) {
+                           if (f.path.starts_with(dataset_prefix)) {
+                             const size_t end = f.path.find('/', dataset_prefix.size());
+                             const std::string name =
+                                 f.path.substr(dataset_prefix.size(), end - dataset_prefix.size());
+                             if (dataset_blobs[name].insert(f.digest).second) {
+                               Usage::Part& part = out.by_dataset[name];
+                               ++part.files;
+                               part.bytes += f.size;
+                             }
+                             return;
+                           }
                            Usage::Part& part = out.by_root[f.path.substr(0, f.path.find('/'))];
                            ++part.files;
                            part.bytes += f.size;

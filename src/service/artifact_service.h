@@ -22,6 +22,10 @@ namespace cairn::service {
 // Where the model registry keeps versions' files ("models/<id>/..."): clients read them, and
 // only the registry writes or removes them.
 inline constexpr std::string_view kRegistryArtifactRoot = "models";
+// Where datasets keep their versions' files ("datasets/<name>/<version digest>/<path>") and
+// manifests ("datasets/<name>/<version digest>.json"): read through the dataset's permission,
+// written only by the dataset service.
+inline constexpr std::string_view kDatasetArtifactRoot = "datasets";
 
 // Checks and normalises an artifact path (a trailing '/' is dropped). An empty path is the
 // root, allowed only when `allow_root`.
@@ -40,6 +44,10 @@ struct Download {
 // How long a blob no artifact names is kept by a collection: an upload commits its blob a
 // moment before the index names it.
 inline constexpr int64_t kDefaultGcGraceSeconds = 3600;
+// How long the upload ledger (store/dataset_store.h) remembers a blob sent for a dataset: a
+// `cairn data add` killed within it continues without sending those blobs again. A collection
+// forgets older records.
+inline constexpr int64_t kUploadLedgerMs = 24LL * 3600 * 1000;
 
 class ArtifactService {
  public:
@@ -71,7 +79,8 @@ class ArtifactService {
   Result<std::vector<store::ArtifactFile>> ListRunFiles(std::string_view artifact_uri,
                                                         int64_t max_files);
   // Deletes a file or a whole directory and collects blobs nothing references any more.
-  // Uploads and deletes under kRegistryArtifactRoot are kPermissionDenied.
+  // Uploads and deletes under kRegistryArtifactRoot and kDatasetArtifactRoot are
+  // kPermissionDenied.
   Status Delete(const std::string& path);
   // Records every file at or under `source` (a file or a directory) again under `dest`, by
   // reference to the same blobs: a copy that costs no space. Blobs cannot be collected while
@@ -79,8 +88,13 @@ class ArtifactService {
   // many files were copied (0 when nothing is at `source`); kResourceExhausted past
   // `max_files`, with nothing copied.
   Result<int64_t> CopyTree(const std::string& source, const std::string& dest, int64_t max_files);
+  // Records `files`, which name blobs sent before, all or none, with no collection in between
+  // (a dataset's new version). kFailedPrecondition naming the first blob the store lacks, with
+  // nothing recorded.
+  Status IndexBlobs(const std::vector<store::ArtifactFile>& files);
   // Removes the blobs no artifact file names (mark and sweep), but those written in the last
-  // `grace_ms` (uploads still on their way to the index). With `dry_run`, only counts them.
+  // `grace_ms` (uploads still on their way to the index), and forgets the upload ledger's
+  // records older than kUploadLedgerMs. With `dry_run`, only counts the blobs.
   struct Collection {
     int64_t blobs = 0;       // seen
     int64_t collected = 0;   // removed (or, in a dry run, that would be)
@@ -91,13 +105,16 @@ class ArtifactService {
 
   // Where the bytes are: the files of the index by the first part of their path (an
   // experiment's id, or kRegistryArtifactRoot), with their sizes as listed (a blob that several
-  // files share counts in each); and the blobs themselves, each once, with those no file names.
+  // files share counts in each); each dataset's files (all its versions, manifests included),
+  // counting each distinct blob once; and the blobs themselves, each once, with those no file
+  // names.
   struct Usage {
     struct Part {
       int64_t files = 0;
       int64_t bytes = 0;
     };
     std::map<std::string, Part> by_root;
+    std::map<std::string, Part> by_dataset;  // distinct blobs and their bytes
     Part blobs;
     Part unreferenced;
   };

@@ -26,7 +26,15 @@ Status CheckName(std::string_view what, const std::string& name) {
 // How MLflow names a permission in its messages: "Experiment permission (experiment_id=3,
 // username=bob)" / "... with experiment_id=3 and username=bob".
 std::string PermissionSubject(ResourceKind kind) {
-  return kind == ResourceKind::kExperiment ? "Experiment permission" : "Registered model permission";
+  switch (kind) {
+    case ResourceKind::kExperiment:
+      return "Experiment permission";
+    case ResourceKind::kRegisteredModel:
+      return "Registered model permission";
+    case ResourceKind::kDataset:
+      return "Dataset permission";
+  }
+  return "Permission";
 }
 
 std::string KeyName(ResourceKind kind) {

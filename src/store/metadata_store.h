@@ -22,6 +22,7 @@
 
 #include "core/model.h"
 #include "core/search.h"
+#include "store/dataset_store.h"
 #include "store/identity_store.h"
 #include "store/queue_store.h"
 #include "store/registry_store.h"
@@ -176,6 +177,10 @@ class MetadataStore {
   // that its blob can be collected. kFailedPrecondition when file.path is a directory (files
   // lie under it) or lies under a file.
   virtual Result<std::optional<ArtifactFile>> PutArtifact(const ArtifactFile& file) = 0;
+  // PutArtifact for each of `files` in one commit, all or none: the first refusal fails the
+  // call and nothing is recorded. Returns every entry replaced.
+  virtual Result<std::vector<ArtifactFile>> PutArtifacts(
+      const std::vector<ArtifactFile>& files) = 0;
   // kNotFound when no file is recorded at path.
   virtual Result<ArtifactFile> GetArtifact(std::string_view path) = 0;
   // Immediate children of directory `dir` ("" is the root), sorted by name. Empty when the
@@ -208,6 +213,10 @@ class MetadataStore {
   // --- Queues, tasks and agents ----------------------------------------------------------
   // The store's queues (queue_store.h), in the same database.
   virtual QueueStore& queue() = 0;
+
+  // --- Datasets ------------------------------------------------------------------------------
+  // Datasets' versions and the upload ledger (dataset_store.h), in the same database.
+  virtual DatasetStore& datasets() = 0;
 };
 
 struct StoreOptions {

@@ -533,6 +533,24 @@ TYPED_TEST(MetadataStoreTest, EveryArtifactFileIsListedInPathOrderPageByPage) {
                                               "2/r/artifacts/b", "models/m/1/w"}));
 }
 
+TYPED_TEST(MetadataStoreTest, PutArtifactsRecordsAllOrNone) {
+  const std::string a(64, 'a'), b(64, 'b');
+  ASSERT_TRUE(this->store_->PutArtifact({"d/x", a, 1}).ok());
+  auto put = this->store_->PutArtifacts({{"d/x", b, 2}, {"d/y", a, 3}});
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  ASSERT_EQ(put->size(), 1u);
+  EXPECT_EQ((*put)[0].digest, a);  // the entry d/x replaced
+  EXPECT_EQ(this->store_->GetArtifact("d/x")->digest, b);
+  EXPECT_EQ(this->store_->GetArtifact("d/y")->size, 3);
+
+  // "d/y/z" lies under the file d/y: the whole batch is refused, its first puts undone.
+  auto refused = this->store_->PutArtifacts({{"e/1", a, 1}, {"d/x", a, 9}, {"d/y/z", a, 1}});
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(this->store_->GetArtifact("e/1").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->GetArtifact("d/x")->digest, b);
+  EXPECT_EQ(this->store_->GetArtifact("d/x")->size, 2);
+}
+
 TYPED_TEST(MetadataStoreTest, ArtifactIndexListsDirectoriesAndDeletesTrees) {
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/a.txt", std::string(64, 'a'), 3}).ok());
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/d/x", std::string(64, 'b'), 4}).ok());

@@ -183,4 +183,16 @@ std::vector<core::Run> SortAndPage(std::vector<core::Run> runs, const RunSearchQ
   return page;
 }
 
+Status DatasetNotFound(std::string_view name) {
+  return NotFound("Dataset '" + std::string(name) + "' not found");
+}
+
+Status DataVersionNotFound(std::string_view name, int64_t version) {
+  return NotFound("Dataset " + std::string(name) + " has no version " + std::to_string(version));
+}
+
+Status DatasetExists(std::string_view name) {
+  return AlreadyExists("Dataset '" + std::string(name) + "' already exists");
+}
+
 }  // namespace cairn::store

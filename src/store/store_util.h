@@ -39,6 +39,10 @@ Status RegisteredModelNotFound(std::string_view name);
 Status RegisteredModelTaken(std::string_view name);
 Status ModelVersionNotFound(std::string_view name, int64_t version);
 Status AliasNotFound(std::string_view name, std::string_view alias);
+// Datasets: "Dataset 'mnist' not found", "Dataset mnist has no version 4".
+Status DatasetNotFound(std::string_view name);
+Status DataVersionNotFound(std::string_view name, int64_t version);
+Status DatasetExists(std::string_view name);
 Status NothingToRollBack(std::string_view name, std::string_view alias);
 
 // Experiment ids are decimal integers; false for anything else.

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "store/listing.h"
+#include "store/memory/memory_dataset_store.h"
 #include "store/memory/memory_identity_store.h"
 #include "store/memory/memory_queue_store.h"
 #include "store/memory/memory_registry_store.h"
@@ -295,6 +296,33 @@ class MemoryStore : public MetadataStore {
 
   Result<std::optional<ArtifactFile>> PutArtifact(const ArtifactFile& file) override {
     std::unique_lock lock(mu_);
+    return PutArtifactLocked(file);
+  }
+
+  Result<std::vector<ArtifactFile>> PutArtifacts(const std::vector<ArtifactFile>& files) override {
+    std::unique_lock lock(mu_);
+    // What each put did, to undo them all when one is refused.
+    std::vector<std::pair<std::string, std::optional<ArtifactFile>>> undo;
+    std::vector<ArtifactFile> replaced;
+    for (const ArtifactFile& f : files) {
+      Result<std::optional<ArtifactFile>> r = PutArtifactLocked(f);
+      if (!r.ok()) {
+        for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+          if (it->second) {
+            artifacts_[it->first] = *it->second;
+          } else {
+            artifacts_.erase(it->first);
+          }
+        }
+        return r.status();
+      }
+      undo.emplace_back(f.path, *r);
+      if (*r) replaced.push_back(**r);
+    }
+    return replaced;
+  }
+
+  Result<std::optional<ArtifactFile>> PutArtifactLocked(const ArtifactFile& file) {
     for (std::string_view dir : ParentDirs(file.path)) {
       if (artifacts_.count(dir) != 0) return ArtifactPathTaken(file.path, dir);
     }
@@ -401,6 +429,7 @@ class MemoryStore : public MetadataStore {
   IdentityStore& identity() override { return *identity_; }
   RegistryStore& registry() override { return *registry_; }
   QueueStore& queue() override { return *queue_; }
+  DatasetStore& datasets() override { return *datasets_; }
 
  private:
   Experiment* FindExperiment(std::string_view id) {
@@ -453,6 +482,7 @@ class MemoryStore : public MetadataStore {
   std::unique_ptr<IdentityStore> identity_ = NewMemoryIdentityStore();
   std::unique_ptr<RegistryStore> registry_ = NewMemoryRegistryStore();
   std::unique_ptr<QueueStore> queue_ = NewMemoryQueueStore();
+  std::unique_ptr<DatasetStore> datasets_ = NewMemoryDatasetStore();
   std::map<int64_t, Experiment> experiments_;
   std::unordered_map<std::string, RunRecord> runs_;
   std::map<std::string, ArtifactFile, std::less<>> artifacts_;

@@ -333,6 +333,35 @@ CREATE TABLE gpu_usage (
 CREATE INDEX gpu_usage_by_team ON gpu_usage (team, end_time);
 CREATE INDEX tasks_running_by_team ON tasks (team) WHERE state = 'running';
 )sql",
+    // 8: datasets, their versions, and the ledger of the blobs each account uploaded for them.
+    R"sql(
+CREATE TABLE data_sets (
+  name TEXT PRIMARY KEY,
+  created_time INTEGER NOT NULL,
+  last_version INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE data_versions (
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  digest TEXT NOT NULL,
+  parent INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  creator TEXT NOT NULL,
+  created_time INTEGER NOT NULL,
+  metadata TEXT NOT NULL,
+  files INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  PRIMARY KEY (name, version)
+) WITHOUT ROWID;
+CREATE INDEX data_versions_by_digest ON data_versions (digest);
+CREATE TABLE data_uploads (
+  username TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  PRIMARY KEY (username, digest)
+) WITHOUT ROWID;
+CREATE INDEX data_uploads_by_time ON data_uploads (time);
+)sql",
 };
 
 }  // namespace

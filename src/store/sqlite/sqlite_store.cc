@@ -10,6 +10,7 @@
 
 #include "store/listing.h"
 #include "store/sqlite/database.h"
+#include "store/sqlite/dataset_tables.h"
 #include "store/sqlite/identity_tables.h"
 #include "store/sqlite/queue_tables.h"
 #include "store/sqlite/registry_tables.h"
@@ -90,6 +91,28 @@ Result<Stmt*> SelectUnder(Connection& c, const std::string& prefix) {
   return s;
 }
 
+// Records `file` as PutArtifact does, inside the caller's transaction.
+Status PutArtifactRow(Connection& c, const ArtifactFile& file,
+                      std::optional<ArtifactFile>* replaced) {
+  replaced->reset();
+  for (std::string_view dir : ParentDirs(file.path)) {
+    CAIRN_ASSIGN_OR_RETURN(Stmt * f, c.Prepare("SELECT 1 FROM artifacts WHERE path = ?"));
+    f->Bind(1, dir);
+    if (f->Step()) return ArtifactPathTaken(file.path, dir);
+    CAIRN_RETURN_IF_ERROR(f->status());
+  }
+  CAIRN_ASSIGN_OR_RETURN(Stmt * under, SelectUnder(c, DirPrefix(file.path)));
+  if (under->Step()) return ArtifactPathTaken(file.path, file.path);
+  CAIRN_RETURN_IF_ERROR(under->status());
+  CAIRN_ASSIGN_OR_RETURN(Stmt * old,
+                         c.Prepare("SELECT digest, size FROM artifacts WHERE path = ?"));
+  old->Bind(1, file.path);
+  if (old->Step()) *replaced = ArtifactFile{file.path, old->Str(0), old->Int(1)};
+  CAIRN_RETURN_IF_ERROR(old->status());
+  return ExecStmt(c, "INSERT OR REPLACE INTO artifacts (path, digest, size) VALUES (?, ?, ?)",
+                  file.path, file.digest, file.size);
+}
+
 class SqliteStore : public MetadataStore {
  public:
   explicit SqliteStore(StoreOptions options) : options_(std::move(options)) {}
@@ -102,6 +125,7 @@ class SqliteStore : public MetadataStore {
     identity_ = sqlite::NewSqliteIdentityStore(db_.get());
     registry_ = sqlite::NewSqliteRegistryStore(db_.get());
     queue_ = sqlite::NewSqliteQueueStore(db_.get());
+    datasets_ = sqlite::NewSqliteDatasetStore(db_.get());
     return Status::Ok();
   }
 
@@ -437,24 +461,21 @@ class SqliteStore : public MetadataStore {
 
   Result<std::optional<ArtifactFile>> PutArtifact(const ArtifactFile& file) override {
     std::optional<ArtifactFile> replaced;
+    CAIRN_RETURN_IF_ERROR(
+        Write([&](Connection& c) -> Status { return PutArtifactRow(c, file, &replaced); }));
+    return replaced;
+  }
+
+  Result<std::vector<ArtifactFile>> PutArtifacts(const std::vector<ArtifactFile>& files) override {
+    std::vector<ArtifactFile> replaced;
     CAIRN_RETURN_IF_ERROR(Write([&](Connection& c) -> Status {
-      replaced.reset();
-      for (std::string_view dir : ParentDirs(file.path)) {
-        CAIRN_ASSIGN_OR_RETURN(Stmt * f, c.Prepare("SELECT 1 FROM artifacts WHERE path = ?"));
-        f->Bind(1, dir);
-        if (f->Step()) return ArtifactPathTaken(file.path, dir);
-        CAIRN_RETURN_IF_ERROR(f->status());
+      replaced.clear();
+      for (const ArtifactFile& f : files) {
+        std::optional<ArtifactFile> old;
+        CAIRN_RETURN_IF_ERROR(PutArtifactRow(c, f, &old));
+        if (old) replaced.push_back(std::move(*old));
       }
-      CAIRN_ASSIGN_OR_RETURN(Stmt * under, SelectUnder(c, DirPrefix(file.path)));
-      if (under->Step()) return ArtifactPathTaken(file.path, file.path);
-      CAIRN_RETURN_IF_ERROR(under->status());
-      CAIRN_ASSIGN_OR_RETURN(Stmt * old,
-                             c.Prepare("SELECT digest, size FROM artifacts WHERE path = ?"));
-      old->Bind(1, file.path);
-      if (old->Step()) replaced = ArtifactFile{file.path, old->Str(0), old->Int(1)};
-      CAIRN_RETURN_IF_ERROR(old->status());
-      return ExecStmt(c, "INSERT OR REPLACE INTO artifacts (path, digest, size) VALUES (?, ?, ?)",
-                      file.path, file.digest, file.size);
+      return Status::Ok();
     }));
     return replaced;
   }
@@ -585,6 +606,7 @@ class SqliteStore : public MetadataStore {
   IdentityStore& identity() override { return *identity_; }
   RegistryStore& registry() override { return *registry_; }
   QueueStore& queue() override { return *queue_; }
+  DatasetStore& datasets() override { return *datasets_; }
 
  private:
   Status LogBatchToActiveRun(Connection& c, std::string_view run_id,
@@ -622,6 +644,7 @@ class SqliteStore : public MetadataStore {
   std::unique_ptr<IdentityStore> identity_;  // on db_
   std::unique_ptr<RegistryStore> registry_;  // on db_
   std::unique_ptr<QueueStore> queue_;        // on db_
+  std::unique_ptr<DatasetStore> datasets_;   // on db_
   // Last, so that it stops first: its writer thread uses the members above until then.
   std::unique_ptr<Database> db_;
 };

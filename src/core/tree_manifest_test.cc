@@ -1,10 +1,10 @@
-#include "pipeline/tree_manifest.h"
+#include "core/tree_manifest.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace cairn::pipeline {
+namespace cairn::core {
 namespace {
 
 TEST(TreeManifestTest, ParseRejectsMalformedManifests) {
@@ -67,5 +67,29 @@ TEST(TreeManifestTest, ParseRejectsMalformedManifests) {
   }
 }
 
+TEST(TreeManifestTest, DiffListsAddedRemovedAndChangedFilesInPathOrder) {
+  const std::string a(64, 'a'), b(64, 'b');
+  std::vector<FileEntry> from = {{"keep", 1, kModeFile, a},
+                                 {"mode", 1, kModeFile, a},
+                                 {"old", 2, kModeFile, a},
+                                 {"x/edit", 3, kModeFile, a}};
+  std::vector<FileEntry> to = {{"keep", 1, kModeFile, a},
+                               {"mode", 1, kModeExecutable, a},
+                               {"new", 5, kModeFile, b},
+                               {"x/edit", 4, kModeFile, b},
+                               {"z", 1, kModeFile, a}};
+  ManifestDiff d = DiffManifests(from, to);
+  ASSERT_EQ(d.added.size(), 2u);
+  EXPECT_EQ(d.added[0].path, "new");
+  EXPECT_EQ(d.added[1].path, "z");
+  ASSERT_EQ(d.removed.size(), 1u);
+  EXPECT_EQ(d.removed[0].path, "old");
+  ASSERT_EQ(d.changed.size(), 2u);
+  EXPECT_EQ(d.changed[0].second.path, "mode");
+  EXPECT_EQ(d.changed[1].first.size, 3);
+  EXPECT_EQ(d.changed[1].second.size, 4);
+  EXPECT_TRUE(DiffManifests(to, to).empty());
+}
+
 }  // namespace
-}  // namespace cairn::pipeline
+}  // namespace cairn::core

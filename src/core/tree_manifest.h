@@ -8,11 +8,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "util/status.h"
 
-namespace cairn::pipeline {
+namespace cairn::core {
 
 inline constexpr uint32_t kModeFile = 0100644;
 inline constexpr uint32_t kModeExecutable = 0100755;
@@ -46,4 +47,15 @@ Result<std::vector<FileEntry>> ParseManifestJson(std::string_view json);
 // For messages: `path` with bytes that are not UTF-8 shown as U+FFFD.
 std::string PrintablePath(std::string_view path);
 
-}  // namespace cairn::pipeline
+// What changed from one manifest to another (both sorted by path, as parsed): the files only
+// in `to`, those only in `from`, and those at the same path with other bytes or another mode,
+// each list in path order.
+struct ManifestDiff {
+  std::vector<FileEntry> added;
+  std::vector<FileEntry> removed;
+  std::vector<std::pair<FileEntry, FileEntry>> changed;  // (from, to)
+  bool empty() const { return added.empty() && removed.empty() && changed.empty(); }
+};
+ManifestDiff DiffManifests(const std::vector<FileEntry>& from, const std::vector<FileEntry>& to);
+
+}  // namespace cairn::core

@@ -1,4 +1,4 @@
-#include "pipeline/tree_manifest.h"
+#include "core/tree_manifest.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -7,7 +7,7 @@
 #include "util/hash.h"
 #include "util/utf8.h"
 
-namespace cairn::pipeline {
+namespace cairn::core {
 namespace {
 
 using nlohmann::json;
@@ -212,4 +212,23 @@ Result<std::vector<FileEntry>> ParseManifestJson(std::string_view text) {
   return entries;
 }
 
-}  // namespace cairn::pipeline
+ManifestDiff DiffManifests(const std::vector<FileEntry>& from, const std::vector<FileEntry>& to) {
+  ManifestDiff d;
+  size_t i = 0, j = 0;
+  while (i < from.size() || j < to.size()) {
+    if (j == to.size() || (i < from.size() && from[i].path < to[j].path)) {
+      d.removed.push_back(from[i++]);
+    } else if (i == from.size() || to[j].path < from[i].path) {
+      d.added.push_back(to[j++]);
+    } else {
+      if (from[i].sha256 != to[j].sha256 || from[i].mode != to[j].mode) {
+        d.changed.emplace_back(from[i], to[j]);
+      }
+      ++i;
+      ++j;
+    }
+  }
+  return d;
+}
+
+}  // namespace cairn::core

@@ -1,0 +1,240 @@
+#include "service/dataset_service.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "util/hash.h"
+
+namespace cairn::service {
+namespace {
+
+constexpr size_t kCachedDatasets = 8;
+
+Status CheckDigest(std::string_view digest) {
+  if (IsSha256Hex(digest)) return Status::Ok();
+  return InvalidArgument("'" + std::string(digest.substr(0, 80)) +
+                         "' is not a SHA-256 digest (64 lowercase hex digits)");
+}
+
+}  // namespace
+
+DatasetService::DatasetService(store::MetadataStore* store, blob::ContentStore* blobs,
+                               ArtifactService* artifacts, IdentityService* identity, Clock* clock)
+    : store_(store), blobs_(blobs), artifacts_(artifacts), identity_(identity), clock_(clock) {}
+
+std::string DatasetService::FilePath(const core::DataVersion& v, std::string_view path) {
+  return std::string(kDatasetArtifactRoot) + "/" + v.name + "/" + v.digest + "/" +
+         std::string(path);
+}
+
+std::string DatasetService::ManifestPath(std::string_view name, std::string_view digest) {
+  return std::string(kDatasetArtifactRoot) + "/" + std::string(name) + "/" + std::string(digest) +
+         ".json";
+}
+
+Result<std::vector<core::FileEntry>> DatasetService::ReadManifest(std::string_view digest) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobReader> r, blobs_->Open(digest));
+  if (r->size() > kMaxManifestBytes) {
+    return InvalidArgument("the manifest " + std::string(digest) + " is " +
+                           std::to_string(r->size()) + " bytes, over the limit of " +
+                           std::to_string(kMaxManifestBytes));
+  }
+  std::string bytes(static_cast<size_t>(r->size()), '\0');
+  size_t got = 0;
+  while (got < bytes.size()) {
+    CAIRN_ASSIGN_OR_RETURN(
+        size_t n, r->ReadAt(static_cast<int64_t>(got), bytes.data() + got, bytes.size() - got));
+    if (n == 0) break;
+    got += n;
+  }
+  bytes.resize(got);
+  Result<std::vector<core::FileEntry>> files = core::ParseManifestJson(bytes);
+  if (!files.ok()) {
+    return InvalidArgument("blob " + std::string(digest) +
+                           " is not a dataset manifest: " + files.status().message());
+  }
+  return files;
+}
+
+Result<std::shared_ptr<const std::unordered_set<std::string>>> DatasetService::LatestBlobs(
+    const std::string& name) {
+  using Set = std::unordered_set<std::string>;
+  Result<core::DataVersion> latest = store_->datasets().GetDataVersion(name, 0);
+  if (!latest.ok()) {
+    if (latest.status().code() == StatusCode::kNotFound) return std::make_shared<const Set>();
+    return latest.status();
+  }
+  {
+    std::lock_guard lock(cache_mu_);
+    for (const CachedBlobs& c : cache_) {
+      if (c.name == name && c.digest == latest->digest) return c.blobs;
+    }
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::FileEntry> files, ReadManifest(latest->digest));
+  auto blobs = std::make_shared<Set>();
+  blobs->reserve(files.size() + 1);
+  for (core::FileEntry& f : files) blobs->insert(std::move(f.sha256));
+  blobs->insert(latest->digest);
+  std::lock_guard lock(cache_mu_);
+  std::erase_if(cache_, [&](const CachedBlobs& c) { return c.name == name; });
+  if (cache_.size() >= kCachedDatasets) cache_.erase(cache_.begin());
+  cache_.push_back(CachedBlobs{name, latest->digest, blobs});
+  return std::shared_ptr<const Set>(std::move(blobs));
+}
+
+Result<std::vector<std::string>> DatasetService::MissingBlobs(
+    const std::string& username, const std::string& name, bool may_read,
+    const std::vector<std::string>& digests) {
+  CAIRN_RETURN_IF_ERROR(core::ValidateDatasetName(name));
+  if (digests.size() > kMaxDigestsPerQuery) {
+    return InvalidArgument("at most " + std::to_string(kMaxDigestsPerQuery) +
+                           " digests may be asked about at once, not " +
+                           std::to_string(digests.size()));
+  }
+  for (const std::string& d : digests) CAIRN_RETURN_IF_ERROR(CheckDigest(d));
+  std::shared_ptr<const std::unordered_set<std::string>> known;
+  if (may_read) {
+    CAIRN_ASSIGN_OR_RETURN(known, LatestBlobs(name));
+  }
+  std::vector<std::string> ask;  // not in the latest version: the ledger decides
+  for (const std::string& d : digests) {
+    if (known == nullptr || known->count(d) == 0) ask.push_back(d);
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::vector<bool> sent, store_->datasets().DataUploaded(username, ask));
+  std::unordered_set<std::string> unshown;
+  for (size_t i = 0; i < ask.size(); ++i) {
+    if (!sent[i]) unshown.insert(ask[i]);
+  }
+  std::vector<std::string> missing;
+  std::unordered_set<std::string> listed;
+  for (const std::string& d : digests) {
+    if (listed.count(d) != 0) continue;
+    bool need = unshown.count(d) != 0;
+    if (!need) {
+      CAIRN_ASSIGN_OR_RETURN(bool have, blobs_->Has(d));
+      need = !have;
+    }
+    if (need) {
+      missing.push_back(d);
+      listed.insert(d);
+    }
+  }
+  return missing;
+}
+
+Status DatasetService::BlobSent(const std::string& username, const std::string& digest) {
+  return store_->datasets().RecordDataUploads(username, {digest}, clock_->NowMillis());
+}
+
+Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& creator,
+                                                         const NewDataVersion& req, bool may_read,
+                                                         bool may_edit) {
+  CAIRN_RETURN_IF_ERROR(core::ValidateDatasetName(req.name));
+  CAIRN_RETURN_IF_ERROR(CheckDigest(req.digest));
+  if (req.message.size() > kMaxDataMessage) {
+    return InvalidArgument("a version's message may hold at most " +
+                           std::to_string(kMaxDataMessage) + " bytes");
+  }
+  if (req.metadata.size() > kMaxDataMetadata) {
+    return InvalidArgument("a version's metadata may hold at most " +
+                           std::to_string(kMaxDataMetadata) + " bytes of JSON");
+  }
+  std::lock_guard create(create_mu_);
+  Result<core::DataVersion> latest = store_->datasets().GetDataVersion(req.name, 0);
+  if (!latest.ok() && latest.status().code() != StatusCode::kNotFound) return latest.status();
+  const bool exists = latest.ok();
+  if (exists && !may_edit) {
+    return PermissionDenied("Permission denied: adding a version to dataset " + req.name);
+  }
+  if (exists && latest->digest == req.digest) return CreatedDataVersion{*latest, true};
+
+  // Every blob named must be one the caller has shown it holds.
+  std::shared_ptr<const std::unordered_set<std::string>> known;
+  if (exists && may_read) {
+    CAIRN_ASSIGN_OR_RETURN(known, LatestBlobs(req.name));
+  }
+  auto not_shown = [&](const std::vector<std::string>& digests) -> Result<std::string> {
+    std::vector<std::string> ask;
+    for (const std::string& d : digests) {
+      if (known == nullptr || known->count(d) == 0) ask.push_back(d);
+    }
+    CAIRN_ASSIGN_OR_RETURN(std::vector<bool> sent,
+                           store_->datasets().DataUploaded(creator.username, ask));
+    for (size_t i = 0; i < ask.size(); ++i) {
+      if (!sent[i]) return ask[i];
+    }
+    return std::string();
+  };
+  CAIRN_ASSIGN_OR_RETURN(std::string unsent_manifest, not_shown({req.digest}));
+  if (!unsent_manifest.empty()) {
+    return FailedPrecondition("send the manifest " + req.digest + " before naming it");
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::FileEntry> files, ReadManifest(req.digest));
+  if (static_cast<int64_t>(files.size()) > kMaxDataVersionFiles) {
+    return InvalidArgument("a version may hold at most " + std::to_string(kMaxDataVersionFiles) +
+                           " files, not " + std::to_string(files.size()));
+  }
+  core::DataVersion v;
+  v.name = req.name;
+  v.digest = req.digest;
+  std::vector<std::string> digests;
+  std::vector<store::ArtifactFile> index;
+  index.reserve(files.size() + 1);
+  digests.reserve(files.size());
+  for (const core::FileEntry& f : files) {
+    if (f.mode == core::kModeSymlink) {
+      return InvalidArgument("the manifest holds a symbolic link, " + f.path +
+                             ": a dataset holds regular files only");
+    }
+    CAIRN_RETURN_IF_ERROR(NormalizeArtifactPath(f.path, /*allow_root=*/false).status());
+    digests.push_back(f.sha256);
+    index.push_back(store::ArtifactFile{FilePath(v, f.path), f.sha256, f.size});
+    v.bytes += f.size;
+  }
+  std::sort(digests.begin(), digests.end());
+  digests.erase(std::unique(digests.begin(), digests.end()), digests.end());
+  CAIRN_ASSIGN_OR_RETURN(std::string unsent, not_shown(digests));
+  if (!unsent.empty()) {
+    return FailedPrecondition("send blob " + unsent + " before naming it in a version");
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobReader> manifest, blobs_->Open(req.digest));
+  index.push_back(store::ArtifactFile{ManifestPath(v.name, v.digest), v.digest, manifest->size()});
+  CAIRN_RETURN_IF_ERROR(artifacts_->IndexBlobs(index));
+
+  v.files = static_cast<int64_t>(files.size());
+  v.parent = exists ? latest->version : 0;
+  v.message = req.message;
+  v.creator = creator.username;
+  v.created_time = clock_->NowMillis();
+  v.metadata = req.metadata.empty() ? "{}" : req.metadata;
+  CAIRN_ASSIGN_OR_RETURN(core::DataVersion added,
+                         store_->datasets().AddDataVersion(v, /*expect_new=*/!exists));
+  if (!exists && identity_ != nullptr) {
+    CAIRN_RETURN_IF_ERROR(identity_->GrantCreator(creator, core::ResourceKind::kDataset, req.name));
+  }
+  return CreatedDataVersion{std::move(added), false};
+}
+
+Result<core::DataVersion> DatasetService::GetVersion(const std::string& name, int64_t version) {
+  CAIRN_RETURN_IF_ERROR(core::ValidateDatasetName(name));
+  return store_->datasets().GetDataVersion(name, version);
+}
+
+Result<std::vector<core::DataVersion>> DatasetService::Versions(const std::string& name) {
+  CAIRN_RETURN_IF_ERROR(core::ValidateDatasetName(name));
+  return store_->datasets().ListDataVersions(name);
+}
+
+Result<std::vector<core::DatasetEntry>> DatasetService::List() {
+  return store_->datasets().ListDatasets();
+}
+
+Result<std::string> DatasetService::ManifestBytes(const core::DataVersion& v) {
+  return blob::ReadAllBytes(*blobs_, v.digest);
+}
+
+Result<std::vector<core::FileEntry>> DatasetService::Files(const core::DataVersion& v) {
+  return ReadManifest(v.digest);
+}
+
+}  // namespace cairn::service

@@ -1,0 +1,116 @@
+// DatasetService: versioned datasets (core/dataset.h) on the server.
+//
+// A client adds a version in three steps: it asks which of its files' blobs it must send
+// (MissingBlobs), sends those (each recorded in the upload ledger as it lands), then names the
+// version by its manifest's digest (CreateVersion). The server reads the manifest from the
+// content store, checks it, and records every file in the artifact index under
+// kDatasetArtifactRoot ("datasets/<name>/<digest>/<path>"), so that the collector, the store
+// check and the storage report see datasets' blobs as they see any artifact.
+//
+// A client may name only blobs it has shown it holds: ones it sent (the ledger of its account)
+// or ones in the dataset's latest version when it may read that dataset. Knowing a digest is
+// not enough, so a digest seen in one place cannot be used to read the file elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "blob/content_store.h"
+#include "core/dataset.h"
+#include "core/identity.h"
+#include "core/tree_manifest.h"
+#include "service/artifact_service.h"
+#include "service/identity_service.h"
+#include "store/metadata_store.h"
+#include "util/clock.h"
+
+namespace cairn::service {
+
+// How many digests one MissingBlobs call takes.
+inline constexpr size_t kMaxDigestsPerQuery = 100'000;
+// A version's manifest: at most this many bytes and files.
+inline constexpr int64_t kMaxManifestBytes = 512LL << 20;
+inline constexpr int64_t kMaxDataVersionFiles = 2'000'000;
+// A version's message and metadata (a JSON object's text), in bytes.
+inline constexpr size_t kMaxDataMessage = 5000;
+inline constexpr size_t kMaxDataMetadata = 64 << 10;
+
+struct NewDataVersion {
+  std::string name;
+  std::string digest;  // the manifest's SHA-256; the manifest is a blob sent before
+  std::string message;
+  std::string metadata = "{}";  // JSON object text, checked by the caller
+};
+
+struct CreatedDataVersion {
+  core::DataVersion version;
+  // The latest version had this content already: it is answered and nothing is added.
+  bool unchanged = false;
+};
+
+class DatasetService {
+ public:
+  // None of the pointers is owned; all must outlive the service. `identity` gives the creator
+  // of a dataset MANAGE on it (nullptr: no permissions).
+  DatasetService(store::MetadataStore* store, blob::ContentStore* blobs, ArtifactService* artifacts,
+                 IdentityService* identity, Clock* clock);
+
+  // Of `digests`, the ones `username` must send before naming them in a version of dataset
+  // `name`: those the server lacks, and those it holds but the caller has not shown it holds.
+  // `may_read` says whether the caller may read the dataset (its latest version's blobs then
+  // count as shown). kInvalidArgument for a malformed digest or more than kMaxDigestsPerQuery.
+  Result<std::vector<std::string>> MissingBlobs(const std::string& username,
+                                                const std::string& name, bool may_read,
+                                                const std::vector<std::string>& digests);
+  // Records that `username` sent the blob `digest` (stored already).
+  Status BlobSent(const std::string& username, const std::string& digest);
+
+  // Adds a version to dataset `req.name`, creating the dataset when it has none (`creator`
+  // then manages it). `may_edit`: whether the caller may add to the dataset if it exists
+  // (kPermissionDenied otherwise), and `may_read` whether it may read it. Errors:
+  // kInvalidArgument for a malformed name, digest, message or manifest;
+  // kFailedPrecondition naming a blob the caller has not sent (send it, then retry).
+  Result<CreatedDataVersion> CreateVersion(const core::Principal& creator,
+                                           const NewDataVersion& req, bool may_read, bool may_edit);
+
+  // Version `version` of dataset `name`, its latest for 0.
+  Result<core::DataVersion> GetVersion(const std::string& name, int64_t version);
+  Result<std::vector<core::DataVersion>> Versions(const std::string& name);
+  Result<std::vector<core::DatasetEntry>> List();
+  // The version's manifest, as its bytes and parsed.
+  Result<std::string> ManifestBytes(const core::DataVersion& v);
+  Result<std::vector<core::FileEntry>> Files(const core::DataVersion& v);
+  // Where a version's file and its manifest are in the artifact index.
+  static std::string FilePath(const core::DataVersion& v, std::string_view path);
+  static std::string ManifestPath(std::string_view name, std::string_view digest);
+
+ private:
+  // The blobs of the dataset's latest version (files and manifest), from a small cache; empty
+  // when the dataset has none.
+  Result<std::shared_ptr<const std::unordered_set<std::string>>> LatestBlobs(
+      const std::string& name);
+  Result<std::vector<core::FileEntry>> ReadManifest(std::string_view digest);
+
+  store::MetadataStore* store_;
+  blob::ContentStore* blobs_;
+  ArtifactService* artifacts_;
+  IdentityService* identity_;
+  Clock* clock_;
+  // One version created at a time, so that a new dataset and its creator's grant appear
+  // together.
+  std::mutex create_mu_;
+  std::mutex cache_mu_;
+  struct CachedBlobs {
+    std::string name;
+    std::string digest;
+    std::shared_ptr<const std::unordered_set<std::string>> blobs;
+  };
+  std::vector<CachedBlobs> cache_;  // the latest few, newest last
+};
+
+}  // namespace cairn::service
