@@ -634,6 +634,7 @@ Result<core::RunInfo> StartRun(TrackingClient& client, const RunOptions& options
 Status RecordRunInputs(RunJournal& journal, const core::RunInfo& run, const RunOptions& options,
                        const Captured& c) {
   Status record = journal.AppendBatch({}, options.params, {});
+  if (record.ok()) record = journal.AppendInputs(options.inputs);
   auto artifact = [&](std::string_view path, const std::string& content) {
     if (record.ok()) record = journal.AppendArtifact(run.artifact_uri, std::string(path), content);
   };

@@ -22,6 +22,8 @@ struct RunOptions {
   std::string run_id;
   std::vector<core::Param> params;
   std::vector<core::Tag> tags;
+  // Datasets the command uses (`cairn run --data`), recorded as the run's inputs.
+  std::vector<core::DatasetInput> inputs;
   std::vector<std::string> command;
   // The Python interpreter whose packages are recorded; empty: the command's own when it
   // starts with one (python, python3.11, .venv/bin/python), else python3 on PATH.

@@ -78,6 +78,7 @@ int Main(int argc, char** argv) {
   RegisterExperiments(app, &action);
   RegisterRuns(app, &action);
   RegisterModels(app, &action);
+  RegisterData(app, &action);
   RegisterTask(app, &action);
   RegisterQueue(app, &action);
   RegisterAgent(app, &action);

@@ -12,6 +12,9 @@
 #include "cli/commands.h"
 #include "cli/queue_run.h"
 #include "client/tracking_client.h"
+#include "core/dataset.h"
+#include "data/dataset_ops.h"
+#include "report/run_report.h"
 
 namespace cairn::cli {
 namespace {
@@ -32,7 +35,36 @@ struct RunFlags {
   std::optional<int64_t> priority;
   int64_t max_attempts = 3;
   std::string lock;
+  std::vector<std::string> data;  // NAME[@VERSION][:DIR]
 };
+
+// Materialises each --data version in its directory (data/NAME by default) and returns the
+// inputs that record them; prints what it did on stderr.
+Result<std::vector<core::DatasetInput>> FetchRunData(const std::vector<std::string>& refs,
+                                                     const std::string& tracking_uri) {
+  std::vector<core::DatasetInput> inputs;
+  if (refs.empty()) return inputs;
+  client::ClientOptions options;
+  options.tracking_uri = tracking_uri;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<client::TrackingClient> main,
+                         client::TrackingClient::Create(options));
+  data::DatasetClient datasets(main.get(),
+                               [options] { return client::TrackingClient::Create(options); });
+  for (const std::string& text : refs) {
+    CAIRN_ASSIGN_OR_RETURN(core::DataRef ref, core::ParseDataRef(text, /*allow_dir=*/true));
+    const std::string dir = ref.dir.empty() ? "data/" + ref.name : ref.dir;
+    Result<data::GetResult> got =
+        data::GetVersion(datasets, ref.name, ref.version, dir, data::GetOptions());
+    if (!got.ok()) return got.status().WithContext("--data " + text);
+    const core::DataVersion& v = got->version;
+    std::fprintf(stderr, "cairn: %s in %s (%lld files, %s; fetched %lld)\n",
+                 core::DataRefText(v.name, v.version).c_str(), dir.c_str(),
+                 static_cast<long long>(v.files), report::FormatSize(v.bytes).c_str(),
+                 static_cast<long long>(got->fetched));
+    inputs.push_back(core::DataVersionInput(v, ""));
+  }
+  return inputs;
+}
 
 int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
   if (!flags.queue.empty() && !flags.run_id.empty()) {
@@ -67,6 +99,12 @@ int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
   if (!parse(flags.params, "-p", &options.params) || !parse(flags.tags, "--tag", &options.tags)) {
     return 2;
   }
+  if (!flags.queue.empty() && !flags.data.empty()) {
+    std::fprintf(stderr,
+                 "error: --data cannot go with --queue: have the queued command fetch its data "
+                 "(cairn data get NAME@VERSION DIR)\n");
+    return 2;
+  }
   if (!flags.queue.empty()) {
     QueueRunOptions queued;
     queued.tracking_uri = flags.tracking_uri;
@@ -82,6 +120,12 @@ int RunCommand(const RunFlags& flags, std::vector<std::string> command) {
     queued.max_attempts = flags.max_attempts;
     return QueueRun(queued);
   }
+  Result<std::vector<core::DatasetInput>> inputs = FetchRunData(flags.data, options.tracking_uri);
+  if (!inputs.ok()) {
+    std::fprintf(stderr, "cairn run: %s\n", inputs.status().message().c_str());
+    return 2;
+  }
+  options.inputs = std::move(inputs).value();
   Result<int> code = capture::RunTracked(options);
   if (!code.ok()) {
     std::fprintf(stderr, "cairn run: %s\n", code.status().message().c_str());
@@ -129,6 +173,11 @@ void RegisterRun(CLI::App& app, Action* action, std::vector<std::string> after_d
   cmd->add_option("-p,--param", flags->params, "Parameter key=value; repeatable")
       ->allow_extra_args(false);
   cmd->add_option("--tag", flags->tags, "Tag key=value; repeatable")->allow_extra_args(false);
+  cmd->add_option("--data", flags->data,
+                  "NAME[@VERSION][:DIR]: put that version of a dataset (the latest without "
+                  "@VERSION) in DIR (default data/NAME) before the command starts, and record "
+                  "the exact version as the run's input; repeatable")
+      ->allow_extra_args(false);
   AddTrackingUriOption(cmd, &flags->tracking_uri);
   cmd->add_option("--python", flags->python,
                   "Python interpreter whose installed packages are recorded (default: the "

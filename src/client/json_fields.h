@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/model.h"
+
 namespace cairn::client {
 
 // A string field; "" when missing or not a string.
@@ -20,5 +22,10 @@ double JsonNumber(const nlohmann::json& j, const char* key);
 std::string JsonObjectText(const nlohmann::json& j, const char* key);
 // The strings of an array field; other elements are skipped.
 std::vector<std::string> JsonStrings(const nlohmann::json& j, const char* key);
+
+// Dataset inputs as runs/log-inputs takes them (its "datasets" array), and back; the run
+// journal keeps them in this form.
+nlohmann::json InputsJson(const std::vector<core::DatasetInput>& inputs);
+std::vector<core::DatasetInput> DecodeInputs(const nlohmann::json& datasets);
 
 }  // namespace cairn::client

@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "client/json_fields.h"
 #include "core/mlflow_json.h"
 #include "util/clock.h"
 #include "util/file.h"
@@ -276,6 +277,8 @@ Status DeliverRecord(Delivery& d, std::string_view line) {
   }
   if (op == "artifact_file") return UploadKeptFile(d, record);
   if (op == "register") return Register(d, record);
+  if (op == "inputs")
+    return client.LogInputs(run_id, DecodeInputs(record.value("datasets", json::array())));
   if (op == "create") {
     std::vector<core::Tag> tags = KeyValues<core::Tag>(record, "tags");
     // The heartbeat recorded at the start may be old by now; the server would fail the run
@@ -486,6 +489,11 @@ Status RunJournal::AppendRegister(const std::string& model, const std::string& s
 void RunJournal::SetNotice(Notice notice) {
   std::lock_guard<std::mutex> lock(mu_);
   notice_ = std::move(notice);
+}
+
+Status RunJournal::AppendInputs(const std::vector<core::DatasetInput>& inputs) {
+  if (inputs.empty()) return Status::Ok();
+  return Append(json({{"op", "inputs"}, {"datasets", InputsJson(inputs)}}).dump());
 }
 
 Status RunJournal::AppendEnd(core::RunStatus status, int64_t end_time) {

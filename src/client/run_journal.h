@@ -80,6 +80,8 @@ class RunJournal {
   // names a newer version. Made only when every one of `files` reached the server whole.
   Status AppendRegister(const std::string& model, const std::string& source,
                         const std::string& alias, const std::vector<RegisteredFile>& files);
+  // The datasets the run used (runs/log-inputs).
+  Status AppendInputs(const std::vector<core::DatasetInput>& inputs);
   Status AppendEnd(core::RunStatus status, int64_t end_time);
   // The run's creation, for a run started while the server was unreachable: the first record.
   Status AppendCreate(const std::string& experiment_name, const std::string& run_name,

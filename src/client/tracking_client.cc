@@ -1,9 +1,11 @@
 #include "client/tracking_client.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -11,10 +13,10 @@
 #include <vector>
 
 #include "client/credentials.h"
+#include "client/json_fields.h"
 #include "core/mlflow_json.h"
 #include "util/curl_api.h"
 #include "util/strings.h"
-#include "client/json_fields.h"
 
 namespace cairn::client {
 
@@ -235,12 +237,36 @@ struct Request {
   std::string path;  // with the URI's prefix and any query
   std::string_view body;
   const char* content_type = nullptr;
-  std::string upload_file;  // PUT this file's bytes instead of `body`
+  std::string upload_file;    // PUT this file's bytes instead of `body`
+  std::string download_file;  // write a successful answer's body here instead of the Reply
 };
 
-size_t AppendBody(char* data, size_t size, size_t n, void* out) {
-  static_cast<Reply*>(out)->body.append(data, size * n);
-  return size * n;
+// Where an answer's body goes: into the file of a download while the status is 2xx, else
+// (errors, and every other request) into the Reply, bounded for a download's error.
+struct BodySink {
+  Reply* reply;
+  std::FILE* file = nullptr;
+  CURL* curl = nullptr;
+  bool write_failed = false;
+};
+
+size_t WriteBody(char* data, size_t size, size_t n, void* out) {
+  auto* sink = static_cast<BodySink*>(out);
+  const size_t bytes = size * n;
+  if (sink->file != nullptr) {
+    long status = 0;
+    Curl().easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status < 300) {
+      if (std::fwrite(data, 1, bytes, sink->file) != bytes) {
+        sink->write_failed = true;
+        return 0;  // ends the transfer
+      }
+      return bytes;
+    }
+    if (sink->reply->body.size() > (64 << 10)) return bytes;
+  }
+  sink->reply->body.append(data, bytes);
+  return bytes;
 }
 
 size_t AppendHeader(char* data, size_t size, size_t n, void* out) {
@@ -299,8 +325,16 @@ struct TrackingClient::Impl {
     api.easy_setopt(curl, CURLOPT_USERAGENT, "cairn");
     api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options.timeout_seconds));
     if (!options.ca_cert.empty()) api.easy_setopt(curl, CURLOPT_CAINFO, options.ca_cert.c_str());
-    api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
-    api.easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
+    BodySink sink{&reply};
+    sink.curl = curl;
+    if (!r.download_file.empty()) {
+      sink.file = std::fopen(r.download_file.c_str(), "wb");
+      if (sink.file == nullptr) {
+        return InvalidArgument("cannot write " + r.download_file + ": " + std::strerror(errno));
+      }
+    }
+    api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
+    api.easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
     api.easy_setopt(curl, CURLOPT_HEADERFUNCTION, AppendHeader);
     api.easy_setopt(curl, CURLOPT_HEADERDATA, &reply);
     curl_slist* headers = nullptr;
@@ -349,6 +383,10 @@ struct TrackingClient::Impl {
     const CURLcode rc = api.easy_perform(curl);
     if (headers != nullptr) api.slist_free_all(headers);
     if (file != nullptr) std::fclose(file);
+    if (sink.file != nullptr && std::fclose(sink.file) != 0) sink.write_failed = true;
+    if (sink.write_failed) {
+      return InvalidArgument("cannot write " + r.download_file + ": " + std::strerror(errno));
+    }
     if (rc != CURLE_OK) {
       return Unavailable(
           "cannot reach the tracking server at " + options.tracking_uri + " (" +
@@ -494,6 +532,24 @@ Result<std::string> TrackingClient::CallJson(const std::string& method, const st
   }
   CAIRN_ASSIGN_OR_RETURN(Reply reply, impl_->Exchange(method + " " + path, r));
   return reply.body;
+}
+
+Result<std::string> TrackingClient::PutFile(const std::string& path,
+                                            const std::string& local_path) {
+  Request r;
+  r.method = "PUT";
+  r.path = impl_->prefix + path;
+  r.content_type = "application/octet-stream";
+  r.upload_file = local_path;
+  CAIRN_ASSIGN_OR_RETURN(Reply reply, impl_->Exchange("PUT " + path, r));
+  return reply.body;
+}
+
+Status TrackingClient::GetToFile(const std::string& path, const std::string& local_path) {
+  Request r;
+  r.path = impl_->prefix + path;
+  r.download_file = local_path;
+  return impl_->Exchange("GET " + path, r).status();
 }
 
 Result<std::string> TrackingClient::GetOrCreateExperiment(const std::string& name) {
@@ -754,6 +810,12 @@ Status TrackingClient::LogBatch(const std::string& run_id, const std::vector<cor
 Status TrackingClient::SetTag(const std::string& run_id, const std::string& key,
                               const std::string& value) {
   return impl_->Post("runs/set-tag", {{"run_id", run_id}, {"key", key}, {"value", value}}).status();
+}
+
+Status TrackingClient::LogInputs(const std::string& run_id,
+                                 const std::vector<core::DatasetInput>& inputs) {
+  return impl_->Post("runs/log-inputs", {{"run_id", run_id}, {"datasets", InputsJson(inputs)}})
+      .status();
 }
 
 Status TrackingClient::UpdateRun(const std::string& run_id, core::RunStatus status,

@@ -50,6 +50,12 @@ class TrackingClient {
   // with any query), `body` a JSON text for writes ("" for GET). Returns the answer's JSON text.
   Result<std::string> CallJson(const std::string& method, const std::string& path,
                                const std::string& body);
+  // PUT: the file at `local_path` as the raw body of a request to `path` (as for CallJson).
+  // Returns the answer's JSON text.
+  Result<std::string> PutFile(const std::string& path, const std::string& local_path);
+  // GET: the answer to `path` (as for CallJson) written into the file at `local_path`, which is
+  // replaced; an error answer leaves what it held undefined.
+  Status GetToFile(const std::string& path, const std::string& local_path);
   // The Authorization header it sends ("" for none).
   const std::string& authorization() const;
 
@@ -103,6 +109,8 @@ class TrackingClient {
   Status LogBatch(const std::string& run_id, const std::vector<core::Metric>& metrics,
                   const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
   Status SetTag(const std::string& run_id, const std::string& key, const std::string& value);
+  // Records the datasets the run used (runs/log-inputs).
+  Status LogInputs(const std::string& run_id, const std::vector<core::DatasetInput>& inputs);
   Status UpdateRun(const std::string& run_id, core::RunStatus status,
                    std::optional<int64_t> end_time);
   // Appends chunks to the run's console log (cairn API; see docs/api/cairn.md); returns the

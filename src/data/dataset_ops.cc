@@ -1,0 +1,506 @@
+#include "data/dataset_ops.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "pipeline/stat_cache.h"
+#include "pipeline/tree_hash.h"
+#include "util/file.h"
+#include "util/hash.h"
+#include "util/parallel.h"
+
+namespace cairn::data {
+namespace {
+
+namespace fs = std::filesystem;
+using core::FileEntry;
+
+std::string CacheRoot(const std::string& given) { return given.empty() ? DataCacheDir() : given; }
+
+fs::path BlobPath(const std::string& cache, std::string_view digest) {
+  return fs::path(cache) / "blobs" / std::string(digest.substr(0, 2)) /
+         std::string(digest.substr(2));
+}
+
+Result<std::unique_ptr<pipeline::StatCache>> OpenStatCache(const std::string& cache) {
+  CAIRN_RETURN_IF_ERROR(MakeDirs(cache));
+  return pipeline::StatCache::Open((fs::path(cache) / "stat-cache").string());
+}
+
+int Threads(int threads) { return threads > 0 ? threads : CoreCount(); }
+
+// Runs `work(via, i)` for i in [0, n) on `threads` connections of their own, each taking the
+// next i as it finishes one; the first failure stops the rest.
+Status OnConnections(DatasetClient& client, size_t n, int threads,
+                     const std::function<Status(client::TrackingClient&, size_t)>& work) {
+  if (n == 0) return Status::Ok();
+  std::atomic<size_t> next{0};
+  const int workers =
+      static_cast<int>(std::min<size_t>(n, static_cast<size_t>(std::max(1, threads))));
+  return RunOnThreads(workers, [&](int, const std::atomic<bool>& stop) -> Status {
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<client::TrackingClient> via, client.Connect());
+    for (size_t i = next++; i < n && !stop; i = next++) {
+      CAIRN_RETURN_IF_ERROR(work(*via, i));
+    }
+    return Status::Ok();
+  });
+}
+
+// Reports progress at most every 100 ms, and once at the end of a phase.
+class Reporter {
+ public:
+  Reporter(const ProgressFn& fn, const char* phase, int64_t total) : fn_(fn) {
+    p_.phase = phase;
+    p_.total = total;
+  }
+  void Add(int64_t files, int64_t bytes) {
+    if (!fn_) return;
+    std::lock_guard lock(mu_);
+    p_.done += files;
+    p_.bytes += bytes;
+    const auto now = std::chrono::steady_clock::now();
+    if (p_.done == p_.total || now - last_ > std::chrono::milliseconds(100)) {
+      last_ = now;
+      fn_(p_);
+    }
+  }
+
+ private:
+  const ProgressFn& fn_;
+  Progress p_;
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+std::string BaseName(const std::string& path) {
+  fs::path p = fs::path(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
+// Writes `from` (a cached blob) to `to` as a new file: a hard link when `link` and the file
+// system allows it, else a reflink or a copy, with `mode`'s permissions.
+Status Place(const fs::path& from, const fs::path& to, uint32_t mode, bool link) {
+  CAIRN_RETURN_IF_ERROR(MakeDirs(to.parent_path()));
+  if (::unlink(to.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("unlink", to);
+  if (link && mode == core::kModeFile && ::link(from.c_str(), to.c_str()) == 0) {
+    return Status::Ok();
+  }
+  const fs::path tmp = TempPathFor(to);
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return ErrnoStatus("open", from);
+  const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                         mode == core::kModeExecutable ? 0755 : 0644);
+  if (out < 0) {
+    ::close(in);
+    return ErrnoStatus("create", tmp);
+  }
+  Status s = Status::Ok();
+  if (::ioctl(out, FICLONE, in) != 0) {
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(in, buf, sizeof buf);
+      if (n == 0) break;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        s = ErrnoStatus("read", from);
+        break;
+      }
+      for (ssize_t off = 0; off < n;) {
+        const ssize_t w = ::write(out, buf + off, static_cast<size_t>(n - off));
+        if (w < 0) {
+          if (errno == EINTR) continue;
+          s = ErrnoStatus("write", tmp);
+          break;
+        }
+        off += w;
+      }
+      if (!s.ok()) break;
+    }
+  }
+  ::close(in);
+  if (::close(out) != 0 && s.ok()) s = ErrnoStatus("close", tmp);
+  if (s.ok() && ::rename(tmp.c_str(), to.c_str()) != 0) s = ErrnoStatus("rename", to);
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
+}
+
+// A record the cache keeps (a manifest, a directory's state): worth keeping, not worth an
+// fsync.
+Status WriteCacheFile(const fs::path& path, std::string_view bytes) {
+  CAIRN_RETURN_IF_ERROR(MakeDirs(path.parent_path()));
+  return WriteFileAtomic(path, bytes, Sync::kNoSync);
+}
+
+// The SHA-256 of a file's bytes.
+Result<std::string> HashFile(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("open", path);
+  Sha256Hasher h;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s = ErrnoStatus("read", path);
+      ::close(fd);
+      return s;
+    }
+    h.Update(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  ::close(fd);
+  return h.HexDigest();
+}
+
+// Fetches the blob of `f` into the cache, checked against its digest, read-only.
+Status FetchBlob(DatasetClient& client, client::TrackingClient& via, const core::DataVersion& v,
+                 const FileEntry& f, const std::string& cache) {
+  const fs::path dest = BlobPath(cache, f.sha256);
+  CAIRN_RETURN_IF_ERROR(MakeDirs(dest.parent_path()));
+  const fs::path tmp = TempPathFor(dest);
+  Status s = client.FetchFile(via, v, f.path, tmp.string());
+  if (s.ok()) {
+    Result<std::string> got = HashFile(tmp);
+    if (!got.ok()) {
+      s = got.status();
+    } else if (*got != f.sha256) {
+      s = FailedPrecondition("the server sent bytes for " + f.path + " that hash to " + *got +
+                             ", not " + f.sha256);
+    }
+  }
+  if (s.ok() && ::chmod(tmp.c_str(), 0444) != 0) s = ErrnoStatus("chmod", tmp);
+  if (s.ok() && ::rename(tmp.c_str(), dest.c_str()) != 0) s = ErrnoStatus("rename", dest);
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
+}
+
+// What a directory last received from `cairn data get`: kept in the cache, keyed by the
+// directory's absolute path.
+struct TargetState {
+  std::string name;
+  int64_t version = 0;
+  std::string digest;
+};
+
+fs::path StatePath(const std::string& cache, const fs::path& dir) {
+  return fs::path(cache) / "targets" / (Sha256Hex(dir.string()) + ".json");
+}
+
+fs::path ManifestCachePath(const std::string& cache, std::string_view digest) {
+  return fs::path(cache) / "manifests" / (std::string(digest) + ".json");
+}
+
+std::optional<TargetState> ReadState(const fs::path& path) {
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  TargetState s{j.value("name", std::string()), j.value("version", int64_t{0}),
+                j.value("digest", std::string())};
+  if (!IsSha256Hex(s.digest)) return std::nullopt;
+  return s;
+}
+
+// The files now in `dir` (none when it does not exist).
+Result<std::vector<FileEntry>> CurrentFiles(const fs::path& dir, int threads,
+                                            pipeline::StatCache* cache) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return std::vector<FileEntry>();
+  if (!fs::is_directory(dir, ec)) return InvalidArgument(dir.string() + " is not a directory");
+  pipeline::HashOptions options;
+  options.threads = Threads(threads);
+  options.cache = cache;
+  CAIRN_ASSIGN_OR_RETURN(pipeline::TreeHash h, pipeline::HashPath(dir.string(), options));
+  return std::move(h.files);
+}
+
+// Removes `path` and then each parent directory up to `top` that it leaves empty.
+void RemoveAndPrune(const fs::path& top, const fs::path& path) {
+  std::error_code ec;
+  fs::remove(path, ec);
+  for (fs::path p = path.parent_path(); p != top && p.string().size() > top.string().size();
+       p = p.parent_path()) {
+    if (!fs::is_empty(p, ec) || ec) break;
+    fs::remove(p, ec);
+  }
+}
+
+}  // namespace
+
+std::string DataCacheDir() {
+  if (const char* dir = std::getenv("CAIRN_DATA_CACHE"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return (fs::path(xdg) / "cairn" / "data").string();
+  }
+  const char* home = std::getenv("HOME");
+  return (fs::path(home != nullptr && *home != '\0' ? home : "/tmp") / ".cache" / "cairn" / "data")
+      .string();
+}
+
+Result<std::vector<FileEntry>> CollectFiles(const std::vector<std::string>& paths, int threads,
+                                            const std::string& cache_dir,
+                                            std::vector<std::string>* local_paths,
+                                            int64_t* files_read) {
+  if (paths.empty()) return InvalidArgument("name at least one file or directory to add");
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::StatCache> cache,
+                         OpenStatCache(CacheRoot(cache_dir)));
+  pipeline::HashOptions options;
+  options.threads = Threads(threads);
+  options.cache = cache.get();
+  std::error_code ec;
+  const bool one_dir = paths.size() == 1 && fs::is_directory(paths[0], ec);
+  std::vector<std::pair<FileEntry, std::string>> all;  // entry, local path
+  std::unordered_set<std::string> names;
+  *files_read = 0;
+  for (const std::string& p : paths) {
+    Result<pipeline::TreeHash> h = pipeline::HashPath(p, options);
+    if (!h.ok()) return h.status();
+    *files_read += h->files_read;
+    const std::string base = BaseName(p);
+    if (!one_dir && !names.insert(base).second) {
+      return InvalidArgument("two of the paths are named " + base +
+                             ": a version holds each under its base name");
+    }
+    for (FileEntry& f : h->files) {
+      std::string local = h->is_directory ? (fs::path(p) / f.path).string() : p;
+      if (f.mode == core::kModeSymlink) {
+        return InvalidArgument(local +
+                               " is a symbolic link: a dataset holds regular files; "
+                               "copy what it points to instead");
+      }
+      if (!one_dir && h->is_directory) f.path = base + "/" + f.path;
+      all.emplace_back(std::move(f), std::move(local));
+    }
+  }
+  std::sort(all.begin(), all.end(),
+            [](const auto& a, const auto& b) { return a.first.path < b.first.path; });
+  std::vector<FileEntry> entries;
+  entries.reserve(all.size());
+  local_paths->clear();
+  for (auto& [entry, local] : all) {
+    entries.push_back(std::move(entry));
+    local_paths->push_back(std::move(local));
+  }
+  if (Status s = cache->Save(); !s.ok()) {
+    // A cache that cannot be saved costs a re-read next time, nothing else.
+    (void)s;
+  }
+  return entries;
+}
+
+Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
+                             const std::vector<std::string>& paths, const AddOptions& options) {
+  CAIRN_RETURN_IF_ERROR(core::ValidateDatasetName(name));
+  const std::string cache = CacheRoot(options.cache_dir);
+  AddResult out;
+  std::vector<std::string> local;
+  if (options.progress) options.progress(Progress{"hashing", 0, 0, 0});
+  CAIRN_ASSIGN_OR_RETURN(std::vector<FileEntry> files,
+                         CollectFiles(paths, options.threads, cache, &local, &out.files_read));
+  out.files = static_cast<int64_t>(files.size());
+  for (const FileEntry& f : files) out.bytes += f.size;
+
+  // The manifest names the version; it goes to the server like any blob.
+  const std::string manifest = core::ManifestJson(files);
+  const std::string digest = Sha256Hex(manifest);
+  const fs::path manifest_path = ManifestCachePath(cache, digest);
+  CAIRN_RETURN_IF_ERROR(WriteCacheFile(manifest_path, manifest));
+
+  std::unordered_map<std::string, size_t> first;  // digest -> a file with those bytes
+  std::vector<std::string> digests;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (first.emplace(files[i].sha256, i).second) digests.push_back(files[i].sha256);
+  }
+  digests.push_back(digest);
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> missing, client.Missing(name, digests));
+
+  std::atomic<int64_t> sent_bytes{0};
+  Reporter report(options.progress, "sending", static_cast<int64_t>(missing.size()));
+  CAIRN_RETURN_IF_ERROR(OnConnections(
+      client, missing.size(), options.transfers,
+      [&](client::TrackingClient& via, size_t i) -> Status {
+        const std::string& d = missing[i];
+        auto it = first.find(d);
+        const std::string path = it == first.end() ? manifest_path.string() : local[it->second];
+        const int64_t size =
+            it == first.end() ? static_cast<int64_t>(manifest.size()) : files[it->second].size;
+        Status s = client.SendBlob(via, d, path);
+        if (!s.ok() && s.code() == StatusCode::kInvalidArgument && it != first.end()) {
+          return s.WithContext(path +
+                               " changed while it was being added; run `cairn data add` "
+                               "again");
+        }
+        CAIRN_RETURN_IF_ERROR(s);
+        sent_bytes += size;
+        report.Add(1, size);
+        return Status::Ok();
+      }));
+  out.blobs = static_cast<int64_t>(digests.size());
+  out.blobs_sent = static_cast<int64_t>(missing.size());
+  out.bytes_sent = sent_bytes;
+  CAIRN_ASSIGN_OR_RETURN(out.created,
+                         client.CreateVersion(name, digest, options.message, options.metadata));
+  return out;
+}
+
+Result<GetResult> GetVersion(DatasetClient& client, const std::string& name, int64_t version,
+                             const std::string& dir_text, const GetOptions& options) {
+  const std::string cache = CacheRoot(options.cache_dir);
+  GetResult out;
+  CAIRN_ASSIGN_OR_RETURN(out.version, client.Get(name, version));
+  const core::DataVersion& v = out.version;
+  CAIRN_ASSIGN_OR_RETURN(std::vector<FileEntry> files, client.Files(v));
+  out.files = static_cast<int64_t>(files.size());
+  CAIRN_RETURN_IF_ERROR(
+      WriteCacheFile(ManifestCachePath(cache, v.digest), core::ManifestJson(files)));
+
+  std::error_code ec;
+  const fs::path dir = fs::absolute(dir_text, ec).lexically_normal();
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::StatCache> stat_cache, OpenStatCache(cache));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<FileEntry> current,
+                         CurrentFiles(dir, options.threads, stat_cache.get()));
+  std::unordered_map<std::string, const FileEntry*> now;
+  for (const FileEntry& f : current) now[f.path] = &f;
+
+  // The files to write, and the blobs to fetch for them.
+  std::vector<const FileEntry*> place;
+  std::vector<const FileEntry*> fetch;
+  std::unordered_set<std::string> fetching;
+  for (const FileEntry& f : files) {
+    auto it = now.find(f.path);
+    if (it != now.end() && it->second->sha256 == f.sha256 && it->second->mode == f.mode) continue;
+    place.push_back(&f);
+    if (!fs::exists(BlobPath(cache, f.sha256), ec) && fetching.insert(f.sha256).second) {
+      fetch.push_back(&f);
+    }
+  }
+  auto fetch_all = [&](const std::vector<const FileEntry*>& list) -> Status {
+    Reporter report(options.progress, "fetching", static_cast<int64_t>(list.size()));
+    std::atomic<int64_t> bytes{0};
+    CAIRN_RETURN_IF_ERROR(OnConnections(client, list.size(), options.transfers,
+                                        [&](client::TrackingClient& via, size_t i) -> Status {
+                                          CAIRN_RETURN_IF_ERROR(
+                                              FetchBlob(client, via, v, *list[i], cache));
+                                          bytes += list[i]->size;
+                                          report.Add(1, list[i]->size);
+                                          return Status::Ok();
+                                        }));
+    out.fetched += static_cast<int64_t>(list.size());
+    out.bytes_fetched += bytes;
+    return Status::Ok();
+  };
+  CAIRN_RETURN_IF_ERROR(fetch_all(fetch));
+  CAIRN_RETURN_IF_ERROR(MakeDirs(dir));
+  for (const FileEntry* f : place) {
+    const fs::path dest = dir / f->path;
+    if (fs::is_directory(dest, ec)) {
+      return FailedPrecondition(dest.string() + " is a directory, where " +
+                                core::DataRefText(v.name, v.version) + " has a file");
+    }
+    CAIRN_RETURN_IF_ERROR(Place(BlobPath(cache, f->sha256), dest, f->mode, !options.copy));
+  }
+  out.placed = static_cast<int64_t>(place.size());
+
+  // The files the version the directory held before had, and this one lacks, go; others stay.
+  std::unordered_set<std::string> wanted;
+  for (const FileEntry& f : files) wanted.insert(f.path);
+  const fs::path state_path = StatePath(cache, dir);
+  std::unordered_map<std::string, std::string> before;  // path -> digest the old version had
+  if (std::optional<TargetState> state = ReadState(state_path)) {
+    Result<std::string> old = ReadFile(ManifestCachePath(cache, state->digest));
+    Result<std::vector<FileEntry>> old_files =
+        old.ok() ? core::ParseManifestJson(*old) : Result<std::vector<FileEntry>>(old.status());
+    if (old_files.ok()) {
+      for (const FileEntry& f : *old_files) before[f.path] = f.sha256;
+    }
+  }
+  for (const FileEntry& f : current) {
+    if (wanted.count(f.path) != 0) continue;
+    auto it = before.find(f.path);
+    if (it != before.end() && it->second == f.sha256) {
+      RemoveAndPrune(dir, dir / f.path);
+      ++out.removed;
+    } else {
+      out.extra.push_back(f.path);
+    }
+  }
+
+  // Every file checked in place; one that does not match is fetched again, once.
+  std::vector<std::string> paths;
+  paths.reserve(files.size());
+  for (const FileEntry& f : files) paths.push_back(f.path);
+  pipeline::HashOptions hash_options;
+  hash_options.threads = Threads(options.threads);
+  hash_options.cache = stat_cache.get();
+  for (int round = 0;; ++round) {
+    if (options.progress) options.progress(Progress{"checking", 0, out.files, 0});
+    CAIRN_ASSIGN_OR_RETURN(pipeline::TreeHash h,
+                           pipeline::HashFiles(dir.string(), paths, hash_options));
+    const core::ManifestDiff d = core::DiffManifests(files, h.files);
+    std::vector<const FileEntry*> bad;
+    std::unordered_map<std::string, const FileEntry*> by_path;
+    for (const FileEntry& f : files) by_path[f.path] = &f;
+    for (const FileEntry& f : d.removed) bad.push_back(by_path[f.path]);
+    for (const auto& [want, got] : d.changed) bad.push_back(by_path[want.path]);
+    if (bad.empty()) break;
+    if (round > 0) {
+      return FailedPrecondition(dir.string() + "/" + bad[0]->path + " does not match " +
+                                core::DataRefText(v.name, v.version) +
+                                " after being fetched again");
+    }
+    std::vector<const FileEntry*> again;
+    std::unordered_set<std::string> seen;
+    for (const FileEntry* f : bad) {
+      ::unlink(BlobPath(cache, f->sha256).c_str());
+      ::unlink((dir / f->path).c_str());
+      if (seen.insert(f->sha256).second) again.push_back(f);
+    }
+    CAIRN_RETURN_IF_ERROR(fetch_all(again));
+    for (const FileEntry* f : bad) {
+      CAIRN_RETURN_IF_ERROR(
+          Place(BlobPath(cache, f->sha256), dir / f->path, f->mode, !options.copy));
+    }
+    out.refetched += static_cast<int64_t>(bad.size());
+  }
+
+  nlohmann::json state = {
+      {"dir", dir.string()}, {"name", v.name}, {"version", v.version}, {"digest", v.digest}};
+  CAIRN_RETURN_IF_ERROR(WriteCacheFile(state_path, state.dump()));
+  (void)stat_cache->Save();
+  return out;
+}
+
+Result<VerifyResult> VerifyVersion(DatasetClient& client, const std::string& name, int64_t version,
+                                   const std::string& dir, int threads,
+                                   const std::string& cache_dir) {
+  VerifyResult out;
+  CAIRN_ASSIGN_OR_RETURN(out.version, client.Get(name, version));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<FileEntry> files, client.Files(out.version));
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return NotFound(dir + " is not a directory");
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::StatCache> cache,
+                         OpenStatCache(CacheRoot(cache_dir)));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<FileEntry> current, CurrentFiles(dir, threads, cache.get()));
+  out.diff = core::DiffManifests(files, current);
+  (void)cache->Save();
+  return out;
+}
+
+}  // namespace cairn::data
