@@ -203,7 +203,8 @@ void AddIdentityOptions(CLI::App* cmd, ServerFlags* flags) {
                 "Listen beyond loopback with --auth off: anyone who reaches the port may read "
                 "and delete every run");
   cmd->add_option("--default-permission", flags->default_permission,
-                  "What a user may do on an experiment where nothing is granted: READ, EDIT, "
+                  "What a user may do on an experiment, registered model or dataset where "
+                  "nothing is granted: READ, EDIT, "
                   "MANAGE or NO_PERMISSIONS")
       ->capture_default_str();
   cmd->add_flag("--audit-reads", flags->audit_reads,
