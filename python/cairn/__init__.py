@@ -15,15 +15,17 @@ wrapper's run (CAIRN_RUN_ID / MLFLOW_RUN_ID) and leaves ending it to the wrapper
 import json as _json
 import os as _os
 
+from . import _data
 from ._http import CairnError
 from ._run import Run, active_run, resolve_tracking_uri, start_run
 from ._run import active_or_start as _active_or_start
+from ._run import _transport
 from ._version import __version__
 
 __all__ = [
     "CairnError", "Run", "__version__", "active_run", "end_run", "flush", "log_artifact",
-    "log_artifacts", "log_metric", "log_metrics", "log_param", "log_params", "params",
-    "resolve_tracking_uri", "set_tag", "set_tags", "start_run",
+    "log_artifacts", "log_input", "log_metric", "log_metrics", "log_param", "log_params",
+    "params", "resolve_tracking_uri", "set_tag", "set_tags", "start_run", "use_dataset",
 ]
 
 
@@ -61,6 +63,32 @@ def log_artifact(local_path, artifact_path=None):
 def log_artifacts(local_dir, artifact_path=None):
     """Upload a directory tree into the active run's artifacts."""
     _active_or_start().log_artifacts(local_dir, artifact_path)
+
+
+def log_input(dataset_name, version=None, context=None):
+    """Record on the active run that it used a version of a dataset (the latest when `version`
+    is None; the exact number is recorded). Returns the version record (a dict)."""
+    return _active_or_start().log_input(dataset_name, version, context)
+
+
+def use_dataset(name, version=None, dir=None, context=None, tracking_uri=None):
+    """Put version `version` of dataset `name` (the latest when None) in `dir` (default
+    data/NAME) and return the directory. Files already there with the right SHA-256 are kept;
+    the others are fetched and checked against their SHA-256 before they are put in place;
+    files the version does not list are left alone. When a run is active, the version is
+    recorded as its input (see log_input).
+
+        train_dir = cairn.use_dataset("mnist", version=3)
+    """
+    run = active_run()
+    transport = run._transport if run is not None else _transport(tracking_uri)
+    v = _data.get_version(transport, name, version)
+    directory = dir if dir is not None else _os.path.join("data", name)
+    _data.materialise(transport, v, directory)
+    if run is not None:
+        run._transport.call("POST", "/api/2.0/mlflow/runs/log-inputs",
+                            {"run_id": run.run_id, "datasets": [_data.input_record(v, context)]})
+    return directory
 
 
 def flush():

@@ -206,6 +206,25 @@ class Transport:
                 return f
             return self._send("PUT", self._prefix + path, headers, rewind)
 
+    def get_bytes(self, path, query=None):
+        """GET `path`; returns the answer's body as bytes, unparsed."""
+        target = self._prefix + path
+        if query:
+            target += "?" + urllib.parse.urlencode(query, doseq=True)
+        return self._send("GET", target, {}, lambda: None, receive=lambda resp: resp.read())
+
+    def download(self, path, local_path):
+        """GET `path` into the file `local_path` (replaced), streamed in blocks."""
+
+        def receive(resp):
+            with open(local_path, "wb") as f:
+                while True:
+                    block = resp.read(UPLOAD_BLOCK_SIZE)
+                    if not block:
+                        return None
+                    f.write(block)
+        self._send("GET", self._prefix + path, {}, lambda: None, receive=receive)
+
     # -- internals ----------------------------------------------------------------------------
 
     def _tls_context(self):
@@ -255,7 +274,9 @@ class Transport:
         self._use_credentials(found, source)
         return True
 
-    def _send(self, method, target, headers, make_body, max_retries=None):
+    def _send(self, method, target, headers, make_body, max_retries=None, receive=None):
+        """Sends with retries; a 2xx answer's body is parsed as JSON, or given to `receive`
+        (which reads it from the response and returns the result)."""
         if max_retries is None:
             max_retries = self.max_retries
         with self._auth_lock:
@@ -271,7 +292,12 @@ class Transport:
             try:
                 conn.request(method, target, body=make_body(), headers=all_headers)
                 resp = conn.getresponse()
-                payload = resp.read()
+                received = None
+                if receive is not None and 200 <= resp.status < 300:
+                    received = receive(resp)
+                    payload = b""
+                else:
+                    payload = resp.read()
             except (OSError, http.client.HTTPException) as e:
                 self._discard_connection()
                 if reused and not stale_retry_done:
@@ -288,7 +314,7 @@ class Transport:
                 if 200 <= resp.status < 300:
                     if resp.will_close:
                         self._discard_connection()
-                    return _parse_json(payload, what)
+                    return received if receive is not None else _parse_json(payload, what)
                 # A server that refuses a request may not have read its body, and could read
                 # the rest as the next request: never reuse the connection after an error.
                 self._discard_connection()

@@ -24,6 +24,7 @@ import threading
 import time
 import urllib.parse
 
+from . import _data
 from ._batch import Batcher
 from ._http import CairnError, Transport
 
@@ -272,6 +273,16 @@ class Run:
             for name in sorted(files):
                 self.log_artifact(os.path.join(root, name),
                                   "/".join(p for p in (base, sub) if p) or None)
+
+    def log_input(self, dataset_name, version=None, context=None):
+        """Record that this run used version `version` of dataset `dataset_name` (the latest
+        when None; the exact number is what is recorded), as `cairn run --data` does. `context`
+        ("training", "evaluation", ...) becomes the input's mlflow.data.context tag. Returns
+        the version record."""
+        v = _data.get_version(self._transport, dataset_name, version)
+        self._transport.call("POST", API + "runs/log-inputs",
+                             {"run_id": self.run_id, "datasets": [_data.input_record(v, context)]})
+        return v
 
     # -- ending -------------------------------------------------------------------------------
 

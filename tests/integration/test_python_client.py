@@ -888,6 +888,53 @@ class PythonClientTest(unittest.TestCase):
             r = self.c.get("/api/2.0/mlflow-artifacts/artifacts/%s/%s" % (root, path))
             self.assertEqual((r.status, r.raw), (200, body), path)
 
+    def test_use_dataset_and_log_input(self):
+        src = os.path.join(self.root, "dataset-src")
+        os.makedirs(os.path.join(src, "sub"), exist_ok=True)
+        files = {"a.csv": b"1,2\n", "sub/b.bin": os.urandom(300000)}
+        for path, content in files.items():
+            with open(os.path.join(src, path), "wb") as f:
+                f.write(content)
+        env = dict(os.environ, CAIRN_DATA_CACHE=os.path.join(self.root, "dcache"))
+        p = subprocess.run([tl.CONFIG.cairn, "data", "add", "pyds", src], env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(src, "c.txt"), "w") as f:
+            f.write("third")
+        p = subprocess.run([tl.CONFIG.cairn, "data", "add", "pyds", src], env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+        out = os.path.join(self.root, "pyds-out")
+        with cairn.start_run(experiment="py-data") as run:
+            got = cairn.use_dataset("pyds", version=1, dir=out, context="training")
+            self.assertEqual(got, out)
+            v = cairn.log_input("pyds", context="evaluation")
+            self.assertEqual(v["version"], 2)
+        for path, content in files.items():
+            with open(os.path.join(out, path), "rb") as f:
+                self.assertEqual(f.read(), content)
+        self.assertFalse(os.path.exists(os.path.join(out, "c.txt")), "version 1 has no c.txt")
+
+        inputs = self.get_run(run.run_id)["inputs"]["dataset_inputs"]
+        by_context = {i["tags"][0]["value"]: i["dataset"] for i in inputs}
+        self.assertEqual(json.loads(by_context["training"]["source"])["version"], 1)
+        self.assertEqual(json.loads(by_context["evaluation"]["source"])["version"], 2)
+        self.assertEqual(by_context["evaluation"]["digest"], v["digest"][:32])
+
+        # A damaged file is fetched again; one that is right is not.
+        with open(os.path.join(out, "a.csv"), "wb") as f:
+            f.write(b"bad")
+        transport = cairn._run._transport(None)
+        fetched, _ = cairn._data.materialise(transport,
+                                             cairn._data.get_version(transport, "pyds", 1), out)
+        self.assertEqual(fetched, 1)
+        with open(os.path.join(out, "a.csv"), "rb") as f:
+            self.assertEqual(f.read(), files["a.csv"])
+        with self.assertRaises(cairn.CairnError) as caught:
+            cairn.use_dataset("no-such-dataset", dir=out)
+        self.assertEqual(caught.exception.error_code, "RESOURCE_DOES_NOT_EXIST")
+
     def test_log_artifact_streams_from_disk(self):
         path = os.path.join(self.root, "big.bin")
         size = 32 << 20
