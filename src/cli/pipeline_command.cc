@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "client/tracking_client.h"
+#include "data/server_data_source.h"
 #include "pipeline/budget.h"
 #include "pipeline/executor.h"
 #include "pipeline/launch.h"
@@ -160,12 +161,17 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
                   [](const pipeline::Step& s) { return s.registration.has_value(); })) {
     progress.Warning("this run is not tracked: steps with `register` register nothing");
   }
+  // Datasets come from the run's tracking server, or the one the flags name.
+  data::ServerDataSource data(!state.info().tracking_uri.empty()
+                                  ? state.info().tracking_uri
+                                  : client::ResolveTrackingUri(flags.tracking_uri));
   pipeline::RunnerOptions options{.budget = budget,
                                   .cwd = cwd,
                                   .sbatch_args = flags.sbatch_args,
                                   .no_cache = flags.no_cache,
                                   .completed = std::move(completed),
                                   .tracker = tracker->get(),
+                                  .data = &data,
                                   .interrupted = &g_interrupted};
   Result<std::unique_ptr<pipeline::Runner>> runner =
       pipeline::Runner::Create(p, state, std::move(options), progress);

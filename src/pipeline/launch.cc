@@ -101,6 +101,7 @@ Result<std::unique_ptr<Runner>> Runner::Create(const Pipeline& pipeline, RunStat
   }
   SessionOptions session;
   session.tracker = runner->options_.tracker;
+  session.data = runner->options_.data;
   session.workdir = runner->options_.cwd;
   session.use_cache = !runner->options_.no_cache && !state.info().no_cache;
   session.completed = runner->options_.completed;

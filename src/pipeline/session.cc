@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capture/code_state.h"
+#include "core/dataset.h"
 #include "env/env_store.h"
 #include "env/install/venv_layout.h"
 #include "env/lock.h"
@@ -73,7 +74,9 @@ Result<std::unique_ptr<Session>> Session::Create(const Pipeline& pipeline, RunSt
         code_options.exclude.push_back(p.starts_with('/') ? p : workdir + "/" + p);
       }
     }
+    for (const DataInput& d : step.data) code_options.exclude.push_back(workdir + "/" + d.path);
   }
+  CAIRN_RETURN_IF_ERROR(s->PlaceData(workdir));
   if (needs_git) {
     Result<capture::CodeState> code = capture::ReadCodeState(workdir, code_options);
     if (!code.ok()) {
@@ -121,6 +124,30 @@ Result<std::pair<std::string, std::string>> Session::EnvironmentOf(const Step& s
   return out;
 }
 
+Status Session::PlaceData(const std::string& workdir) {
+  for (const Step& step : pipeline_.steps) {
+    for (const DataInput& d : step.data) {
+      if (data_.count(d.path) != 0) continue;
+      if (options_.data == nullptr) {
+        return FailedPrecondition("step " + step.id + " reads dataset " + d.name +
+                                  ", which needs a tracking server to fetch it from");
+      }
+      Result<PlacedData> placed = options_.data->Place(d.name, d.version, workdir + "/" + d.path);
+      if (!placed.ok()) {
+        return placed.status().WithContext("putting dataset " +
+                                           core::DataRefText(d.name, d.version) + " in " + d.path +
+                                           " for step " + step.id);
+      }
+      progress_.Note("dataset " + core::DataRefText(d.name, placed->version) + " in " + d.path +
+                     " (" + placed->digest.substr(0, 12) + ")");
+      data_[d.path] = *std::move(placed);
+    }
+  }
+  return Status::Ok();
+}
+
+std::string Session::DataKey(const DataInput& d) { return "dataset " + d.name + " in " + d.path; }
+
 Result<KeyParts> Session::ComputeKeyParts(const Step& step) {
   KeyParts parts;
   parts.definition = CanonicalDefinition(step);
@@ -135,6 +162,8 @@ Result<KeyParts> Session::ComputeKeyParts(const Step& step) {
     }
     parts.inputs[input] = *digest;
   }
+  // A dataset counts by its version's digest, which names the directory's content.
+  for (const DataInput& d : step.data) parts.inputs[DataKey(d)] = data_.at(d.path).digest;
   // What the steps it waits for wrote counts as input too, declared or not.
   for (size_t dep : step.deps) {
     for (const std::string& output : pipeline_.steps[dep].outputs) {

@@ -1,5 +1,6 @@
 // Session: what happens around each step of one pipeline run, as StepHooks for the Builder.
 //
+//  - At the start: the datasets steps read are put in their directories (data_source.h).
 //  - Reuse: a step completed in the session being resumed is kept; otherwise its cache key is
 //    computed (step_cache.h) now that its inputs are final, and a cache hit restores its
 //    outputs instead of running it. The key's parts are written to the run's directory
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "pipeline/builder.h"
+#include "pipeline/data_source.h"
 #include "pipeline/run_state.h"
 #include "pipeline/spec.h"
 #include "pipeline/step_cache.h"
@@ -50,6 +52,8 @@ struct SessionOptions {
   std::map<std::string, StepEvent> completed;
   // Records the run and its steps in the tracking store; optional.
   Tracker* tracker = nullptr;
+  // Puts the datasets steps read in place; needed only when a step reads one.
+  DataSource* data = nullptr;
 };
 
 class Session : public StepHooks {
@@ -81,6 +85,10 @@ class Session : public StepHooks {
  private:
   Session(const Pipeline& pipeline, RunState& state, SessionOptions options, Progress& progress);
   Result<KeyParts> ComputeKeyParts(const Step& step);
+  // Puts every dataset a step reads in its directory, once per directory.
+  Status PlaceData(const std::string& workdir);
+  // How a dataset input is named among a step's key parts.
+  static std::string DataKey(const DataInput& d);
   // The environment a step runs in: its lock hash ("none" without one) and its prefix.
   Result<std::pair<std::string, std::string>> EnvironmentOf(const Step& step);
   void Record(StepEvent event);
@@ -97,6 +105,7 @@ class Session : public StepHooks {
   std::unique_ptr<StatCache> stat_cache_;
   std::unique_ptr<StepCache> cache_;
   std::map<std::string, std::string> git_code_;  // KeyParts::code of git; empty outside git
+  std::map<std::string, PlacedData> data_;       // by directory: the datasets put in place
   std::map<std::string, std::pair<std::string, std::string>> envs_;  // env spec -> hash, prefix
   std::map<size_t, std::string> keys_;                               // step -> key (cache on)
   std::map<size_t, KeyParts> parts_;

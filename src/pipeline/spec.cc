@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "core/dataset.h"
 #include "core/registry.h"
 #include "env/yaml_document.h"
 
@@ -72,6 +73,32 @@ class Reader {
     return out;
   }
 
+  // Paths, and datasets as {data: NAME@VERSION, path: DIR}.
+  void ReadInputs(const YAML::Node& node, const std::string& field, StepSpec* s) {
+    if (!node.IsSequence()) {
+      s->inputs = Scalars(node, field);
+      return;
+    }
+    for (size_t i = 0; i < node.size(); ++i) {
+      const std::string at = field + "[" + std::to_string(i) + "]";
+      const YAML::Node item = node[i];
+      if (!item.IsMap()) {
+        std::string v;
+        if (Scalar(item, at, &v)) s->inputs.push_back(v);
+        continue;
+      }
+      if (!CheckKeys(item, at, {"data", "path"})) continue;
+      DataInputSpec d;
+      if (!item["data"]) {
+        Problem(at, "names no dataset: write {data: NAME@VERSION}");
+        continue;
+      }
+      if (!Scalar(item["data"], at + ".data", &d.ref)) continue;
+      if (item["path"] && !Scalar(item["path"], at + ".path", &d.path)) continue;
+      s->data.push_back(std::move(d));
+    }
+  }
+
   std::map<std::string, ParamValue> Params(const YAML::Node& node, const std::string& field) {
     std::map<std::string, ParamValue> out;
     if (!node.IsMap()) {
@@ -133,7 +160,7 @@ class Reader {
     }
     if (s.run.empty()) Problem(at + ".run", "is missing: the command the step runs");
     if (const YAML::Node n = node["needs"]; n) s.needs = Scalars(n, at + ".needs");
-    if (const YAML::Node n = node["inputs"]; n) s.inputs = Scalars(n, at + ".inputs");
+    if (const YAML::Node n = node["inputs"]; n) ReadInputs(n, at + ".inputs", &s);
     if (const YAML::Node n = node["outputs"]; n) s.outputs = Scalars(n, at + ".outputs");
     if (const YAML::Node n = node["code"]; n) s.code = Scalars(n, at + ".code");
     if (const YAML::Node n = node["params"]; n) s.params = Params(n, at + ".params");
@@ -636,6 +663,20 @@ Step Instantiate(const StepSpec& s, const std::string& pipeline_env, const std::
   step.id = item != nullptr ? s.name + "[" + *item + "]" : s.name;
   step.command = sub.Apply(s.run, at + ".run");
   step.inputs = resolver.Resolve(s.inputs, sub, at + ".inputs", false, problems);
+  for (const DataInputSpec& d : s.data) {
+    Result<core::DataRef> ref =
+        core::ParseDataRef(sub.Apply(d.ref, at + ".inputs.data"), /*allow_dir=*/false);
+    if (!ref.ok()) {
+      problems->push_back(at + ".inputs: " + ref.status().message());
+      continue;
+    }
+    const std::string dir = d.path.empty() ? "data/" + ref->name : d.path;
+    // A dataset's directory is written like an output: it must lie inside the pipeline's.
+    std::vector<std::string> path =
+        resolver.Resolve({dir}, sub, at + ".inputs.path", true, problems);
+    if (path.empty()) continue;
+    step.data.push_back(DataInput{ref->name, ref->version, path[0]});
+  }
   step.outputs = resolver.Resolve(s.outputs, sub, at + ".outputs", true, problems);
   step.code = resolver.Resolve(s.code, sub, at + ".code", false, problems);
   for (const auto& [name, value] : s.variables) {
@@ -829,6 +870,32 @@ std::vector<Step> InDependencyOrder(const std::vector<Step>& steps,
   return out;
 }
 
+// A dataset's directory is cairn's to write: no step may write inside it or around it, and
+// two steps reading one directory must read the same version there.
+void CheckDataPaths(const std::vector<Step>& steps, const std::map<std::string, size_t>& writers,
+                    std::vector<std::string>* problems) {
+  std::map<std::string, std::pair<const Step*, const DataInput*>> seen;  // path -> first
+  for (const Step& step : steps) {
+    const std::string at = "steps." + step.spec_name + ".inputs: ";
+    for (const DataInput& d : step.data) {
+      for (const auto& [path, j] : writers) {
+        if (Within(d.path, path) || Within(path, d.path)) {
+          problems->push_back(at + "dataset " + d.name + " goes in " + d.path + ", which step " +
+                              steps[j].id + " writes (" + path + ")");
+        }
+      }
+      auto [it, fresh] = seen.emplace(d.path, std::make_pair(&step, &d));
+      const DataInput& first = *it->second.second;
+      if (!fresh && (first.name != d.name || first.version != d.version)) {
+        problems->push_back(at + d.path + " holds " + core::DataRefText(first.name, first.version) +
+                            " for step " + it->second.first->id + " and " +
+                            core::DataRefText(d.name, d.version) + " for step " + step.id +
+                            "; give one of them another path");
+      }
+    }
+  }
+}
+
 const StepSpec& SpecOf(const PipelineSpec& spec, const Step& step) {
   const StepSpec* s = nullptr;
   for (const StepSpec& candidate : spec.steps) {
@@ -857,6 +924,7 @@ Pipeline ExpandPipeline(const PipelineSpec& spec,
     AddNeeds(spec, SpecOf(spec, steps[i]), instances, &deps[i], problems);
     AddInputDeps(i, steps, writers, dir, exists, &deps[i], problems);
   }
+  CheckDataPaths(steps, writers, problems);
 
   ReportCycles(steps, deps, problems);
   p.steps = InDependencyOrder(steps, deps);

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeline/data_source.h"
 #include "util/status.h"
 
 namespace cairn::pipeline {
@@ -57,12 +58,19 @@ struct Registration {
   std::string alias;  // "" for none
 };
 
+// A dataset input as written: `{data: NAME[@VERSION], path: DIR}` (path optional).
+struct DataInputSpec {
+  std::string ref;
+  std::string path;  // "" : data/NAME
+};
+
 struct StepSpec {
   std::string name;
   int line = 0;  // where the step starts in the file (1-based), for messages
   std::string run;
   std::vector<std::string> needs;
   std::vector<std::string> inputs;
+  std::vector<DataInputSpec> data;  // the `data:` items of `inputs`
   std::vector<std::string> outputs;
   std::vector<std::string> code;                 // code paths (default: the git tree)
   std::map<std::string, ParamValue> params;      // the step's own, over the pipeline's
@@ -104,6 +112,7 @@ struct Step {
   std::string item;                  // the fan-out item ("" when none)
   std::string command;               // with parameters substituted
   std::vector<std::string> inputs;   // normalised paths relative to the pipeline's directory
+  std::vector<DataInput> data;       // datasets read, each in its directory (normalised too)
   std::vector<std::string> outputs;  // the same
   std::vector<std::string> code;
   // The parameters the step's command, paths and variables use, by name, with their values:

@@ -110,6 +110,54 @@ steps:
   EXPECT_THAT(p.steps[2].deps, ElementsAre(0u, 1u));
 }
 
+TEST(PipelineSpecTest, InputsNameDatasetsByVersionWithTheirDirectories) {
+  std::vector<std::string> problems;
+  Pipeline p = Expand(R"(
+name: x
+params: {v: 3}
+steps:
+  train:
+    run: python train.py
+    inputs:
+      - train.py
+      - data: mnist@${params.v}
+      - {data: labels, path: ./extra//labels}
+)",
+                      &problems);
+  ASSERT_THAT(problems, IsEmpty());
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_THAT(p.steps[0].inputs, ElementsAre("train.py"));
+  EXPECT_THAT(p.steps[0].data, ElementsAre(DataInput{"mnist", 3, "data/mnist"},
+                                           DataInput{"labels", 0, "extra/labels"}));
+  EXPECT_EQ(p.steps[0].params.count("v"), 1u);  // the version is part of the step's parameters
+}
+
+TEST(PipelineSpecTest, DatasetInputsThatCannotWorkAreProblems) {
+  std::vector<std::string> problems;
+  Expand(R"(
+name: x
+steps:
+  a:
+    run: a
+    inputs: [{data: "bad name"}, {data: m@x}, {path: p}, {data: m, extra: 1}]
+  b:
+    run: b
+    inputs: [{data: m@1, path: shared}, {data: n, path: out/n}]
+    outputs: [out/]
+  c:
+    run: c
+    inputs: [{data: m@2, path: shared}, {data: m, path: /elsewhere}]
+)",
+         &problems);
+  EXPECT_THAT(problems, Contains(HasSubstr("Invalid dataset name 'bad name'")));
+  EXPECT_THAT(problems, Contains(HasSubstr("'x' is not a version of dataset m")));
+  EXPECT_THAT(problems, Contains(HasSubstr("names no dataset")));
+  EXPECT_THAT(problems, Contains(HasSubstr("extra")));
+  EXPECT_THAT(problems, Contains(HasSubstr("dataset n goes in out/n, which step b writes")));
+  EXPECT_THAT(problems, Contains(HasSubstr("shared holds m@1 for step b and m@2 for step c")));
+  EXPECT_THAT(problems, Contains(HasSubstr("/elsewhere is outside the pipeline's directory")));
+}
+
 TEST(PipelineSpecTest, AnAbsolutePathIntoThePipelineIsTheRelativeOne) {
   std::vector<std::string> problems;
   Pipeline p = Expand(R"(

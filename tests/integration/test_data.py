@@ -207,6 +207,56 @@ class DataTest(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("Dataset 'nope' not found", p.stderr)
 
+    def test_a_pipeline_reruns_only_the_steps_that_read_a_new_version(self):
+        src = os.path.join(self.root, "src")
+        write_tree(src, {"a.csv": b"1\n", "b.csv": b"2\n"})
+        self.cairn("data", "add", "rows", src)
+        project = os.path.join(self.root, "project")
+        os.makedirs(project)
+        with open(os.path.join(project, "pipeline.yaml"), "w") as f:
+            f.write("""name: data-pipeline
+steps:
+  count:
+    run: ls data/rows | wc -l > count.txt
+    inputs: [{data: rows}]
+    outputs: [count.txt]
+  pinned:
+    run: cat old/a.csv > pinned.txt
+    inputs: [{data: rows@1, path: old}]
+    outputs: [pinned.txt]
+  other:
+    run: echo other > other.txt
+    outputs: [other.txt]
+""")
+        env = dict(self.env, CAIRN_CACHE_DIR=os.path.join(self.root, "step-cache"))
+
+        def run():
+            p = self.cairn("pipeline", "run", cwd=project, env=env)
+            steps = ("count", "pinned", "other")  # the notes about datasets are not steps
+            return ({k: v for k, v in tl.pipeline_states(p.stdout).items() if k in steps},
+                    p.stdout)
+
+        states, out = run()
+        self.assertEqual(states, {"count": "done", "pinned": "done", "other": "done"})
+        self.assertIn("dataset rows@1 in data/rows", out)
+        with open(os.path.join(project, "count.txt")) as f:
+            self.assertEqual(f.read().strip(), "2")
+        states, _ = run()
+        self.assertEqual(set(states.values()), {"cached"})
+
+        # Version 2: exactly the step that reads the latest runs again.
+        write_tree(src, {"c.csv": b"3\n"})
+        self.cairn("data", "add", "rows", src)
+        states, out = run()
+        self.assertEqual(states, {"count": "done", "pinned": "cached", "other": "cached"})
+        self.assertIn("dataset rows@2 in data/rows", out)
+        with open(os.path.join(project, "count.txt")) as f:
+            self.assertEqual(f.read().strip(), "3")
+        listing = self.cairn("pipeline", "ls", cwd=project, env=env).stdout.splitlines()
+        explain = self.cairn("pipeline", "explain", listing[1].split()[0], "count", cwd=project,
+                             env=env).stdout
+        self.assertIn("dataset rows in data/rows", explain)
+
     def test_a_stopped_add_sends_only_what_it_had_not_sent(self):
         src = os.path.join(self.root, "src")
         files = {"f%02d" % i: os.urandom(1000) for i in range(20)}

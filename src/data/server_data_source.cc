@@ -1,0 +1,20 @@
+#include "data/server_data_source.h"
+
+#include "data/dataset_ops.h"
+
+namespace cairn::data {
+
+Result<pipeline::PlacedData> ServerDataSource::Place(const std::string& name, int64_t version,
+                                                     const std::string& dir) {
+  if (datasets_ == nullptr) {
+    client::ClientOptions options;
+    options.tracking_uri = tracking_uri_;
+    CAIRN_ASSIGN_OR_RETURN(client_, client::TrackingClient::Create(options));
+    datasets_ = std::make_unique<DatasetClient>(
+        client_.get(), [options] { return client::TrackingClient::Create(options); });
+  }
+  CAIRN_ASSIGN_OR_RETURN(GetResult got, GetVersion(*datasets_, name, version, dir, GetOptions()));
+  return pipeline::PlacedData{got.version.version, got.version.digest};
+}
+
+}  // namespace cairn::data
