@@ -93,6 +93,7 @@ int Main(int argc, char** argv) {
   RegisterVerifyStore(app, &action);
   RegisterGc(app, &action);
   RegisterStorage(app, &action);
+  RegisterBackup(app, &action);
   try {
     app.parse(parsed, argv);
   } catch (const CLI::ParseError& e) {

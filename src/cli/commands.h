@@ -78,6 +78,8 @@ void RegisterToken(CLI::App& app, Action* action);
 void RegisterAudit(CLI::App& app, Action* action);
 void RegisterAdmin(CLI::App& app, Action* action);
 void RegisterVerifyStore(CLI::App& app, Action* action);
+// `cairn backup DEST` and `cairn restore SRC --data-dir DIR`.
+void RegisterBackup(CLI::App& app, Action* action);
 // `cairn data add|ls|get|diff|verify`.
 void RegisterData(CLI::App& app, Action* action);
 void RegisterGc(CLI::App& app, Action* action);
