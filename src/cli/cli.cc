@@ -94,6 +94,7 @@ int Main(int argc, char** argv) {
   RegisterGc(app, &action);
   RegisterStorage(app, &action);
   RegisterBackup(app, &action);
+  RegisterRetention(app, &action);
   try {
     app.parse(parsed, argv);
   } catch (const CLI::ParseError& e) {

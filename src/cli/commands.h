@@ -80,6 +80,8 @@ void RegisterAdmin(CLI::App& app, Action* action);
 void RegisterVerifyStore(CLI::App& app, Action* action);
 // `cairn backup DEST` and `cairn restore SRC --data-dir DIR`.
 void RegisterBackup(CLI::App& app, Action* action);
+// `cairn retention set|clear EXPERIMENT`.
+void RegisterRetention(CLI::App& app, Action* action);
 // `cairn data add|ls|get|diff|verify`.
 void RegisterData(CLI::App& app, Action* action);
 void RegisterGc(CLI::App& app, Action* action);

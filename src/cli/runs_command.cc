@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "client/tracking_client.h"
+#include "core/retention.h"
 #include "env/env_diff.h"
 #include "report/run_report.h"
-#include "client/tracking_client.h"
 #include "util/clock.h"
 
 namespace cairn::cli {
@@ -130,6 +131,34 @@ int ListRuns(const RunsFlags& flags) {
   }
   return 0;
 }
+
+// `runs pin` and `runs unpin`: the tag cairn.pinned, which retention rules leave alone.
+int SetPinned(const RunsFlags& flags, bool pinned) {
+  auto client = Connect(flags);
+  if (client == nullptr) return 2;
+  auto run = report::ResolveRun(*client, flags.runs.front());
+  if (!run.ok()) {
+    PrintError(run.status());
+    return 1;
+  }
+  const std::string id = run->info.run_id;
+  Status s = pinned ? client->SetTag(id, std::string(core::kPinnedTag), "true")
+                    : client
+                          ->CallJson("POST", "/api/2.0/mlflow/runs/delete-tag",
+                                     "{\"run_id\":\"" + id + "\",\"key\":\"" +
+                                         std::string(core::kPinnedTag) + "\"}")
+                          .status();
+  if (!s.ok() && !(s.code() == StatusCode::kNotFound && !pinned)) {
+    PrintError(s);
+    return 1;
+  }
+  std::printf("run %s %s\n", id.c_str(),
+              pinned ? "pinned: retention rules leave its artifacts alone" : "unpinned");
+  return 0;
+}
+
+int Pin(const RunsFlags& flags) { return SetPinned(flags, true); }
+int Unpin(const RunsFlags& flags) { return SetPinned(flags, false); }
 
 int ShowRun(const RunsFlags& flags) {
   auto client = Connect(flags);
@@ -265,6 +294,16 @@ void RegisterRuns(CLI::App& app, Action* action) {
   show->add_option("run", show_flags->runs, "Run id or unique prefix")->required()->expected(1);
   show->add_flag("--json", show_flags->json,
                  "Print {\"run\", \"experiment_name\", \"artifacts\"} as one JSON object");
+
+  auto [pin, pin_flags] = AddRunsCommand(
+      group, action, "pin",
+      "Pin a run: retention rules (docs/retention.md) never remove its artifacts. Sets the tag\n"
+      "cairn.pinned=true.",
+      Pin);
+  pin->add_option("run", pin_flags->runs, "Run id or unique prefix")->required()->expected(1);
+  auto [unpin, unpin_flags] = AddRunsCommand(
+      group, action, "unpin", "Unpin a run: retention rules apply to it again.", Unpin);
+  unpin->add_option("run", unpin_flags->runs, "Run id or unique prefix")->required()->expected(1);
 
   auto [compare, compare_flags] = AddRunsCommand(
       group, action, "compare",

@@ -1,18 +1,19 @@
 // `cairn server`: run the tracking server in the foreground until SIGINT or SIGTERM.
 #include <signal.h>
 
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/retention_file.h"
 #include "cli/secrets.h"
 #include "server/server.h"
-#include "util/strings.h"
 #include "util/log.h"
+#include "util/strings.h"
 
 namespace cairn::cli {
 namespace {
@@ -30,6 +31,7 @@ struct ServerFlags {
   int io_threads = 0;
   int run_heartbeat_timeout = 120;
   int64_t gc_interval = 86400;
+  std::string retention;
   std::string ui_dir;
   std::string log_level = "info";
   std::vector<std::string> allowed_hosts;
@@ -142,6 +144,14 @@ int RunServer(ServerFlags flags) {
   if (int code = ApplyIdentityFlags(flags, &options); code != 0) return code;
   options.run_heartbeat_timeout_seconds = flags.run_heartbeat_timeout;
   options.gc_interval_seconds = flags.gc_interval;
+  if (!flags.retention.empty()) {
+    Result<std::string> json = ReadRetentionFile(flags.retention);
+    if (!json.ok()) {
+      std::fprintf(stderr, "error: --retention: %s\n", json.status().message().c_str());
+      return 2;
+    }
+    options.retention = *core::ParseRetentionRules(*json);
+  }
   options.ui_dir = flags.ui_dir;
   options.backend_store_uri = flags.backend_store_uri.empty()
                                   ? "sqlite:///" + flags.data_dir + "/cairn.db"
@@ -297,10 +307,13 @@ void RegisterServer(CLI::App& app, Action* action) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--gc-interval", flags->gc_interval,
-                  "Seconds between collections of the blobs no artifact names (older than an "
-                  "hour); 0 turns them off")
+                  "Seconds between collections: the retention rules applied, then the blobs no "
+                  "artifact names (older than an hour) removed; 0 turns them off")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{365} * 86400));
+  cmd->add_option("--retention", flags->retention,
+                  "YAML file of server-wide retention rules, applied to every experiment before "
+                  "its own (docs/retention.md)");
   cmd->add_option("--run-heartbeat-timeout", flags->run_heartbeat_timeout,
                   "Seconds without a heartbeat after which a run started by `cairn run` is "
                   "marked FAILED (its wrapper or host died); 0 never does")

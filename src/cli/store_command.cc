@@ -143,6 +143,30 @@ std::optional<nlohmann::json> AskServer(const std::string& tracking_uri, const c
   return r;
 }
 
+// What retention rules removed (or would remove): a line per rule that has something, and the
+// experiments whose rules cannot be read.
+void PrintRetention(const nlohmann::json& r, const char* verb) {
+  if (!r.is_object()) return;
+  for (const nlohmann::json& rule : r.value("rules", nlohmann::json::array())) {
+    if (!rule.is_object()) continue;
+    const std::string scope = rule.value("scope", std::string());
+    std::printf("rule %s (%s): %s %lld file(s), %s, of %lld run(s)",
+                rule.value("rule", nlohmann::json::object()).dump().c_str(),
+                scope == "server" ? "server-wide" : ("experiment " + scope).c_str(), verb,
+                static_cast<long long>(rule.value("files", int64_t{0})),
+                report::FormatSize(rule.value("bytes", int64_t{0})).c_str(),
+                static_cast<long long>(rule.value("runs", int64_t{0})));
+    if (const int64_t freed = rule.value("bytes_freed", int64_t{0}); freed > 0) {
+      std::printf("; freed %s", report::FormatSize(freed).c_str());
+    }
+    std::printf("\n");
+  }
+  for (const nlohmann::json& p : r.value("problems", nlohmann::json::array())) {
+    if (p.is_string())
+      std::printf("warning: retention rules of %s\n", p.get<std::string>().c_str());
+  }
+}
+
 struct GcFlags {
   std::string tracking_uri;
   bool dry_run = false;
@@ -156,6 +180,8 @@ int CollectGarbage(const GcFlags& flags) {
       AskServer(flags.tracking_uri, "POST", "gc", body.dump(), &failed);
   if (!answer) return failed;
   const nlohmann::json& r = *answer;
+  PrintRetention(r.value("retention", nlohmann::json::object()),
+                 flags.dry_run ? "would remove" : "removed");
   const int64_t collected = r.value("collected", int64_t{0});
   std::printf("%s %lld unreferenced blob(s), %s, of %lld blob(s)",
               flags.dry_run ? "would collect" : "collected", static_cast<long long>(collected),
@@ -220,6 +246,7 @@ int ShowStorage(const StorageFlags& flags) {
   std::printf("unreferenced: %lld blob(s), %s, which `cairn gc` removes\n",
               static_cast<long long>(count(unreferenced, "count")),
               report::FormatSize(count(unreferenced, "bytes")).c_str());
+  PrintRetention(r.value("retention", nlohmann::json::object()), "would remove");
   return 0;
 }
 
@@ -240,9 +267,10 @@ void RegisterStorage(CLI::App& app, Action* action) {
 void RegisterGc(CLI::App& app, Action* action) {
   auto [cmd, flags] = AddSubcommand<GcFlags>(
       &app, action, "gc",
-      "Have the server remove the blobs that no artifact file names (mark and sweep), but those\n"
-      "written in the last --grace seconds, which may belong to uploads on their way. Needs an\n"
-      "admin. The server also does this every --gc-interval.\n\n"
+      "Have the server apply its retention rules (docs/retention.md), then remove the blobs\n"
+      "that no artifact file names (mark and sweep), but those written in the last --grace\n"
+      "seconds, which may belong to uploads on their way. Needs an admin. The server also does\n"
+      "this every --gc-interval.\n\n"
       "  cairn gc --dry-run",
       CollectGarbage);
   AddTrackingUriOption(cmd, &flags->tracking_uri);

@@ -258,8 +258,23 @@ Result<CairnResponse> RunReproduction(ApiContext& ctx, const CairnCall& call) {
   return CairnResponse{"{\"reproduction\":" + record + "}"};
 }
 
-// POST gc: the blobs no artifact file names, removed (or only counted, with dry_run), but those
-// written in the last grace_seconds (default an hour). Admins only (see docs/api/cairn.md).
+void WriteRetention(JsonWriter& w, const service::RetentionOutcome& r) {
+  w.BeginObject().Key("files").Int(r.files).Key("bytes").Int(r.bytes);
+  w.Key("blobs_freed").Int(r.blobs_freed).Key("bytes_freed").Int(r.bytes_freed);
+  w.Key("rules").BeginArray();
+  for (const service::RuleOutcome& o : r.rules) {
+    w.BeginObject().Key("scope").String(o.scope).Key("rule").Raw(o.rule);
+    w.Key("runs").Int(o.runs).Key("files").Int(o.files).Key("bytes").Int(o.bytes);
+    w.Key("blobs_freed").Int(o.blobs_freed).Key("bytes_freed").Int(o.bytes_freed).EndObject();
+  }
+  w.EndArray().Key("problems").BeginArray();
+  for (const std::string& p : r.problems) w.String(p);
+  w.EndArray().EndObject();
+}
+
+// POST gc: the retention rules applied, then the blobs no artifact file names removed (or only
+// counted, with dry_run), but those written in the last grace_seconds (default an hour).
+// Admins only (see docs/api/cairn.md).
 Result<CairnResponse> CollectGarbage(ApiContext& ctx, const CairnCall& call) {
   const Fields& f = call.fields;
   CAIRN_ASSIGN_OR_RETURN(std::optional<bool> dry_run, f.Bool("dry_run"));
@@ -270,12 +285,15 @@ Result<CairnResponse> CollectGarbage(ApiContext& ctx, const CairnCall& call) {
   }
   const int64_t grace_ms = grace.value_or(service::kDefaultGcGraceSeconds) * 1000;
   CAIRN_ASSIGN_OR_RETURN(
-      service::ArtifactService::Collection c,
-      ctx.artifacts->CollectGarbage(grace_ms, dry_run.value_or(false), SystemClock()->NowMillis()));
+      service::StorageCollection c,
+      ctx.retention->Collect(grace_ms, dry_run.value_or(false), SystemClock()->NowMillis()));
   JsonWriter w;
   w.BeginObject().Key("dry_run").Bool(dry_run.value_or(false));
-  w.Key("blobs").Int(c.blobs).Key("collected").Int(c.collected);
-  w.Key("bytes_freed").Int(c.bytes_freed).Key("in_grace").Int(c.in_grace).EndObject();
+  w.Key("blobs").Int(c.blobs.blobs).Key("collected").Int(c.blobs.collected);
+  w.Key("bytes_freed").Int(c.blobs.bytes_freed).Key("in_grace").Int(c.blobs.in_grace);
+  w.Key("retention");
+  WriteRetention(w, c.retention);
+  w.EndObject();
   return CairnResponse{w.Take()};
 }
 
@@ -311,6 +329,10 @@ Result<CairnResponse> StorageUsage(ApiContext& ctx, const CairnCall&) {
   w.Key("bytes").Int(usage.blobs.bytes).EndObject();
   w.Key("unreferenced").BeginObject().Key("count").Int(usage.unreferenced.files);
   w.Key("bytes").Int(usage.unreferenced.bytes).EndObject();
+  CAIRN_ASSIGN_OR_RETURN(service::RetentionOutcome would,
+                         ctx.retention->Preview(SystemClock()->NowMillis()));
+  w.Key("retention");
+  WriteRetention(w, would);
   w.EndObject();
   return CairnResponse{w.Take()};
 }

@@ -12,6 +12,7 @@
 #include "service/dataset_service.h"
 #include "service/identity_service.h"
 #include "service/registry_service.h"
+#include "service/retention.h"
 #include "service/task_service.h"
 #include "service/tracking_service.h"
 
@@ -27,6 +28,7 @@ struct ApiContext {
   service::RegistryService* registry = nullptr;
   service::TaskService* tasks = nullptr;
   service::DatasetService* datasets = nullptr;
+  service::RetentionService* retention = nullptr;
   bool tls = false;
   // The request's own: who asks (authenticated, and allowed by the route's rule), from where,
   // through which browser session, and which experiments it may read (searches and listings

@@ -229,6 +229,7 @@ struct Server::Impl : HttpHandler {
   std::unique_ptr<service::RegistryService> registry;
   std::unique_ptr<service::TaskService> tasks;
   std::unique_ptr<service::DatasetService> datasets;
+  std::unique_ptr<service::RetentionService> retention;
   std::unique_ptr<Gate> gate;
   ApiContext ctx{};
   std::unordered_map<std::string, ApiHandler> routes;  // "POST runs/log-batch"
@@ -286,13 +287,20 @@ struct Server::Impl : HttpHandler {
       while (!reaper_cv.wait_for(lock, std::chrono::seconds(options.gc_interval_seconds),
                                  [this] { return reaper_stop; })) {
         lock.unlock();
-        Result<service::ArtifactService::Collection> c = artifacts->CollectGarbage(
+        Result<service::StorageCollection> c = retention->Collect(
             service::kDefaultGcGraceSeconds * 1000, false, SystemClock()->NowMillis());
         if (!c.ok()) {
-          LogWarning("collecting unreferenced blobs failed: " + c.status().ToString());
-        } else if (c->collected > 0) {
-          LogInfo("collected " + std::to_string(c->collected) + " unreferenced blob(s), " +
-                  std::to_string(c->bytes_freed) + " bytes");
+          LogWarning("collecting storage failed: " + c.status().ToString());
+        } else {
+          for (const std::string& p : c->retention.problems) LogWarning("retention: " + p);
+          if (c->retention.files > 0) {
+            LogInfo("retention rules removed " + std::to_string(c->retention.files) +
+                    " artifact file(s)");
+          }
+          if (c->blobs.collected > 0) {
+            LogInfo("collected " + std::to_string(c->blobs.collected) + " unreferenced blob(s), " +
+                    std::to_string(c->blobs.bytes_freed) + " bytes");
+          }
         }
         lock.lock();
       }
@@ -960,6 +968,9 @@ Result<std::unique_ptr<Server>> Server::Open(const ServerOptions& options) {
   impl->ctx.registry = impl->registry.get();
   impl->ctx.tasks = impl->tasks.get();
   impl->ctx.datasets = impl->datasets.get();
+  impl->retention = std::make_unique<service::RetentionService>(
+      impl->store.get(), impl->artifacts.get(), impl->options.retention);
+  impl->ctx.retention = impl->retention.get();
   impl->ctx.tls = !options.tls_cert_file.empty();
   CAIRN_ASSIGN_OR_RETURN(impl->ui, UiFiles::Load(options.ui_dir));
   impl->InstallRoutes();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/identity.h"
+#include "core/retention.h"
 #include "server/http_server.h"
 #include "util/status.h"
 
@@ -37,8 +38,11 @@ struct ServerOptions {
   // RUNNING runs of `cairn run` whose heartbeat is older than this are marked FAILED
   // (service::TrackingService::FailStaleRuns); 0 turns that off.
   int run_heartbeat_timeout_seconds = 120;
-  // Every this often, the blobs no artifact names are collected (POST gc); 0 turns that off.
+  // Every this often, the retention rules are applied and the blobs no artifact names are
+  // collected (POST gc); 0 turns that off.
   int64_t gc_interval_seconds = 86400;
+  // Server-wide retention rules (core/retention.h), before each experiment's own.
+  std::vector<core::RetentionRule> retention;
   // A built web UI to serve at "/" instead of the one built into the binary (UI development).
   std::string ui_dir;
   // Identity (service/access_service.h). With `auth`, every API request needs credentials; a

@@ -171,7 +171,9 @@ Result<std::vector<store::ArtifactEntry>> ArtifactService::ListRunArtifacts(
   return entries;
 }
 
-Status ArtifactService::Delete(const std::string& path) {
+Status ArtifactService::Delete(const std::string& path) { return DeleteCounting(path).status(); }
+
+Result<ArtifactService::Freed> ArtifactService::DeleteCounting(const std::string& path) {
   CAIRN_RETURN_IF_ERROR(RefuseReservedPath(path));
   return DeleteFiles(path);
 }
@@ -180,15 +182,22 @@ Status ArtifactService::DeleteRegistryFiles(const std::string& storage) {
   if (!storage.starts_with(std::string(kRegistryArtifactRoot) + "/")) {
     return InvalidArgument("not a registry path: " + storage);
   }
-  Status s = DeleteFiles(storage);
+  Status s = DeleteFiles(storage).status();
   return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
 }
 
-Status ArtifactService::DeleteFiles(const std::string& path) {
+Result<ArtifactService::Freed> ArtifactService::DeleteFiles(const std::string& path) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactFile> removed, store_->DeleteArtifacts(path));
   std::vector<std::string> digests;
-  for (const store::ArtifactFile& f : removed) digests.push_back(f.digest);
-  return CollectBlobs(digests);
+  std::vector<int64_t> sizes;
+  for (const store::ArtifactFile& f : removed) {
+    digests.push_back(f.digest);
+    sizes.push_back(f.size);
+  }
+  Freed freed;
+  freed.files = static_cast<int64_t>(removed.size());
+  CAIRN_RETURN_IF_ERROR(CollectBlobs(digests, &freed, &sizes));
+  return freed;
 }
 
 Result<int64_t> ArtifactService::CopyTree(const std::string& source, const std::string& dest,
@@ -327,11 +336,22 @@ Result<ArtifactService::Usage> ArtifactService::MeasureUsage() {
   return out;
 }
 
-Status ArtifactService::CollectBlobs(const std::vector<std::string>& digests) {
+Status ArtifactService::CollectBlobs(const std::vector<std::string>& digests, Freed* freed,
+                                     const std::vector<int64_t>* sizes) {
   std::unique_lock lock(gc_mu_);
-  for (const std::string& digest : digests) {
+  std::unordered_set<std::string> done;
+  for (size_t i = 0; i < digests.size(); ++i) {
+    const std::string& digest = digests[i];
+    if (!done.insert(digest).second) continue;
     CAIRN_ASSIGN_OR_RETURN(bool referenced, store_->BlobReferenced(digest));
-    if (!referenced) CAIRN_RETURN_IF_ERROR(blobs_->Delete(digest));
+    if (referenced) continue;
+    CAIRN_ASSIGN_OR_RETURN(bool present, blobs_->Has(digest));
+    if (!present) continue;
+    CAIRN_RETURN_IF_ERROR(blobs_->Delete(digest));
+    if (freed != nullptr) {
+      ++freed->blobs;
+      if (sizes != nullptr) freed->bytes += (*sizes)[i];
+    }
   }
   return Status::Ok();
 }

@@ -82,6 +82,13 @@ class ArtifactService {
   // Uploads and deletes under kRegistryArtifactRoot and kDatasetArtifactRoot are
   // kPermissionDenied.
   Status Delete(const std::string& path);
+  // Delete, saying how many blobs it collected and their bytes.
+  struct Freed {
+    int64_t files = 0;
+    int64_t blobs = 0;
+    int64_t bytes = 0;
+  };
+  Result<Freed> DeleteCounting(const std::string& path);
   // Records every file at or under `source` (a file or a directory) again under `dest`, by
   // reference to the same blobs: a copy that costs no space. Blobs cannot be collected while
   // it runs, so a delete of the source at the same time leaves the copies whole. Returns how
@@ -129,9 +136,11 @@ class ArtifactService {
       const std::function<void(const store::ArtifactFile&)>& also);
   // Every file under directory `dir`, with full paths; kResourceExhausted past `max_files`.
   Result<std::vector<store::ArtifactFile>> FilesUnder(const std::string& dir, int64_t max_files);
-  Status DeleteFiles(const std::string& path);
-  // Deletes the blobs among `digests` that no artifact refers to any more.
-  Status CollectBlobs(const std::vector<std::string>& digests);
+  Result<Freed> DeleteFiles(const std::string& path);
+  // Deletes the blobs among `digests` that no artifact refers to any more; counts them in
+  // `freed` (their sizes from `sizes`, when given).
+  Status CollectBlobs(const std::vector<std::string>& digests, Freed* freed = nullptr,
+                      const std::vector<int64_t>* sizes = nullptr);
 
   store::MetadataStore* store_;
   blob::ContentStore* blobs_;

@@ -8,11 +8,12 @@
 
 #include "core/downsample.h"
 #include "core/identity.h"
+#include "core/retention.h"
 #include "core/search.h"
+#include "service/validation.h"
 #include "store/store_util.h"
 #include "util/hash.h"
 #include "util/json_reader.h"
-#include "service/validation.h"
 
 namespace cairn::service {
 namespace {
@@ -154,6 +155,13 @@ Status TrackingService::RestoreExperiment(const std::string& experiment_id) {
 
 Status TrackingService::SetExperimentTag(const std::string& experiment_id, const core::Tag& tag) {
   CAIRN_RETURN_IF_ERROR(ValidateTag(tag));
+  if (tag.key == core::kRetentionTag) {
+    // Rules that cannot be read would be skipped at every collection: refuse them now.
+    Result<std::vector<core::RetentionRule>> rules = core::ParseRetentionRules(tag.value);
+    if (!rules.ok()) {
+      return InvalidArgument("Invalid value for tag " + tag.key + ": " + rules.status().message());
+    }
+  }
   CAIRN_ASSIGN_OR_RETURN(Experiment e, store_->GetExperiment(experiment_id));
   if (e.lifecycle_stage != LifecycleStage::kActive) {
     return InvalidArgument("The experiment " + experiment_id +
@@ -246,11 +254,19 @@ Result<core::RunInfo> TrackingService::UpdateRun(const std::string& run_id,
 }
 
 Status TrackingService::DeleteRun(const std::string& run_id) {
+  // When it was deleted, for retention's purge_deleted_after; a run deleted already keeps its
+  // first time.
+  Status tagged = store_->LogBatch(
+      run_id, {}, {},
+      {core::Tag{std::string(core::kDeletedTimeTag), std::to_string(clock_->NowMillis())}});
+  if (!tagged.ok() && tagged.code() != StatusCode::kInvalidArgument) return tagged;
   return store_->SetRunStage(run_id, LifecycleStage::kDeleted);
 }
 
 Status TrackingService::RestoreRun(const std::string& run_id) {
-  return store_->SetRunStage(run_id, LifecycleStage::kActive);
+  CAIRN_RETURN_IF_ERROR(store_->SetRunStage(run_id, LifecycleStage::kActive));
+  Status untagged = store_->DeleteRunTag(run_id, core::kDeletedTimeTag);
+  return untagged.code() == StatusCode::kNotFound ? Status::Ok() : untagged;
 }
 
 Result<Run> TrackingService::GetRun(const std::string& run_id) { return store_->GetRun(run_id); }
