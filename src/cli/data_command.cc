@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -21,6 +22,7 @@ struct DataFlags {
   std::string dir;
   std::string message;
   std::vector<std::string> meta;
+  std::string run;
   int threads = 0;
   int transfers = 4;
   bool copy = false;
@@ -88,6 +90,9 @@ int Add(const DataFlags& flags) {
   data::AddOptions options;
   options.message = flags.message;
   options.metadata = meta.dump();
+  // Inside `cairn run` (or a pipeline step), the run that is running made this version.
+  const char* running = std::getenv("CAIRN_RUN_ID");
+  options.run_id = !flags.run.empty() ? flags.run : (running != nullptr ? running : "");
   options.threads = flags.threads;
   options.transfers = flags.transfers;
   options.progress = ProgressOnTerminal();
@@ -310,6 +315,9 @@ void RegisterData(CLI::App& app, Action* action) {
   add->add_option("-m,--message", add_flags->message, "What this version changes");
   add->add_option("--meta", add_flags->meta,
                   "KEY=VALUE kept with the version (schema, rows, source URL); repeatable");
+  add->add_option("--run", add_flags->run,
+                  "The run that made this version, for its lineage (default: $CAIRN_RUN_ID, set "
+                  "inside `cairn run`)");
   add->add_option("-j,--threads", add_flags->threads, "Hashing threads (default: all cores)");
   add->add_option("--transfers", add_flags->transfers, "Blobs sent at once")
       ->check(CLI::Range(1, 64));

@@ -26,6 +26,7 @@ struct DataVersion {
   std::string metadata = "{}";  // a JSON object of the creator's choosing (schema, rows, URL)
   int64_t files = 0;
   int64_t bytes = 0;
+  std::string run_id;  // the run that made it ("" when none was named)
   bool operator==(const DataVersion&) const = default;
 };
 

@@ -31,6 +31,7 @@ core::DataVersion DecodeVersion(const json& j) {
   v.metadata = j.contains("metadata") ? j["metadata"].dump() : "{}";
   v.files = j.value("files", int64_t{0});
   v.bytes = j.value("bytes", int64_t{0});
+  v.run_id = j.value("run_id", std::string());
   return v;
 }
 
@@ -160,10 +161,12 @@ Status DatasetClient::SendBlob(client::TrackingClient& via, const std::string& d
 Result<CreatedVersion> DatasetClient::CreateVersion(const std::string& name,
                                                     const std::string& digest,
                                                     const std::string& message,
-                                                    const std::string& metadata) {
+                                                    const std::string& metadata,
+                                                    const std::string& run_id) {
   json meta = json::parse(metadata.empty() ? "{}" : metadata, nullptr, false);
   if (!meta.is_object()) return InvalidArgument("a version's metadata must be a JSON object");
   json body = {{"name", name}, {"digest", digest}, {"message", message}, {"metadata", meta}};
+  if (!run_id.empty()) body["run_id"] = run_id;
   CAIRN_ASSIGN_OR_RETURN(
       std::string text,
       client_->CallJson("POST", std::string(kApi) + "datasets/versions", body.dump()));

@@ -58,8 +58,10 @@ class DatasetClient {
                   const std::string& local_path);
   // Names the new version of `name` whose manifest (sent before) has SHA-256 `digest`;
   // `metadata` is a JSON object's text.
+  // `run_id`, when not empty, names the run that made it.
   Result<CreatedVersion> CreateVersion(const std::string& name, const std::string& digest,
-                                       const std::string& message, const std::string& metadata);
+                                       const std::string& message, const std::string& metadata,
+                                       const std::string& run_id = "");
   // Writes the version's file `path` into `local_path`, on `via`.
   Status FetchFile(client::TrackingClient& via, const core::DataVersion& v, const std::string& path,
                    const std::string& local_path);

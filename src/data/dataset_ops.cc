@@ -355,8 +355,8 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
   out.blobs = static_cast<int64_t>(digests.size());
   out.blobs_sent = static_cast<int64_t>(missing.size());
   out.bytes_sent = sent_bytes;
-  CAIRN_ASSIGN_OR_RETURN(out.created,
-                         client.CreateVersion(name, digest, options.message, options.metadata));
+  CAIRN_ASSIGN_OR_RETURN(out.created, client.CreateVersion(name, digest, options.message,
+                                                           options.metadata, options.run_id));
   return out;
 }
 

@@ -42,6 +42,7 @@ using ProgressFn = std::function<void(const Progress&)>;
 struct AddOptions {
   std::string message;
   std::string metadata = "{}";  // a JSON object's text
+  std::string run_id;           // the run that made the version, if any
   int threads = 0;              // hashing; 0: the machine's cores
   int transfers = 4;            // blobs in flight at once
   std::string cache_dir;        // "" : DataCacheDir()

@@ -151,6 +151,8 @@ constexpr AccessRule kRules[] = {
     {Api::kCairn, "GET", "datasets/manifest", Target::kDataset, kRead, "name"},
     {Api::kCairn, "GET", "datasets/files", Target::kDataset, kRead, "name"},
     {Api::kCairn, "GET", "datasets/diff", Target::kDataset, kRead, "name"},
+    {Api::kCairn, "GET", "datasets/lineage", Target::kDataset, kRead, "name"},
+    {Api::kCairn, "GET", "datasets/produced", Target::kRun, kRead, "run_id"},
     // Sending blobs and adding versions: the handler checks the dataset, which a new version may
     // create.
     {Api::kCairn, "POST", "datasets/missing", Target::kSignedIn, kUpdate, nullptr},

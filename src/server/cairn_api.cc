@@ -209,17 +209,26 @@ Result<CairnResponse> RunEnvironmentDiff(ApiContext& ctx, const CairnCall& call)
 
 }  // namespace
 
-Status RequireRunRead(ApiContext& ctx, const std::string& run_id) {
-  CAIRN_ASSIGN_OR_RETURN(core::RunInfo run, ctx.tracking->GetRunInfo(run_id));
+Result<bool> CallerMay(ApiContext& ctx, core::ResourceKind kind, const std::string& id,
+                       core::Access access) {
   if (ctx.access == nullptr || !ctx.access->enabled() || ctx.caller == nullptr ||
       ctx.caller->ActsAsAdmin()) {
-    return Status::Ok();
+    return true;
   }
-  CAIRN_ASSIGN_OR_RETURN(core::Permission p, ctx.access->PermissionOn(
-                                                 *ctx.caller, core::ResourceKind::kExperiment,
-                                                 run.experiment_id));
-  if (!core::Allows(p, core::Access::kRead)) return PermissionDenied("Permission denied");
+  CAIRN_ASSIGN_OR_RETURN(core::Permission p, ctx.access->PermissionOn(*ctx.caller, kind, id));
+  return core::Allows(p, access);
+}
+
+Status RequireRunAccess(ApiContext& ctx, const std::string& run_id, core::Access access) {
+  CAIRN_ASSIGN_OR_RETURN(core::RunInfo run, ctx.tracking->GetRunInfo(run_id));
+  CAIRN_ASSIGN_OR_RETURN(
+      bool may, CallerMay(ctx, core::ResourceKind::kExperiment, run.experiment_id, access));
+  if (!may) return PermissionDenied("Permission denied");
   return Status::Ok();
+}
+
+Status RequireRunRead(ApiContext& ctx, const std::string& run_id) {
+  return RequireRunAccess(ctx, run_id, core::Access::kRead);
 }
 
 namespace {

@@ -52,6 +52,11 @@ using CairnHandler = Result<CairnResponse> (*)(ApiContext& ctx, const CairnCall&
 // whose request names a run besides the one its access rule checks; kNotFound for no such
 // run.
 Status RequireRunRead(ApiContext& ctx, const std::string& run_id);
+// The same for any access.
+Status RequireRunAccess(ApiContext& ctx, const std::string& run_id, core::Access access);
+// Whether the caller may `access` the object (always, without authentication or as an admin).
+Result<bool> CallerMay(ApiContext& ctx, core::ResourceKind kind, const std::string& id,
+                       core::Access access);
 
 struct CairnRoute {
   const char* method;

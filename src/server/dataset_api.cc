@@ -1,6 +1,8 @@
 // Handlers of cairn's dataset API (docs/api/cairn.md, "Datasets"). Each decodes, calls the
 // DatasetService and encodes. Blobs arrive through PUT datasets/blobs/DIGEST, a streamed
 // upload the server routes itself (server.cc).
+#include <algorithm>
+#include <map>
 #include <optional>
 
 #include "core/tree_manifest.h"
@@ -21,7 +23,16 @@ void WriteVersion(JsonWriter& w, const DataVersion& v) {
   w.Key("digest").String(v.digest).Key("parent").Int(v.parent);
   w.Key("message").String(v.message).Key("creator").String(v.creator);
   w.Key("created_time").Int(v.created_time).Key("metadata").Raw(v.metadata);
-  w.Key("files").Int(v.files).Key("bytes").Int(v.bytes).EndObject();
+  w.Key("files").Int(v.files).Key("bytes").Int(v.bytes);
+  if (!v.run_id.empty()) w.Key("run_id").String(v.run_id);
+  w.EndObject();
+}
+
+void WriteRunRef(JsonWriter& w, const core::RunInfo& r) {
+  w.BeginObject().Key("run_id").String(r.run_id).Key("run_name").String(r.run_name);
+  w.Key("experiment_id").String(r.experiment_id);
+  w.Key("status").String(core::RunStatusName(r.status)).Key("start_time").Int(r.start_time);
+  w.EndObject();
 }
 
 void WriteFile(JsonWriter& w, const core::FileEntry& f) {
@@ -192,6 +203,12 @@ Result<CairnResponse> CreateDataVersion(ApiContext& ctx, const CairnCall& call) 
   req.message = message.value_or("");
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> metadata, f.ObjectJson("metadata"));
   req.metadata = metadata.value_or("{}");
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> run_id, f.Str("run_id"));
+  if (run_id && !run_id->empty()) {
+    // Naming the run that made it is writing into that run's record.
+    CAIRN_RETURN_IF_ERROR(RequireRunAccess(ctx, *run_id, core::Access::kUpdate));
+    req.run_id = *run_id;
+  }
   CAIRN_RETURN_IF_ERROR(core::ValidateDatasetName(req.name));
   CAIRN_ASSIGN_OR_RETURN(core::Permission p, DatasetPermission(ctx, req.name));
   core::Principal anonymous;
@@ -207,7 +224,73 @@ Result<CairnResponse> CreateDataVersion(ApiContext& ctx, const CairnCall& call) 
   return CairnResponse{w.Take()};
 }
 
+// GET datasets/lineage?name=N&version=V: the run that made the version, and the runs that
+// used it (those the caller may read; `hidden` counts the others).
+Result<CairnResponse> DataLineage(ApiContext& ctx, const CairnCall& call) {
+  CAIRN_ASSIGN_OR_RETURN(DataVersion v, NamedVersion(ctx, call.fields, "version"));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> ids, ctx.datasets->RunsUsing(v, 1000));
+  std::map<std::string, bool> readable;  // by experiment
+  auto may_read = [&](const core::RunInfo& r) -> Result<bool> {
+    auto it = readable.find(r.experiment_id);
+    if (it != readable.end()) return it->second;
+    CAIRN_ASSIGN_OR_RETURN(bool may, CallerMay(ctx, core::ResourceKind::kExperiment,
+                                               r.experiment_id, core::Access::kRead));
+    readable[r.experiment_id] = may;
+    return may;
+  };
+  JsonWriter w;
+  w.BeginObject();
+  int64_t hidden = 0;
+  if (!v.run_id.empty()) {
+    Result<core::RunInfo> maker = ctx.tracking->GetRunInfo(v.run_id);
+    if (maker.ok()) {
+      CAIRN_ASSIGN_OR_RETURN(bool may, may_read(*maker));
+      if (may) {
+        w.Key("produced_by");
+        WriteRunRef(w, *maker);
+      } else {
+        ++hidden;
+      }
+    }
+  }
+  std::vector<core::RunInfo> users;
+  for (const std::string& id : ids) {
+    Result<core::RunInfo> r = ctx.tracking->GetRunInfo(id);
+    if (!r.ok()) continue;
+    CAIRN_ASSIGN_OR_RETURN(bool may, may_read(*r));
+    if (!may) {
+      ++hidden;
+      continue;
+    }
+    users.push_back(*std::move(r));
+  }
+  std::sort(users.begin(), users.end(), [](const core::RunInfo& a, const core::RunInfo& b) {
+    return a.start_time > b.start_time;
+  });
+  w.Key("used_by").BeginArray();
+  for (const core::RunInfo& r : users) WriteRunRef(w, r);
+  w.EndArray().Key("hidden").Int(hidden).EndObject();
+  return CairnResponse{w.Take()};
+}
+
+// GET datasets/produced?run_id=R: the versions run R made, of the datasets the caller may read.
+Result<CairnResponse> DataMadeByRun(ApiContext& ctx, const CairnCall& call) {
+  CAIRN_ASSIGN_OR_RETURN(std::string run_id, call.fields.RequiredStr("run_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<DataVersion> made, ctx.datasets->MadeBy(run_id));
+  JsonWriter w;
+  w.BeginObject().Key("versions").BeginArray();
+  for (const DataVersion& v : made) {
+    CAIRN_ASSIGN_OR_RETURN(
+        bool may, CallerMay(ctx, core::ResourceKind::kDataset, v.name, core::Access::kRead));
+    if (may) WriteVersion(w, v);
+  }
+  w.EndArray().EndObject();
+  return CairnResponse{w.Take()};
+}
+
 constexpr CairnRoute kDatasetRoutes[] = {
+    {"GET", "datasets/lineage", DataLineage},
+    {"GET", "datasets/produced", DataMadeByRun},
     {"GET", "datasets", ListDatasets},
     {"GET", "datasets/get", GetDataVersion},
     {"GET", "datasets/versions", ListDataVersions},

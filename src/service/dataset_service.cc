@@ -207,6 +207,7 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
   v.creator = creator.username;
   v.created_time = clock_->NowMillis();
   v.metadata = req.metadata.empty() ? "{}" : req.metadata;
+  v.run_id = req.run_id;
   CAIRN_ASSIGN_OR_RETURN(core::DataVersion added,
                          store_->datasets().AddDataVersion(v, /*expect_new=*/!exists));
   if (!exists && identity_ != nullptr) {
@@ -227,6 +228,15 @@ Result<std::vector<core::DataVersion>> DatasetService::Versions(const std::strin
 
 Result<std::vector<core::DatasetEntry>> DatasetService::List() {
   return store_->datasets().ListDatasets();
+}
+
+Result<std::vector<std::string>> DatasetService::RunsUsing(const core::DataVersion& v,
+                                                           int64_t limit) {
+  return store_->RunsUsingDataset(v.name, core::DataInputDigest(v.digest), limit);
+}
+
+Result<std::vector<core::DataVersion>> DatasetService::MadeBy(const std::string& run_id) {
+  return store_->datasets().DataVersionsOfRun(run_id);
 }
 
 Result<std::string> DatasetService::ManifestBytes(const core::DataVersion& v) {

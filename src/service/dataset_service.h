@@ -45,6 +45,7 @@ struct NewDataVersion {
   std::string digest;  // the manifest's SHA-256; the manifest is a blob sent before
   std::string message;
   std::string metadata = "{}";  // JSON object text, checked by the caller
+  std::string run_id;           // the run that made it (checked by the caller), or ""
 };
 
 struct CreatedDataVersion {
@@ -82,6 +83,10 @@ class DatasetService {
   Result<core::DataVersion> GetVersion(const std::string& name, int64_t version);
   Result<std::vector<core::DataVersion>> Versions(const std::string& name);
   Result<std::vector<core::DatasetEntry>> List();
+  // The runs that recorded the version as an input (at most `limit`), and the versions a run
+  // made.
+  Result<std::vector<std::string>> RunsUsing(const core::DataVersion& v, int64_t limit);
+  Result<std::vector<core::DataVersion>> MadeBy(const std::string& run_id);
   // The version's manifest, as its bytes and parsed.
   Result<std::string> ManifestBytes(const core::DataVersion& v);
   Result<std::vector<core::FileEntry>> Files(const core::DataVersion& v);

@@ -36,6 +36,8 @@ class DatasetStore {
   virtual Result<std::vector<core::DataVersion>> ListDataVersions(std::string_view name) = 0;
   // Every dataset, by name.
   virtual Result<std::vector<core::DatasetEntry>> ListDatasets() = 0;
+  // The versions run `run_id` made, by dataset and version.
+  virtual Result<std::vector<core::DataVersion>> DataVersionsOfRun(std::string_view run_id) = 0;
   // Every distinct version digest of every dataset, in no set order.
   virtual Result<std::vector<std::string>> DataVersionDigests() = 0;
 

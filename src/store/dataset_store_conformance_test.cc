@@ -116,6 +116,23 @@ TYPED_TEST(DatasetStoreTest, ListsDatasetsByNameWithTheirLatestVersion) {
             (std::set<std::string>{"aa", "bb", "cc"}));
 }
 
+TYPED_TEST(DatasetStoreTest, VersionsRememberTheRunThatMadeThem) {
+  DataVersion v = Version("mnist", "aa", 10);
+  v.run_id = "r1";
+  ASSERT_TRUE(this->d().AddDataVersion(v, false).ok());
+  ASSERT_TRUE(this->d().AddDataVersion(Version("mnist", "bb", 20), false).ok());
+  v.name = "other";
+  ASSERT_TRUE(this->d().AddDataVersion(v, false).ok());
+  EXPECT_EQ(this->d().GetDataVersion("mnist", 1)->run_id, "r1");
+  auto made = this->d().DataVersionsOfRun("r1");
+  ASSERT_TRUE(made.ok());
+  ASSERT_EQ(made->size(), 2u);
+  EXPECT_EQ((*made)[0].name, "mnist");
+  EXPECT_EQ((*made)[1].name, "other");
+  EXPECT_TRUE(this->d().DataVersionsOfRun("")->empty());
+  EXPECT_EQ(this->d().ListDatasets()->at(1).latest.run_id, "r1");
+}
+
 TYPED_TEST(DatasetStoreTest, ConcurrentAddsGetDistinctNumbers) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {

@@ -149,6 +149,12 @@ class MetadataStore {
   virtual Result<std::vector<DatasetSummary>> SearchDatasets(
       const std::vector<std::string>& experiment_ids, int64_t limit) = 0;
 
+  // The runs (ids, at most `limit`, in no set order) that recorded an input of the dataset
+  // `name` with digest `digest`, in any experiment.
+  virtual Result<std::vector<std::string>> RunsUsingDataset(std::string_view name,
+                                                            std::string_view digest,
+                                                            int64_t limit) = 0;
+
   // Calls `visit` with each point of the query's page in (step, timestamp, value) order;
   // stops early, with OK, when `visit` returns false. `visit` must not call into the store.
   virtual Status ScanMetricHistory(const MetricHistoryQuery& query,

@@ -310,6 +310,24 @@ TYPED_TEST(MetadataStoreTest, LogInputsRecordsDatasetsOnce) {
   EXPECT_EQ(r->inputs[0].tags[0].value, "training");
 }
 
+TYPED_TEST(MetadataStoreTest, RunsUsingADatasetAcrossExperiments) {
+  core::DatasetInput v1;
+  v1.dataset = {"mnist", "d1", "cairn", "{}", "", ""};
+  core::DatasetInput v2 = v1;
+  v2.dataset.digest = "d2";
+  const std::string a = this->NewRun(this->NewExperiment("use-a"));
+  const std::string b = this->NewRun(this->NewExperiment("use-b"));
+  const std::string c = this->NewRun(this->NewExperiment("use-c"));
+  ASSERT_TRUE(this->store_->LogInputs(a, {v1}).ok());
+  ASSERT_TRUE(this->store_->LogInputs(b, {v1, v2}).ok());
+  ASSERT_TRUE(this->store_->LogInputs(c, {v2}).ok());
+  auto used = this->store_->RunsUsingDataset("mnist", "d1", 100);
+  ASSERT_TRUE(used.ok()) << used.status().ToString();
+  EXPECT_EQ(std::set<std::string>(used->begin(), used->end()), (std::set<std::string>{a, b}));
+  EXPECT_EQ(this->store_->RunsUsingDataset("mnist", "d2", 1)->size(), 1u);
+  EXPECT_TRUE(this->store_->RunsUsingDataset("other", "d1", 100)->empty());
+}
+
 TYPED_TEST(MetadataStoreTest, SearchDatasetsListsEachDatasetOfTheExperimentsOnce) {
   const std::string exp = this->NewExperiment("datasets");
   const std::string other = this->NewExperiment("other-datasets");

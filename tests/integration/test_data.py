@@ -203,6 +203,20 @@ class DataTest(unittest.TestCase):
         r = self.c.post(API + "experiments/search-datasets", {"experiment_ids": ["0"]})
         self.assertEqual(len(r.body["dataset_summaries"]), 2)
 
+        # Lineage: the version knows the runs that used it, and the run that made one.
+        r = self.c.get(CAIRN + "datasets/lineage", {"name": "tab"})
+        self.assertEqual([u["run_id"] for u in r.body["used_by"]], [run["info"]["run_id"]])
+        self.assertNotIn("produced_by", r.body)
+        p = self.cairn("run", "--", tl.CONFIG.cairn, "data", "add", "derived", src, cwd=proj)
+        maker = self.c.post(API + "runs/search", {"experiment_ids": ["0"],
+                                                  "order_by": ["attributes.start_time DESC"]}
+                            ).body["runs"][0]["info"]["run_id"]
+        r = self.c.get(CAIRN + "datasets/lineage", {"name": "derived", "version": "1"})
+        self.assertEqual(r.body["produced_by"]["run_id"], maker)
+        r = self.c.get(CAIRN + "datasets/produced", {"run_id": maker})
+        self.assertEqual([(v["name"], v["version"]) for v in r.body["versions"]],
+                         [("derived", 1)])
+
         p = self.cairn("run", "--data", "nope", "--", "true", cwd=proj, check=False)
         self.assertEqual(p.returncode, 2)
         self.assertIn("Dataset 'nope' not found", p.stderr)

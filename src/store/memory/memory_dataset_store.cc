@@ -62,6 +62,17 @@ class MemoryDatasetStore : public DatasetStore {
     return out;
   }
 
+  Result<std::vector<DataVersion>> DataVersionsOfRun(std::string_view run_id) override {
+    std::lock_guard lock(mu_);
+    std::vector<DataVersion> out;
+    for (const auto& [name, set] : sets_) {
+      for (const auto& [n, v] : set.versions) {
+        if (!run_id.empty() && v.run_id == run_id) out.push_back(v);
+      }
+    }
+    return out;
+  }
+
   Result<std::vector<std::string>> DataVersionDigests() override {
     std::lock_guard lock(mu_);
     std::set<std::string> digests;

@@ -257,6 +257,22 @@ class MemoryStore : public MetadataStore {
     return out;
   }
 
+  Result<std::vector<std::string>> RunsUsingDataset(std::string_view name, std::string_view digest,
+                                                    int64_t limit) override {
+    std::shared_lock lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& [id, entry] : runs_) {
+      for (const core::DatasetInput& in : entry.run.inputs) {
+        if (in.dataset.name == name && in.dataset.digest == digest) {
+          if (static_cast<int64_t>(out.size()) >= limit) return out;
+          out.push_back(id);
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
   Status ScanMetricHistory(const MetricHistoryQuery& query,
                            const std::function<bool(const Metric&)>& visit) override {
     std::shared_lock lock(mu_);

@@ -9,8 +9,9 @@ namespace {
 
 using core::DataVersion;
 
-#define CAIRN_DATA_VERSION_COLUMNS \
-  "name, version, digest, parent, message, creator, created_time, metadata, files, bytes"
+#define CAIRN_DATA_VERSION_COLUMNS                                                          \
+  "name, version, digest, parent, message, creator, created_time, metadata, files, bytes, " \
+  "run_id"
 
 DataVersion VersionRow(const Stmt& s) {
   DataVersion v;
@@ -24,6 +25,7 @@ DataVersion VersionRow(const Stmt& s) {
   v.metadata = s.Str(7);
   v.files = s.Int(8);
   v.bytes = s.Int(9);
+  v.run_id = s.Str(10);
   return v;
 }
 
@@ -72,9 +74,9 @@ class SqliteDatasetStore : public DatasetStore {
       }
       return ExecStmt(c,
                       "INSERT INTO data_versions (" CAIRN_DATA_VERSION_COLUMNS
-                      ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                       v.name, v.version, v.digest, v.parent, v.message, v.creator, v.created_time,
-                      v.metadata, v.files, v.bytes);
+                      v.metadata, v.files, v.bytes, v.run_id);
     }));
     return v;
   }
@@ -105,7 +107,7 @@ class SqliteDatasetStore : public DatasetStore {
           Stmt * s,
           c.Prepare("SELECT d.created_time, (SELECT COUNT(*) FROM data_versions n WHERE n.name = "
                     "d.name), v.name, v.version, v.digest, v.parent, v.message, v.creator, "
-                    "v.created_time, v.metadata, v.files, v.bytes FROM data_sets d JOIN "
+                    "v.created_time, v.metadata, v.files, v.bytes, v.run_id FROM data_sets d JOIN "
                     "data_versions v ON v.name = d.name AND v.version = (SELECT MAX(version) "
                     "FROM data_versions m WHERE m.name = d.name) ORDER BY d.name"));
       Entries out;
@@ -123,9 +125,25 @@ class SqliteDatasetStore : public DatasetStore {
         e.latest.metadata = s->Str(9);
         e.latest.files = s->Int(10);
         e.latest.bytes = s->Int(11);
+        e.latest.run_id = s->Str(12);
         e.name = e.latest.name;
         out.push_back(std::move(e));
       }
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return out;
+    });
+  }
+
+  Result<std::vector<DataVersion>> DataVersionsOfRun(std::string_view run_id) override {
+    using Versions = std::vector<DataVersion>;
+    return db_->Read<Versions>([&](Connection& c) -> Result<Versions> {
+      Versions out;
+      if (run_id.empty()) return out;
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT " CAIRN_DATA_VERSION_COLUMNS
+                                                 " FROM data_versions WHERE run_id = ? "
+                                                 "ORDER BY name, version"));
+      s->Bind(1, run_id);
+      while (s->Step()) out.push_back(VersionRow(*s));
       CAIRN_RETURN_IF_ERROR(s->status());
       return out;
     });

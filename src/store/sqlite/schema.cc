@@ -351,9 +351,12 @@ CREATE TABLE data_versions (
   metadata TEXT NOT NULL,
   files INTEGER NOT NULL,
   bytes INTEGER NOT NULL,
+  run_id TEXT NOT NULL,
   PRIMARY KEY (name, version)
 ) WITHOUT ROWID;
 CREATE INDEX data_versions_by_digest ON data_versions (digest);
+CREATE INDEX data_versions_by_run ON data_versions (run_id) WHERE run_id != '';
+CREATE INDEX datasets_by_name ON datasets (name, digest);
 CREATE TABLE data_uploads (
   username TEXT NOT NULL,
   digest TEXT NOT NULL,

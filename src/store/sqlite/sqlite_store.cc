@@ -426,6 +426,22 @@ class SqliteStore : public MetadataStore {
     });
   }
 
+  Result<std::vector<std::string>> RunsUsingDataset(std::string_view name, std::string_view digest,
+                                                    int64_t limit) override {
+    using Ids = std::vector<std::string>;
+    return Read<Ids>([&](Connection& c) -> Result<Ids> {
+      CAIRN_ASSIGN_OR_RETURN(
+          Stmt * s, c.Prepare("SELECT DISTINCT r.run_uuid FROM datasets d JOIN inputs i ON "
+                              "i.dataset = d.id JOIN runs r ON r.id = i.run WHERE d.name = ? AND "
+                              "d.digest = ? LIMIT ?"));
+      s->Bind(1, name).Bind(2, digest).Bind(3, limit);
+      Ids out;
+      while (s->Step()) out.push_back(s->Str(0));
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return out;
+    });
+  }
+
   Status ScanMetricHistory(const MetricHistoryQuery& query,
                            const std::function<bool(const Metric&)>& visit) override {
     return Read<bool>([&](Connection& c) -> Result<bool> {
