@@ -5,7 +5,7 @@
 // Usage: node tests/e2e/ui_test.mjs --cairn build/release/cairn [--ui-dir web/dist]
 //          [--chromium /usr/bin/chromium] [--screenshots DIR] [-k PATTERN]
 // Prints one line per test and "web_ui: N passed, N failed" last; exits 1 on a failure.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -575,6 +575,68 @@ test("a reproduction's verdict and both runs' curves show on the pages of both r
   await page.locator(`#reproductions tr[data-run="${again.run_id}"] .verdict`, { hasText: "diverged" }).waitFor();
   await page.locator('#reproduction-verdict[data-verdict="diverged"] .u-legend').waitFor();
   await shot("reproduction");
+});
+
+// `cairn ARGS...` against the server at `base`, in `cwd`; its output when it succeeds.
+function cairnCli(base, cwd, ...args) {
+  const p = spawnSync(CAIRN, args, {
+    cwd, encoding: "utf8", timeout: 120000,
+    env: { ...process.env, CAIRN_TRACKING_URI: base, CAIRN_DATA_CACHE: join(cwd, ".data-cache") },
+  });
+  assert(p.status === 0, `cairn ${args.join(" ")} exited ${p.status}: ${p.stdout}${p.stderr}`);
+  return p.stdout;
+}
+
+test("datasets: the list, a version's files and lineage, two versions compared, a run's inputs", async ({ page, base, shot }) => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-e2e-data-"));
+  const src = join(dir, "src");
+  mkdirSync(join(src, "images"), { recursive: true });
+  for (let i = 0; i < 30; i++) writeFileSync(join(src, "images", `cat_${i}.jpg`), `cat ${i} `.repeat(100));
+  writeFileSync(join(src, "labels.csv"), "file,label\n");
+  cairnCli(base, dir, "data", "add", "pets", src, "-m", "first cut", "--meta", "source=shelter");
+  writeFileSync(join(src, "labels.csv"), "file,label\ncat_0.jpg,cat\n");
+  writeFileSync(join(src, "images", "dog_0.jpg"), "woof");
+  rmSync(join(src, "images", "cat_29.jpg"));
+  cairnCli(base, dir, "data", "add", "pets", src, "-m", "labelled, a dog added");
+  cairnCli(base, dir, "run", "--name", "trained-on-pets", "--data", "pets@1", "--", "true");
+  const runs = await api(base, "POST", "/api/2.0/mlflow/runs/search",
+                         { experiment_ids: ["0"], filter: "attributes.run_name = 'trained-on-pets'" });
+  const runId = runs.runs[0].info.run_id;
+
+  await page.goto(`${base}/#/`);
+  await page.click("#datasets-link");
+  const row = await page.locator('#datasets tr[data-dataset="pets"] td').allTextContents();
+  assertEqual([row[0], row[1], row[2], row[3], row[6]], ["pets", "2", "2", "31", "labelled, a dog added"],
+              "the dataset's row: versions, latest, files, message");
+  await page.click('#datasets tr[data-dataset="pets"] a');
+  await page.locator('#versions tr[data-version="1"]').waitFor();
+  await page.check('#versions tr[data-version="1"] input');
+  await page.check('#versions tr[data-version="2"] input');
+  await page.click("#compare-versions");
+  await page.locator("#diff-summary", { hasText: "1 added" }).waitFor();
+  const changes = await page.locator("#data-diff tbody tr").evaluateAll((rows) =>
+    rows.map((r) => [r.children[0].textContent, r.children[1].textContent]));
+  assertEqual(changes, [["removed", "images/cat_29.jpg"], ["added", "images/dog_0.jpg"], ["changed", "labels.csv"]],
+              "the diff of version 1 and 2, in path order");
+  await page.locator("#diff-summary", { hasText: "29 of 31 files the same" }).waitFor();
+  await shot("dataset-diff");
+
+  await page.goto(`${base}/#/datasets/pets/versions/1`);
+  await page.locator("#data-version tr", { hasText: "Files" }).locator("td", { hasText: "31," }).waitFor();
+  await page.locator("#data-metadata tr", { hasText: "source" }).locator("td", { hasText: "shelter" }).waitFor();
+  await page.locator(`#used-by tr[data-run="${runId}"] a`, { hasText: "trained-on-pets" }).waitFor();
+  await page.locator("#files-total", { hasText: "31 file(s)" }).waitFor();
+  await page.fill("#files-prefix", "images");
+  await page.click("#files-prefix + button");
+  await page.locator("#files-total", { hasText: "30 file(s)" }).waitFor();
+  await page.locator('#files tr[data-path="images/cat_10.jpg"]').waitFor();
+  await shot("dataset-version");
+
+  await page.click(`#used-by tr[data-run="${runId}"] a`);
+  await page.locator('#dataset-inputs tr[data-dataset="pets"]').waitFor();
+  const input = await page.locator('#dataset-inputs tr[data-dataset="pets"] td').allTextContents();
+  assertEqual([input[0], input[1], input[4]], ["pets", "version 1", "cairn"], "the run's dataset input");
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test("the model registry: an alias promoted and rolled back, a version's files and run, a run's versions", async ({ page, base, shot }) => {

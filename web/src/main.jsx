@@ -3,6 +3,7 @@ import { useEffect, useState } from "preact/hooks";
 import { getSession, logout, onSignedOut, setCsrfToken } from "./api.js";
 import { Admin } from "./pages/Admin.jsx";
 import { Compare } from "./pages/Compare.jsx";
+import { DataDiff, Dataset, Datasets, DataVersion } from "./pages/Datasets.jsx";
 import { Experiments } from "./pages/Experiments.jsx";
 import { Login } from "./pages/Login.jsx";
 import { Model } from "./pages/Model.jsx";
@@ -66,6 +67,14 @@ function App() {
     page = <Model key={parts[1]} name={parts[1]} />;
   } else if (parts[0] === "models") {
     page = <Models params={params} />;
+  } else if (parts[0] === "datasets" && parts[1] && parts[2] === "versions" && parts[3]) {
+    page = <DataVersion key={parts[1] + "/" + parts[3]} name={parts[1]} version={parts[3]} />;
+  } else if (parts[0] === "datasets" && parts[1] && parts[2] === "diff") {
+    page = <DataDiff key={parts[1]} name={parts[1]} params={params} />;
+  } else if (parts[0] === "datasets" && parts[1]) {
+    page = <Dataset key={parts[1]} name={parts[1]} />;
+  } else if (parts[0] === "datasets") {
+    page = <Datasets />;
   } else if (parts[0] === "queues") {
     page = <Queues />;
   } else if (parts[0] === "compare") {
@@ -80,7 +89,7 @@ function App() {
   const signedIn = session && session.auth && session.signed_in;
   // The sections, once there is something to show: with authentication off, or signed in.
   const inside = session && (!session.auth || session.signed_in);
-  const section = parts[0] === "models" ? "models" : parts[0] === "queues" ? "queues"
+  const section = ["models", "datasets", "queues"].includes(parts[0]) ? parts[0]
     : ["settings", "admin"].includes(parts[0]) ? "" : "experiments";
   return (
     <SessionContext.Provider value={session || SIGNED_OUT}>
@@ -91,6 +100,7 @@ function App() {
           <nav class="sections">
             <a href="#/" id="experiments-link" class={section === "experiments" ? "active" : ""}>Experiments</a>
             <a href={href("models")} id="models-link" class={section === "models" ? "active" : ""}>Models</a>
+            <a href={href("datasets")} id="datasets-link" class={section === "datasets" ? "active" : ""}>Datasets</a>
             <a href={href("queues")} id="queues-link" class={section === "queues" ? "active" : ""}>Queues</a>
           </nav>
         )}

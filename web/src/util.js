@@ -19,6 +19,20 @@ export function formatDuration(ms) {
   return `${h} h ${m - h * 60} min`;
 }
 
+// A byte count as people read it: "812 B", "1.2 KiB", "3.4 MiB".
+export function formatSize(bytes) {
+  const n = Number(bytes) || 0;
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i += 1;
+  }
+  return `${v.toFixed(1)} ${units[i]}`;
+}
+
 export function formatValue(v) {
   if (typeof v === "number") {
     if (Number.isInteger(v)) return String(v);

@@ -19,3 +19,12 @@ export function ModelCrumbs({ model }) {
     </p>
   );
 }
+
+export function DatasetCrumbs({ name }) {
+  return (
+    <p class="crumbs">
+      <a href={href("datasets")}>Datasets</a> /{" "}
+      {name && <><a href={href("datasets", name)}>{name}</a> /</>}
+    </p>
+  );
+}

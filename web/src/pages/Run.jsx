@@ -153,6 +153,7 @@ function Overview({ run, f }) {
       {diff !== null && <Diff text={diff} id="code-diff" />}
       <Reproductions run={run} f={f} />
       <RegisteredVersions runId={run.info.run_id} />
+      <RunDatasets run={run} />
       <h2>Tags</h2>
       <KeyValues rows={Object.fromEntries(Object.entries(t).filter(([k]) => !k.startsWith("mlflow.log")))} id="tags" />
     </div>
@@ -329,6 +330,68 @@ function RegisteredVersions({ runId }) {
           ))}
         </tbody>
       </table>
+    </>
+  );
+}
+
+// The dataset inputs a run recorded (a cairn dataset's version linking to its page), and the
+// dataset versions it made. Nothing when there are neither.
+function RunDatasets({ run }) {
+  const [made, setMade] = useState([]);
+  const runId = run.info.run_id;
+  useEffect(() => {
+    let live = true;
+    cairn.get("datasets/produced", { run_id: runId })
+      .then((r) => live && setMade(r.versions || []))
+      .catch(() => live && setMade([]));
+    return () => {
+      live = false;
+    };
+  }, [runId]);
+  const inputs = (run.inputs && run.inputs.dataset_inputs) || [];
+  if (!inputs.length && !made.length) return null;
+  const versionOf = (d) => {
+    if (d.source_type !== "cairn") return null;
+    try {
+      const source = JSON.parse(d.source);
+      return source.version ? String(source.version) : null;
+    } catch {
+      return null;
+    }
+  };
+  return (
+    <>
+      <h2>Datasets</h2>
+      {inputs.length > 0 && (
+        <table class="table" id="dataset-inputs">
+          <thead><tr><th>Input</th><th>Version</th><th>Digest</th><th>Context</th><th>Source</th></tr></thead>
+          <tbody>
+            {inputs.map((i) => {
+              const d = i.dataset;
+              const version = versionOf(d);
+              const context = ((i.tags || []).find((t) => t.key === "mlflow.data.context") || {}).value;
+              return (
+                <tr key={d.name + d.digest + (context || "")} data-dataset={d.name}>
+                  <td>{version ? <a href={href("datasets", d.name)}>{d.name}</a> : d.name}</td>
+                  <td>{version ? <a href={href("datasets", d.name, "versions", version)}>version {version}</a>
+                    : <span class="muted">-</span>}</td>
+                  <td><code>{d.digest.slice(0, 12)}</code></td>
+                  <td>{context || <span class="muted">-</span>}</td>
+                  <td>{version ? "cairn" : <code>{d.source_type}</code>}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+      {made.length > 0 && (
+        <p id="datasets-made">Made:{" "}
+          {made.map((v) => (
+            <a class="chip" key={v.name + v.version} href={href("datasets", v.name, "versions", v.version)}>
+              {v.name}@{v.version}</a>
+          ))}
+        </p>
+      )}
     </>
   );
 }
