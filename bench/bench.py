@@ -9,6 +9,7 @@ are timed from Python. Prints one table row per figure with its target.
 """
 import argparse
 import base64
+import hashlib
 import http.client
 import json
 import os
@@ -27,12 +28,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Server:
-    def __init__(self, cairn, extra_args=()):
-        self.dir = tempfile.mkdtemp(prefix="cairn-bench-")
+    def __init__(self, cairn, extra_args=(), data_dir=None):
+        # A data directory given is the caller's to remove.
+        self.dir = None if data_dir else tempfile.mkdtemp(prefix="cairn-bench-")
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            [cairn, "server", "--port", "0", "--data-dir", os.path.join(self.dir, "data"),
-             *extra_args],
+            [cairn, "server", "--port", "0", "--data-dir",
+             data_dir or os.path.join(self.dir, "data"), *extra_args],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline()
         m = re.search(r"http://([0-9.]+):(\d+)", line)
@@ -59,12 +61,13 @@ class Server:
     def rss_peak_mib(self):
         return self._status_mib("VmHWM")
 
-    def stop(self):
+    def stop(self, keep=False):
         for c in getattr(self, "_conns", []):
             c.close()
         self.proc.terminate()
         self.proc.wait(timeout=30)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir and not keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def call(conn, method, path, body=None, auth=None):
@@ -757,12 +760,128 @@ def bench_pipelines(cairn, steps, small_files):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def bench_data(cairn, small_files, big_gib, changed_files, gc_blobs):
+    """Datasets against a fresh server, with default flags:
+    - `cairn data add` of `small_files` files of 1 KiB (all in the page cache): the first add
+      (every blob sent), then, with the stat cache warm, the same files as a second dataset
+      (nothing to send but the manifest, which the server checks and indexes); files per
+      second of the whole command;
+    - a second version of a dataset of `changed_files` files of 256 KiB where 1% of them
+      changed: the bytes of file blobs sent over the dataset's bytes;
+    - one file of `big_gib` GiB: `data add` and `data get` in MB/s, beside a copy of the file
+      with `dd ... conv=fsync` on the same disk (its speed);
+    - `POST gc` over `gc_blobs` blobs (half named by the index, half not, all old): seconds.
+    Returns a dict of the figures."""
+    cairn = os.path.abspath(cairn)
+    scratch = tempfile.mkdtemp(prefix="cairn-bench-data-", dir=os.environ.get("CAIRN_BENCH_TMP"))
+    out = {}
+
+    def add(env, *args):
+        t = time.perf_counter()
+        p = subprocess.run([cairn, "data", "add", *args], env=env, capture_output=True,
+                           text=True, check=True)
+        return time.perf_counter() - t, p.stdout
+
+    try:
+        s = Server(cairn)
+        env = dict(os.environ, CAIRN_TRACKING_URI=s.url,
+                   CAIRN_DATA_CACHE=os.path.join(scratch, "cache"))
+        small = os.path.join(scratch, "small")
+        for d in range(100):
+            os.makedirs(os.path.join(small, "d%02d" % d))
+        for i in range(small_files):
+            with open(os.path.join(small, "d%02d" % (i % 100), "f%06d.bin" % i), "wb") as f:
+                f.write(("file %d " % i).encode().ljust(1024, b"."))
+        time.sleep(2.5)  # older than the stat cache's racy window
+        out["small_first"], _ = add(env, "first", small)
+        out["small_unchanged"], _ = add(env, "first", small)
+        with open(os.path.join(small, "d00", "f000000.bin"), "ab") as f:
+            f.write(b"changed")
+        time.sleep(2.5)
+        out["small_one_changed"], _ = add(env, "first", small)
+        out["small_new_name"], _ = add(env, "second", small)
+
+        mid = os.path.join(scratch, "mid")
+        os.makedirs(mid)
+        block = 256 * 1024
+        for i in range(changed_files):
+            with open(os.path.join(mid, "f%05d.bin" % i), "wb") as f:
+                f.write(os.urandom(block))
+        add(env, "mid", mid)
+        changed = max(1, changed_files // 100)
+        for i in range(changed):
+            with open(os.path.join(mid, "f%05d.bin" % (i * 100)), "wb") as f:
+                f.write(os.urandom(block))
+        _, text = add(env, "mid", mid)
+        m = re.search(r"sent (\d+) of (\d+) blob\(s\)", text)
+        out["mid_blobs_sent"] = int(m.group(1)) - 1  # the manifest is one of them
+        out["mid_fraction"] = out["mid_blobs_sent"] * block / (changed_files * block)
+        out["mid_changed"] = changed
+
+        if big_gib > 0:
+            big_dir = os.path.join(scratch, "big")
+            os.makedirs(big_dir)
+            big = os.path.join(big_dir, "big.bin")
+            chunk = os.urandom(1 << 20)
+            with open(big, "wb") as f:
+                for i in range(big_gib * 1024):
+                    f.write(chunk[i % 512:] + chunk[:i % 512])
+            size_mb = big_gib * 1024 * 1.048576
+            t = time.perf_counter()
+            subprocess.run(["dd", "if=" + big, "of=" + os.path.join(scratch, "copy.bin"),
+                            "bs=4M", "conv=fsync"], check=True, capture_output=True)
+            out["dd_mbs"] = size_mb / (time.perf_counter() - t)
+            os.remove(os.path.join(scratch, "copy.bin"))
+            seconds, _ = add(env, "big", big_dir)
+            out["big_add_mbs"] = size_mb / seconds
+            t = time.perf_counter()
+            subprocess.run([cairn, "data", "get", "big", os.path.join(scratch, "big-out")],
+                           env=env, check=True, capture_output=True)
+            out["big_get_mbs"] = size_mb / (time.perf_counter() - t)
+        s.stop()
+
+        # A store of gc_blobs blobs, written as the local store lays them out, half of them
+        # named by the index; then a server on it asked to collect with no grace window.
+        data = os.path.join(scratch, "gc", "data")
+        blobs = os.path.join(data, "artifacts")
+        os.makedirs(os.path.join(blobs, "tmp"))
+        for a in range(256):
+            os.makedirs(os.path.join(blobs, "%02x" % a))
+        named = []
+        old = time.time() - 7200
+        for i in range(gc_blobs):
+            content = b"blob %d" % i
+            digest = hashlib.sha256(content).hexdigest()
+            path = os.path.join(blobs, digest[:2], digest[2:])
+            with open(path, "wb") as f:
+                f.write(content)
+            os.utime(path, (old, old))
+            if i % 2 == 0:
+                named.append(("0/r%07d/artifacts/f" % i, digest, len(content)))
+        g = Server(cairn, data_dir=data)
+        g.stop(keep=True)  # the schema made; now the index, as the server would write it
+        db = sqlite3.connect(os.path.join(data, "cairn.db"))
+        db.executemany("INSERT INTO artifacts (path, digest, size) VALUES (?, ?, ?)", named)
+        db.commit()
+        db.close()
+        g = Server(cairn, data_dir=data)
+        t = time.perf_counter()
+        r = call(g.conn(), "POST", "/api/cairn/v1/gc", {"grace_seconds": 0})
+        out["gc_seconds"] = time.perf_counter() - t
+        out["gc_collected"] = r["collected"]
+        out["gc_blobs"] = r["blobs"]
+        g.stop()
+        return out
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cairn", required=True)
     ap.add_argument("--only", action="append", default=[],
                     help="ingest1000, ingest10, auth, latency, paced, idle, search, registry, history, "
-                         "runoverhead, pyclient, envbuild, pipeline, agents, coldstart")
+                         "runoverhead, pyclient, envbuild, pipeline, agents, data, coldstart")
     ap.add_argument("--seconds", type=int, default=10, help="wrk duration per load figure")
     ap.add_argument("--quick", action="store_true", help="smaller data sets (smoke test)")
     args = ap.parse_args()
@@ -881,6 +1000,31 @@ def main():
         row("cairn reproduce --local, over the command", "%.2f" % r["repro"], "s", "<= 1",
             r["repro"] <= 1)
         row("  the command alone", "%.2f" % r["direct"], "s", "(info)", True)
+    if want("data"):
+        small = 10000 if args.quick else 100000
+        r = bench_data(args.cairn, small, 1 if args.quick else 10, 200 if args.quick else 2000,
+                       100000 if args.quick else 1000000)
+        row("data add of %d files, first (all sent)" % small, "%.0f" % (small / r["small_first"]),
+            "files/s", "(info)", True)
+        row("data add of %d files, warm cache, unchanged" % small,
+            "%.0f" % (small / r["small_unchanged"]), "files/s", ">= 100000",
+            small / r["small_unchanged"] >= 100000)
+        row("  the same, one file changed: a new version", "%.0f" % (small / r["small_one_changed"]),
+            "files/s", ">= 100000", small / r["small_one_changed"] >= 100000)
+        row("  the same files as a new dataset", "%.0f" % (small / r["small_new_name"]),
+            "files/s", "(info)", True)
+        row("2nd version, %d of %d files changed: sent" % (r["mid_changed"], 200 if args.quick
+                                                           else 2000),
+            "%.2f" % (100 * r["mid_fraction"]), "% bytes", "<= 1", r["mid_fraction"] <= 0.01)
+        if "dd_mbs" in r:
+            row("the disk: dd conv=fsync of the big file", "%.0f" % r["dd_mbs"], "MB/s", "(info)",
+                True)
+            row("data add of one big file", "%.0f" % r["big_add_mbs"], "MB/s",
+                ">= %.0f (disk)" % (0.8 * r["dd_mbs"]), r["big_add_mbs"] >= 0.8 * r["dd_mbs"])
+            row("data get of one big file", "%.0f" % r["big_get_mbs"], "MB/s",
+                ">= %.0f (disk)" % (0.8 * r["dd_mbs"]), r["big_get_mbs"] >= 0.8 * r["dd_mbs"])
+        row("gc over %d blobs (%d collected)" % (r["gc_blobs"], r["gc_collected"]),
+            "%.1f" % r["gc_seconds"], "s", "<= 30", r["gc_seconds"] <= 30)
     if want("coldstart"):
         ms = bench_cold_start(args.cairn, 20)
         row("cold start to first answered request", "%.1f" % ms, "ms", "<= 50", ms <= 50)

@@ -1,16 +1,14 @@
 #include "core/tree_manifest.h"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <unordered_set>
 
 #include "util/hash.h"
+#include "util/json_reader.h"
 #include "util/utf8.h"
 
 namespace cairn::core {
 namespace {
-
-using nlohmann::json;
 
 constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX: no longer relative path can be opened
 constexpr std::string_view kManifestHead = "{\"cairn_manifest\":1,\"entries\":[\n";
@@ -115,68 +113,68 @@ std::string ManifestJson(const std::vector<FileEntry>& sorted_entries) {
 }
 
 Result<std::vector<FileEntry>> ParseManifestJson(std::string_view text) {
-  // Only three levels are valid (the object, its entries array, an entry); deeper values are
-  // discarded as they are parsed, so a hostile manifest cannot build a deep tree.
-  bool too_deep = false;
-  json::parser_callback_t limit_depth = [&too_deep](int depth, json::parse_event_t event, json&) {
-    if (depth > 3) too_deep = true;
-    return !too_deep;
-  };
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end(), limit_depth, /*allow_exceptions=*/false);
-  } catch (const json::exception& e) {
-    return InvalidArgument(std::string("manifest: ") + e.what());
+  // Only three levels are valid (the object, its entries array, an entry): a hostile manifest
+  // cannot make the parser build a deep tree.
+  JsonDocument::Error error = JsonDocument::Error::kNone;
+  Result<JsonDocument> parsed = JsonDocument::Parse(text, 3, &error);
+  if (!parsed.ok()) {
+    if (error == JsonDocument::Error::kTooDeep) {
+      return InvalidArgument("manifest: nests deeper than an entry's fields");
+    }
+    return InvalidArgument("manifest: not valid JSON: " + parsed.status().message());
   }
-  if (too_deep) return InvalidArgument("manifest: nests deeper than an entry's fields");
-  if (doc.is_discarded()) return InvalidArgument("manifest: not valid JSON");
+  const JsonValue doc = parsed->root();
   if (!doc.is_object()) return InvalidArgument("manifest: not a JSON object");
-  for (const auto& [key, value] : doc.items()) {
-    if (key != "cairn_manifest" && key != "entries") {
-      return InvalidArgument("manifest: unknown field \"" + PrintablePath(key) + "\"");
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (it.key() != "cairn_manifest" && it.key() != "entries") {
+      return InvalidArgument("manifest: unknown field \"" + PrintablePath(it.key()) + "\"");
     }
   }
-  auto version = doc.find("cairn_manifest");
-  if (version == doc.end() || !version->is_number_integer() || *version != 1) {
+  const JsonValue version = doc.Find("cairn_manifest");
+  if (!version.exists() || !version.is_int() || version.int_value() != 1) {
     return InvalidArgument("manifest: \"cairn_manifest\" must be 1 (the only version)");
   }
-  auto list = doc.find("entries");
-  if (list == doc.end() || !list->is_array()) {
+  const JsonValue list = doc.Find("entries");
+  if (!list.exists() || !list.is_array()) {
     return InvalidArgument("manifest: \"entries\" must be an array");
   }
   std::vector<FileEntry> entries;
-  entries.reserve(list->size());
+  entries.reserve(list.size());
   std::unordered_set<std::string_view> files;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const json& item = (*list)[i];
-    std::string where = "manifest entry " + std::to_string(i);
+  size_t i = 0;
+  for (const JsonValue item : list) {
+    std::string where = "manifest entry " + std::to_string(i++);
     if (!item.is_object()) return InvalidArgument(where + ": not an object");
-    for (const auto& [key, value] : item.items()) {
-      if (key != "path" && key != "size" && key != "mode" && key != "sha256") {
+    JsonValue path, size, mode, sha;
+    for (auto it = item.begin(); it != item.end(); ++it) {
+      const std::string_view key = it.key();
+      if (key == "path") {
+        path = *it;
+      } else if (key == "size") {
+        size = *it;
+      } else if (key == "mode") {
+        mode = *it;
+      } else if (key == "sha256") {
+        sha = *it;
+      } else {
         return InvalidArgument(where + ": unknown field \"" + PrintablePath(key) + "\"");
       }
     }
     FileEntry e;
-    auto path = item.find("path");
-    if (path == item.end() || !path->is_string()) {
+    if (!path.exists() || !path.is_string()) {
       return InvalidArgument(where + ": \"path\" must be a string");
     }
-    e.path = path->get_ref<const std::string&>();
+    e.path = std::string(path.str());
     if (std::string why = BadRelativePath(e.path); !why.empty()) {
       return InvalidArgument(where + ": path \"" + PrintablePath(e.path) + "\" " + why);
     }
     where += " (" + e.path + ")";
-    auto size = item.find("size");
-    if (size == item.end() || !size->is_number_integer() ||
-        (size->is_number_unsigned() && size->get<uint64_t>() > INT64_MAX) ||
-        size->get<int64_t>() < 0) {
+    if (!size.exists() || !size.is_int() || size.int_value() < 0) {
       return InvalidArgument(where + ": \"size\" must be an integer >= 0");
     }
-    e.size = size->get<int64_t>();
-    auto mode = item.find("mode");
-    std::string_view mode_text = mode != item.end() && mode->is_string()
-                                     ? std::string_view(mode->get_ref<const std::string&>())
-                                     : std::string_view();
+    e.size = size.int_value();
+    const std::string_view mode_text =
+        mode.exists() && mode.is_string() ? mode.str() : std::string_view();
     if (mode_text == "100644") {
       e.mode = kModeFile;
     } else if (mode_text == "100755") {
@@ -186,12 +184,10 @@ Result<std::vector<FileEntry>> ParseManifestJson(std::string_view text) {
     } else {
       return InvalidArgument(where + ": \"mode\" must be \"100644\", \"100755\" or \"120000\"");
     }
-    auto sha = item.find("sha256");
-    if (sha == item.end() || !sha->is_string() ||
-        !IsSha256Hex(sha->get_ref<const std::string&>())) {
+    if (!sha.exists() || !sha.is_string() || !IsSha256Hex(sha.str())) {
       return InvalidArgument(where + ": \"sha256\" must be 64 lowercase hex digits");
     }
-    e.sha256 = sha->get_ref<const std::string&>();
+    e.sha256 = std::string(sha.str());
     if (!entries.empty() && !(entries.back().path < e.path)) {
       return InvalidArgument(where + ": entries must be sorted by path, each path once (after \"" +
                              entries.back().path + "\")");

@@ -323,6 +323,14 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
   const fs::path manifest_path = ManifestCachePath(cache, digest);
   CAIRN_RETURN_IF_ERROR(WriteCacheFile(manifest_path, manifest));
 
+  // The latest version holding exactly these files: nothing to send or add.
+  Result<core::DataVersion> latest = client.Get(name, 0);
+  if (!latest.ok() && latest.status().code() != StatusCode::kNotFound) return latest.status();
+  if (latest.ok() && latest->digest == digest) {
+    out.created = CreatedVersion{*latest, true};
+    return out;
+  }
+
   std::unordered_map<std::string, size_t> first;  // digest -> a file with those bytes
   std::vector<std::string> digests;
   for (size_t i = 0; i < files.size(); ++i) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "blob/content_store.h"
@@ -99,6 +100,12 @@ class ArtifactService {
   // (a dataset's new version). kFailedPrecondition naming the first blob the store lacks, with
   // nothing recorded.
   Status IndexBlobs(const std::vector<store::ArtifactFile>& files);
+  // The same for a directory written whole, named by its content (`dir` holding `files`, then
+  // `also`): when `dir` holds files already, they are these, and only `also` is recorded.
+  // Blobs in `kept` (named by other files already, so not collectable) are not looked for.
+  Status IndexTree(const std::string& dir, const std::vector<store::ArtifactFile>& files,
+                   const store::ArtifactFile& also,
+                   const std::unordered_set<std::string>* kept = nullptr);
   // Removes the blobs no artifact file names (mark and sweep), but those written in the last
   // `grace_ms` (uploads still on their way to the index), and forgets the upload ledger's
   // records older than kUploadLedgerMs. With `dry_run`, only counts the blobs.

@@ -110,7 +110,8 @@ Result<std::vector<std::string>> DatasetService::MissingBlobs(
   for (const std::string& d : digests) {
     if (listed.count(d) != 0) continue;
     bool need = unshown.count(d) != 0;
-    if (!need) {
+    // A blob the latest version names is kept by it; one only sent may have been collected.
+    if (!need && (known == nullptr || known->count(d) == 0)) {
       CAIRN_ASSIGN_OR_RETURN(bool have, blobs_->Has(d));
       need = !have;
     }
@@ -179,7 +180,7 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
   v.digest = req.digest;
   std::vector<std::string> digests;
   std::vector<store::ArtifactFile> index;
-  index.reserve(files.size() + 1);
+  index.reserve(files.size());
   digests.reserve(files.size());
   for (const core::FileEntry& f : files) {
     if (f.mode == core::kModeSymlink) {
@@ -198,8 +199,11 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
     return FailedPrecondition("send blob " + unsent + " before naming it in a version");
   }
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobReader> manifest, blobs_->Open(req.digest));
-  index.push_back(store::ArtifactFile{ManifestPath(v.name, v.digest), v.digest, manifest->size()});
-  CAIRN_RETURN_IF_ERROR(artifacts_->IndexBlobs(index));
+  // The directory is named by the version's content: when it is there, it holds these files.
+  CAIRN_RETURN_IF_ERROR(artifacts_->IndexTree(
+      std::string(kDatasetArtifactRoot) + "/" + v.name + "/" + v.digest, index,
+      store::ArtifactFile{ManifestPath(v.name, v.digest), v.digest, manifest->size()},
+      known.get()));
 
   v.files = static_cast<int64_t>(files.size());
   v.parent = exists ? latest->version : 0;

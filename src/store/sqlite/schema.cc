@@ -356,6 +356,11 @@ CREATE TABLE data_versions (
 ) WITHOUT ROWID;
 CREATE INDEX data_versions_by_digest ON data_versions (digest);
 CREATE INDEX data_versions_by_run ON data_versions (run_id) WHERE run_id != '';
+-- Datasets' files are many, and a version repeats most of the last one's: they stay out of
+-- the index by digest, and the digests they name are kept once in data_blobs instead.
+DROP INDEX artifacts_by_digest;
+CREATE INDEX artifacts_by_digest ON artifacts (digest) WHERE substr(path, 1, 9) != 'datasets/';
+CREATE TABLE data_blobs (digest TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE INDEX datasets_by_name ON datasets (name, digest);
 CREATE TABLE data_uploads (
   username TEXT NOT NULL,

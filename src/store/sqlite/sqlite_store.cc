@@ -91,6 +91,13 @@ Result<Stmt*> SelectUnder(Connection& c, const std::string& prefix) {
   return s;
 }
 
+// A dataset's file names its blob in data_blobs (schema version 8), not in the index by
+// digest. A digest stays there once named: datasets' versions are never removed.
+Status NoteDatasetBlob(Connection& c, const ArtifactFile& file) {
+  if (!file.path.starts_with("datasets/")) return Status::Ok();
+  return ExecStmt(c, "INSERT OR IGNORE INTO data_blobs (digest) VALUES (?)", file.digest);
+}
+
 // Records `file` as PutArtifact does, inside the caller's transaction.
 Status PutArtifactRow(Connection& c, const ArtifactFile& file,
                       std::optional<ArtifactFile>* replaced) {
@@ -109,8 +116,11 @@ Status PutArtifactRow(Connection& c, const ArtifactFile& file,
   old->Bind(1, file.path);
   if (old->Step()) *replaced = ArtifactFile{file.path, old->Str(0), old->Int(1)};
   CAIRN_RETURN_IF_ERROR(old->status());
-  return ExecStmt(c, "INSERT OR REPLACE INTO artifacts (path, digest, size) VALUES (?, ?, ?)",
-                  file.path, file.digest, file.size);
+  CAIRN_RETURN_IF_ERROR(ExecStmt(c,
+                                 "INSERT OR REPLACE INTO artifacts (path, digest, size) VALUES "
+                                 "(?, ?, ?)",
+                                 file.path, file.digest, file.size));
+  return NoteDatasetBlob(c, file);
 }
 
 class SqliteStore : public MetadataStore {
@@ -496,6 +506,36 @@ class SqliteStore : public MetadataStore {
     return replaced;
   }
 
+  Status PutArtifactTree(std::string_view dir, const std::vector<ArtifactFile>& files) override {
+    const std::string prefix = DirPrefix(dir);
+    for (const ArtifactFile& f : files) {
+      if (!f.path.starts_with(prefix)) {
+        return InvalidArgument(f.path + " is not under " + std::string(dir));
+      }
+    }
+    return Write([&](Connection& c) -> Status {
+      const std::string inside = std::string(dir) + "/x";  // ParentDirs views into it
+      for (std::string_view parent : ParentDirs(inside)) {
+        CAIRN_ASSIGN_OR_RETURN(Stmt * f, c.Prepare("SELECT 1 FROM artifacts WHERE path = ?"));
+        f->Bind(1, parent);
+        if (f->Step()) return ArtifactPathTaken(dir, parent);
+        CAIRN_RETURN_IF_ERROR(f->status());
+      }
+      CAIRN_ASSIGN_OR_RETURN(Stmt * under, SelectUnder(c, prefix));
+      if (under->Step()) {
+        return AlreadyExists("artifact directory " + std::string(dir) + " holds files already");
+      }
+      CAIRN_RETURN_IF_ERROR(under->status());
+      for (const ArtifactFile& f : files) {
+        CAIRN_RETURN_IF_ERROR(
+            ExecStmt(c, "INSERT INTO artifacts (path, digest, size) VALUES (?, ?, ?)", f.path,
+                     f.digest, f.size));
+        CAIRN_RETURN_IF_ERROR(NoteDatasetBlob(c, f));
+      }
+      return Status::Ok();
+    });
+  }
+
   Result<ArtifactFile> GetArtifact(std::string_view path) override {
     return Read<ArtifactFile>([&](Connection& c) -> Result<ArtifactFile> {
       CAIRN_ASSIGN_OR_RETURN(Stmt * s,
@@ -596,8 +636,10 @@ class SqliteStore : public MetadataStore {
 
   Result<bool> BlobReferenced(std::string_view digest) override {
     return Read<bool>([&](Connection& c) -> Result<bool> {
-      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT 1 FROM artifacts WHERE digest = ? "
-                                                 "LIMIT 1"));
+      CAIRN_ASSIGN_OR_RETURN(
+          Stmt * s, c.Prepare("SELECT 1 FROM artifacts WHERE digest = ?1 AND substr(path, 1, 9) "
+                              "!= 'datasets/' UNION ALL SELECT 1 FROM data_blobs WHERE digest = "
+                              "?1 LIMIT 1"));
       s->Bind(1, digest);
       bool found = s->Step();
       CAIRN_RETURN_IF_ERROR(s->status());
