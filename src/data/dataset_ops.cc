@@ -324,8 +324,12 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
   CAIRN_RETURN_IF_ERROR(WriteCacheFile(manifest_path, manifest));
 
   // The latest version holding exactly these files: nothing to send or add.
+  // (A dataset not there yet, or one the caller may not read: the server decides below.)
   Result<core::DataVersion> latest = client.Get(name, 0);
-  if (!latest.ok() && latest.status().code() != StatusCode::kNotFound) return latest.status();
+  if (!latest.ok() && latest.status().code() != StatusCode::kNotFound &&
+      latest.status().code() != StatusCode::kPermissionDenied) {
+    return latest.status();
+  }
   if (latest.ok() && latest->digest == digest) {
     out.created = CreatedVersion{*latest, true};
     return out;

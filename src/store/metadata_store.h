@@ -202,6 +202,16 @@ class MetadataStore {
   virtual Result<std::vector<ArtifactFile>> DeleteArtifacts(std::string_view path) = 0;
   // Whether any artifact file still references the blob.
   virtual Result<bool> BlobReferenced(std::string_view digest) = 0;
+  // BlobReferenced for each of `digests`, read as one snapshot where the backend has them.
+  virtual Result<std::vector<bool>> BlobsReferenced(const std::vector<std::string>& digests) {
+    std::vector<bool> out;
+    out.reserve(digests.size());
+    for (const std::string& d : digests) {
+      CAIRN_ASSIGN_OR_RETURN(bool referenced, BlobReferenced(d));
+      out.push_back(referenced);
+    }
+    return out;
+  }
   // Every recorded file, a page at a time: up to `limit` files whose paths sort after `after`
   // ("" for the first page), in path order. A walk of the whole index holds no lock between
   // pages.

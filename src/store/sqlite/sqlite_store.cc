@@ -635,15 +635,26 @@ class SqliteStore : public MetadataStore {
   }
 
   Result<bool> BlobReferenced(std::string_view digest) override {
-    return Read<bool>([&](Connection& c) -> Result<bool> {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<bool> found, BlobsReferenced({std::string(digest)}));
+    return static_cast<bool>(found[0]);
+  }
+
+  Result<std::vector<bool>> BlobsReferenced(const std::vector<std::string>& digests) override {
+    using Found = std::vector<bool>;
+    return Read<Found>([&](Connection& c) -> Result<Found> {
       CAIRN_ASSIGN_OR_RETURN(
           Stmt * s, c.Prepare("SELECT 1 FROM artifacts WHERE digest = ?1 AND substr(path, 1, 9) "
                               "!= 'datasets/' UNION ALL SELECT 1 FROM data_blobs WHERE digest = "
                               "?1 LIMIT 1"));
-      s->Bind(1, digest);
-      bool found = s->Step();
-      CAIRN_RETURN_IF_ERROR(s->status());
-      return found;
+      Found out;
+      out.reserve(digests.size());
+      for (const std::string& d : digests) {
+        s->Reset();
+        s->Bind(1, d);
+        out.push_back(s->Step());
+        CAIRN_RETURN_IF_ERROR(s->status());
+      }
+      return out;
     });
   }
 
