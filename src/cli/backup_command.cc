@@ -122,6 +122,7 @@ int Backup(const BackupFlags& flags) {
   if (::rename(partial.c_str(), (dest / kDatabase).c_str()) != 0) {
     return Fail(ErrnoStatus("rename", dest / kDatabase));
   }
+  if (Status s = SyncDir(dest); !s.ok()) return Fail(s);
   const int64_t took = SystemClock()->NowMillis() - started;
   nlohmann::json record = {
       {"time", started},       {"took_ms", took},        {"source", db},

@@ -380,6 +380,13 @@ Result<GetResult> GetVersion(DatasetClient& client, const std::string& name, int
   const core::DataVersion& v = out.version;
   CAIRN_ASSIGN_OR_RETURN(std::vector<FileEntry> files, client.Files(v));
   out.files = static_cast<int64_t>(files.size());
+  for (const FileEntry& f : files) {
+    if (f.mode == core::kModeSymlink) {
+      return FailedPrecondition("the server listed a symbolic link in " +
+                                core::DataRefText(v.name, v.version) + " (" + f.path +
+                                "); a dataset holds regular files only");
+    }
+  }
   CAIRN_RETURN_IF_ERROR(
       WriteCacheFile(ManifestCachePath(cache, v.digest), core::ManifestJson(files)));
 
@@ -418,18 +425,6 @@ Result<GetResult> GetVersion(DatasetClient& client, const std::string& name, int
     out.bytes_fetched += bytes;
     return Status::Ok();
   };
-  CAIRN_RETURN_IF_ERROR(fetch_all(fetch));
-  CAIRN_RETURN_IF_ERROR(MakeDirs(dir));
-  for (const FileEntry* f : place) {
-    const fs::path dest = dir / f->path;
-    if (fs::is_directory(dest, ec)) {
-      return FailedPrecondition(dest.string() + " is a directory, where " +
-                                core::DataRefText(v.name, v.version) + " has a file");
-    }
-    CAIRN_RETURN_IF_ERROR(Place(BlobPath(cache, f->sha256), dest, f->mode, !options.copy));
-  }
-  out.placed = static_cast<int64_t>(place.size());
-
   // The files the version the directory held before had, and this one lacks, go; others stay.
   std::unordered_set<std::string> wanted;
   for (const FileEntry& f : files) wanted.insert(f.path);
@@ -453,6 +448,34 @@ Result<GetResult> GetVersion(DatasetClient& client, const std::string& name, int
       out.extra.push_back(f.path);
     }
   }
+
+  CAIRN_RETURN_IF_ERROR(fetch_all(fetch));
+  CAIRN_RETURN_IF_ERROR(MakeDirs(dir));
+  // No file goes through a symbolic link inside the directory: a path the server lists must
+  // land where it says.
+  auto through_link = [&](const std::string& rel) {
+    fs::path p = dir;
+    size_t start = 0;
+    for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', start)) {
+      p /= rel.substr(start, slash - start);
+      start = slash + 1;
+      if (fs::is_symlink(p, ec)) return true;
+    }
+    return false;
+  };
+  for (const FileEntry* f : place) {
+    const fs::path dest = dir / f->path;
+    if (through_link(f->path)) {
+      return FailedPrecondition(dest.string() + " lies under a symbolic link in " + dir.string() +
+                                "; remove the link or pick another directory");
+    }
+    if (fs::is_directory(dest, ec)) {
+      return FailedPrecondition(dest.string() + " is a directory, where " +
+                                core::DataRefText(v.name, v.version) + " has a file");
+    }
+    CAIRN_RETURN_IF_ERROR(Place(BlobPath(cache, f->sha256), dest, f->mode, !options.copy));
+  }
+  out.placed = static_cast<int64_t>(place.size());
 
   // Every file checked in place; one that does not match is fetched again, once.
   std::vector<std::string> paths;

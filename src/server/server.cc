@@ -174,9 +174,11 @@ class ArtifactUpload : public UploadSink {
 // upload ledger.
 class DataBlobUpload : public UploadSink {
  public:
-  DataBlobUpload(service::DatasetService* datasets, std::string username, std::string digest,
-                 std::unique_ptr<blob::BlobWriter> writer, Gate* gate, PendingAudit audit)
-      : datasets_(datasets),
+  DataBlobUpload(service::ArtifactService* artifacts, service::DatasetService* datasets,
+                 std::string username, std::string digest, std::unique_ptr<blob::BlobWriter> writer,
+                 Gate* gate, PendingAudit audit)
+      : artifacts_(artifacts),
+        datasets_(datasets),
         username_(std::move(username)),
         digest_(std::move(digest)),
         writer_(std::move(writer)),
@@ -184,13 +186,15 @@ class DataBlobUpload : public UploadSink {
         audit_(std::move(audit)) {}
   Status Write(std::string_view piece) override { return writer_->Write(piece); }
   HttpResponse Finish() override {
-    Result<blob::BlobInfo> info = writer_->Commit();
+    // Recorded as sent before a collection can see it: the ledger keeps it.
+    Result<blob::BlobInfo> info = artifacts_->CommitKept(*writer_, [&](const blob::BlobInfo& b) {
+      if (b.digest != digest_) {
+        // Left for the collector: another sender may have the same bytes on their way.
+        return InvalidArgument("The bytes sent hash to " + b.digest + ", not " + digest_ + ".");
+      }
+      return datasets_->BlobSent(username_, digest_);
+    });
     Status s = info.status();
-    if (s.ok() && info->digest != digest_) {
-      // Left for the collector: another sender may have the same bytes on their way.
-      s = InvalidArgument("The bytes sent hash to " + info->digest + ", not " + digest_ + ".");
-    }
-    if (s.ok()) s = datasets_->BlobSent(username_, digest_);
     gate_->Record(std::move(audit_), s);
     if (!s.ok()) return ErrorResponse(s);
     JsonWriter w;
@@ -199,6 +203,7 @@ class DataBlobUpload : public UploadSink {
   }
 
  private:
+  service::ArtifactService* artifacts_;
   service::DatasetService* datasets_;
   std::string username_;
   std::string digest_;
@@ -777,18 +782,24 @@ struct Server::Impl : HttpHandler {
   }
 
   // upload-artifact: the body becomes the run's file at `path`.
-  Result<std::unique_ptr<UploadSink>> OpenRunUpload(const HttpRequest& req) {
-    const AccessRule* rule = FindAccessRule(Api::kPlain, "POST", "upload-artifact");
-    Fields fields(&req.query);
-    const CallSubject call{rule, &fields, {}, {}};
+  // Who sends an upload, when the gate lets it through; a refusal is audited.
+  Result<Caller> AdmitUpload(const HttpRequest& req, const CallSubject& call) {
     Identified who = gate->Identify(req);
     if (std::holds_alternative<HttpResponse>(who)) return Unauthenticated("no valid credentials");
-    const Caller& caller = std::get<Caller>(who);
+    Caller caller = std::get<Caller>(std::move(who));
     Status allowed = gate->Authorize(caller, call);
     if (!allowed.ok()) {
       gate->Audit(caller, req, call, allowed);
       return allowed;
     }
+    return caller;
+  }
+
+  Result<std::unique_ptr<UploadSink>> OpenRunUpload(const HttpRequest& req) {
+    const AccessRule* rule = FindAccessRule(Api::kPlain, "POST", "upload-artifact");
+    Fields fields(&req.query);
+    const CallSubject call{rule, &fields, {}, {}};
+    CAIRN_ASSIGN_OR_RETURN(const Caller caller, AdmitUpload(req, call));
     CAIRN_ASSIGN_OR_RETURN(std::string path, PlainRouteFile("upload-artifact", fields));
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, artifacts->NewUpload());
     return std::unique_ptr<UploadSink>(std::make_unique<ArtifactUpload>(
@@ -807,20 +818,11 @@ struct Server::Impl : HttpHandler {
                              "' is not a SHA-256 digest (64 lowercase hex digits)");
     }
     const CallSubject call{rule, nullptr, digest, {}};
-    Identified who = gate->Identify(req);
-    if (std::holds_alternative<HttpResponse>(who)) {
-      return Unauthenticated("no valid credentials");
-    }
-    const Caller& caller = std::get<Caller>(who);
-    Status allowed = gate->Authorize(caller, call);
-    if (!allowed.ok()) {
-      gate->Audit(caller, req, call, allowed);
-      return allowed;
-    }
+    CAIRN_ASSIGN_OR_RETURN(const Caller caller, AdmitUpload(req, call));
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, artifacts->NewUpload());
     return std::unique_ptr<UploadSink>(std::make_unique<DataBlobUpload>(
-        datasets.get(), caller.principal.username, std::string(digest), std::move(writer),
-        gate.get(), gate->Describe(caller, req, call)));
+        artifacts.get(), datasets.get(), caller.principal.username, std::string(digest),
+        std::move(writer), gate.get(), gate->Describe(caller, req, call)));
   }
 
   Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& req) override {
@@ -831,16 +833,7 @@ struct Server::Impl : HttpHandler {
         FindAccessRule(Api::kArtifacts, req.method, StripPrefix(req.path, kArtifactPrefixes));
     if (!path || rule == nullptr) return NotFound("No endpoint " + req.method + " " + req.path);
     const CallSubject call{rule, nullptr, {}, *path};
-    Identified who = gate->Identify(req);
-    if (std::holds_alternative<HttpResponse>(who)) {
-      return Unauthenticated("no valid credentials");
-    }
-    const Caller& caller = std::get<Caller>(who);
-    Status allowed = gate->Authorize(caller, call);
-    if (!allowed.ok()) {
-      gate->Audit(caller, req, call, allowed);
-      return allowed;
-    }
+    CAIRN_ASSIGN_OR_RETURN(const Caller caller, AdmitUpload(req, call));
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, artifacts->NewUpload());
     return std::unique_ptr<UploadSink>(
         std::make_unique<ArtifactUpload>(artifacts.get(), std::move(*path), std::move(writer),

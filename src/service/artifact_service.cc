@@ -104,6 +104,14 @@ Status ArtifactService::CommitUpload(const std::string& path, blob::BlobWriter& 
   return Status::Ok();
 }
 
+Result<blob::BlobInfo> ArtifactService::CommitKept(
+    blob::BlobWriter& writer, const std::function<Status(const blob::BlobInfo&)>& keep) {
+  std::shared_lock lock(gc_mu_);
+  CAIRN_ASSIGN_OR_RETURN(blob::BlobInfo info, writer.Commit());
+  CAIRN_RETURN_IF_ERROR(keep(info));
+  return info;
+}
+
 Status ArtifactService::IndexBlobs(const std::vector<store::ArtifactFile>& files) {
   std::shared_lock lock(gc_mu_);
   for (const store::ArtifactFile& f : files) {

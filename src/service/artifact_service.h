@@ -96,6 +96,10 @@ class ArtifactService {
   // many files were copied (0 when nothing is at `source`); kResourceExhausted past
   // `max_files`, with nothing copied.
   Result<int64_t> CopyTree(const std::string& source, const std::string& dest, int64_t max_files);
+  // Commits a blob no file names yet and runs `keep` (which makes it referenced, e.g. records
+  // it in the upload ledger) before a collection can see it.
+  Result<blob::BlobInfo> CommitKept(blob::BlobWriter& writer,
+                                    const std::function<Status(const blob::BlobInfo&)>& keep);
   // Records `files`, which name blobs sent before, all or none, with no collection in between
   // (a dataset's new version). kFailedPrecondition naming the first blob the store lacks, with
   // nothing recorded.

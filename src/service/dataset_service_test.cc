@@ -148,6 +148,20 @@ TEST_F(DatasetServiceTest, RefusesBadNamesDigestsAndManifests) {
   EXPECT_EQ(many.status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_F(DatasetServiceTest, ASentBlobIsKeptWhileTheLedgerRemembersIt) {
+  const std::string d = Send(alice_, "sent, not yet named");
+  const int64_t hour = 3'600'000;
+  auto soon = artifacts_.CollectGarbage(0, false, clock_.NowMillis() + hour);
+  ASSERT_TRUE(soon.ok());
+  EXPECT_EQ(soon->collected, 0);
+  EXPECT_TRUE(*blobs_->Has(d));
+  // A day later the ledger forgets it, and nothing names it.
+  auto later = artifacts_.CollectGarbage(0, false, clock_.NowMillis() + 25 * hour);
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(later->collected, 1);
+  EXPECT_FALSE(*blobs_->Has(d));
+}
+
 TEST_F(DatasetServiceTest, ADeletedBlobIsMissingAgain) {
   const std::string d = Send(alice_, "gone");
   ASSERT_TRUE(blobs_->Delete(d).ok());

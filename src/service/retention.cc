@@ -64,8 +64,9 @@ std::optional<int64_t> DeletedTime(const core::Run& r, const core::Experiment& e
 
 class Applier {
  public:
-  Applier(store::MetadataStore& store, ArtifactService& artifacts, int64_t now, bool dry_run)
-      : store_(store), artifacts_(artifacts), now_(now), dry_run_(dry_run) {}
+  Applier(store::MetadataStore& store, ArtifactService& artifacts, int64_t now, bool dry_run,
+          std::vector<std::string>* problems)
+      : store_(store), artifacts_(artifacts), now_(now), dry_run_(dry_run), problems_(problems) {}
 
   Status Init() {
     // Runs a registered model version comes from: never touched.
@@ -85,6 +86,7 @@ class Applier {
 
   Result<std::vector<RunEntry>> RunsOf(const core::Experiment& e) {
     std::vector<RunEntry> out;
+    std::unordered_set<std::string> seen;  // pages by offset may repeat a run as runs are made
     store::RunSearchQuery q;
     q.experiment_ids = {e.experiment_id};
     q.view = core::ViewType::kAll;
@@ -92,6 +94,7 @@ class Applier {
     for (;;) {
       CAIRN_ASSIGN_OR_RETURN(std::vector<core::Run> page, store_.SearchRuns(q));
       for (core::Run& r : page) {
+        if (!seen.insert(r.info.run_id).second) continue;
         RunEntry entry;
         const core::Tag* pinned = r.FindTag(core::kPinnedTag);
         entry.protected_run =
@@ -118,7 +121,9 @@ class Applier {
       Result<ArtifactService::Freed> freed = artifacts_.DeleteCounting(*root + "/" + u.path);
       if (!freed.ok()) {
         if (freed.status().code() == StatusCode::kNotFound) continue;
-        return freed.status();
+        if (freed.status().code() == StatusCode::kUnavailable) return freed.status();
+        problems_->push_back("run " + r.info.run_id + ": " + freed.status().message());
+        return Status::Ok();
       }
       outcome->blobs_freed += freed->blobs;
       outcome->bytes_freed += freed->bytes;
@@ -128,8 +133,16 @@ class Applier {
 
   Status Apply(const RetentionRule& rule, const core::Experiment& e,
                const std::vector<RunEntry>& runs, RuleOutcome* outcome) {
-    auto files_of = [&](const core::Run& r) {
-      return artifacts_.ListRunFiles(r.info.artifact_uri, kMaxRunFiles);
+    // A run whose files cannot be listed or removed is named among the problems and left:
+    // one run must not stop the rules for every other, nor the collection after them.
+    auto files_of = [&](const core::Run& r) -> Result<std::vector<store::ArtifactFile>> {
+      Result<std::vector<store::ArtifactFile>> files =
+          artifacts_.ListRunFiles(r.info.artifact_uri, kMaxRunFiles);
+      if (!files.ok()) {
+        problems_->push_back("run " + r.info.run_id + ": " + files.status().message());
+        return std::vector<store::ArtifactFile>();
+      }
+      return files;
     };
     switch (rule.kind) {
       case RetentionKind::kKeepLast:
@@ -193,6 +206,7 @@ class Applier {
   const int64_t now_;
   const bool dry_run_;
   std::unordered_set<std::string> model_runs_;
+  std::vector<std::string>* problems_;
 };
 
 }  // namespace
@@ -201,7 +215,7 @@ Result<RetentionOutcome> ApplyRetention(store::MetadataStore& store, ArtifactSer
                                         const std::vector<RetentionRule>& server_rules, int64_t now,
                                         bool dry_run) {
   RetentionOutcome out;
-  Applier applier(store, artifacts, now, dry_run);
+  Applier applier(store, artifacts, now, dry_run, &out.problems);
   CAIRN_RETURN_IF_ERROR(applier.Init());
   CAIRN_ASSIGN_OR_RETURN(std::vector<core::Experiment> experiments,
                          store.ListExperiments(core::ViewType::kAll));

@@ -24,6 +24,10 @@ using core::Run;
 
 Status ValidateTag(const core::Tag& t) {
   CAIRN_RETURN_IF_ERROR(ValidateKey("tag", t.key));
+  if (t.key == core::kDeletedTimeTag) {
+    // Retention purges by it: only deleting a run sets it.
+    return InvalidArgument("Tag " + t.key + " is set by the server when a run is deleted");
+  }
   return ValidateLength("Tag", t.key, t.value, kMaxTagValueLength);
 }
 

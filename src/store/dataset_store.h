@@ -49,6 +49,8 @@ class DatasetStore {
   // For each of `digests`, whether `username` has sent it (and the record was not pruned).
   virtual Result<std::vector<bool>> DataUploaded(std::string_view username,
                                                  const std::vector<std::string>& digests) = 0;
+  // Whether any account's sending of the blob is remembered.
+  virtual Result<bool> AnyUploaded(std::string_view digest) = 0;
   // Forgets the records older than `before` (ms); returns how many.
   virtual Result<int64_t> PruneDataUploads(int64_t before) = 0;
 };

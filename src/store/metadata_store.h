@@ -200,7 +200,8 @@ class MetadataStore {
   // Removes the file at path, or every file under it when it is a directory. Returns the
   // removed files so their blobs can be collected; kNotFound when nothing was there.
   virtual Result<std::vector<ArtifactFile>> DeleteArtifacts(std::string_view path) = 0;
-  // Whether any artifact file still references the blob.
+  // Whether any artifact file still references the blob, or the upload ledger
+  // (dataset_store.h) remembers it being sent.
   virtual Result<bool> BlobReferenced(std::string_view digest) = 0;
   // BlobReferenced for each of `digests`, read as one snapshot where the backend has them.
   virtual Result<std::vector<bool>> BlobsReferenced(const std::vector<std::string>& digests) {

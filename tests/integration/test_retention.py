@@ -150,6 +150,10 @@ class RetentionTest(unittest.TestCase):
         tags = {t["key"]: t["value"] for t in
                 self.c.get(API + "runs/get", {"run_id": deleted}).body["run"]["data"]["tags"]}
         self.assertIn("cairn.deleted_time", tags)
+        # Only deleting a run sets it: a client cannot make a run look deleted long ago.
+        r = self.c.post(API + "runs/set-tag", {"run_id": unranked, "key": "cairn.deleted_time",
+                                               "value": "0"})
+        self.assertEqual(r.status, 400, r)
 
         self.gc()
         self.assertEqual(self.files(runs[0.1]), ["w.bin"])

@@ -100,6 +100,14 @@ class MemoryDatasetStore : public DatasetStore {
     return out;
   }
 
+  Result<bool> AnyUploaded(std::string_view digest) override {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, time] : uploads_) {
+      if (key.second == digest) return true;
+    }
+    return false;
+  }
+
   Result<int64_t> PruneDataUploads(int64_t before) override {
     std::lock_guard lock(mu_);
     int64_t pruned = 0;

@@ -445,11 +445,13 @@ class MemoryStore : public MetadataStore {
   }
 
   Result<bool> BlobReferenced(std::string_view digest) override {
-    std::shared_lock lock(mu_);
-    for (const auto& [path, f] : artifacts_) {
-      if (f.digest == digest) return true;
+    {
+      std::shared_lock lock(mu_);
+      for (const auto& [path, f] : artifacts_) {
+        if (f.digest == digest) return true;
+      }
     }
-    return false;
+    return datasets_->AnyUploaded(digest);
   }
 
   Result<std::vector<ArtifactFile>> ListArtifactFiles(std::string_view after,

@@ -193,6 +193,17 @@ class SqliteDatasetStore : public DatasetStore {
     });
   }
 
+  Result<bool> AnyUploaded(std::string_view digest) override {
+    return db_->Read<bool>([&](Connection& c) -> Result<bool> {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s,
+                             c.Prepare("SELECT 1 FROM data_uploads WHERE digest = ? LIMIT 1"));
+      s->Bind(1, digest);
+      const bool found = s->Step();
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return found;
+    });
+  }
+
   Result<int64_t> PruneDataUploads(int64_t before) override {
     int64_t pruned = 0;
     CAIRN_RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {

@@ -361,6 +361,8 @@ CREATE INDEX data_versions_by_run ON data_versions (run_id) WHERE run_id != '';
 DROP INDEX artifacts_by_digest;
 CREATE INDEX artifacts_by_digest ON artifacts (digest) WHERE substr(path, 1, 9) != 'datasets/';
 CREATE TABLE data_blobs (digest TEXT PRIMARY KEY) WITHOUT ROWID;
+INSERT OR IGNORE INTO data_blobs SELECT DISTINCT digest FROM artifacts
+  WHERE substr(path, 1, 9) = 'datasets/';
 CREATE INDEX datasets_by_name ON datasets (name, digest);
 CREATE TABLE data_uploads (
   username TEXT NOT NULL,
@@ -369,6 +371,9 @@ CREATE TABLE data_uploads (
   PRIMARY KEY (username, digest)
 ) WITHOUT ROWID;
 CREATE INDEX data_uploads_by_time ON data_uploads (time);
+-- A blob sent for a dataset is kept while the ledger remembers it, so that a long upload's
+-- first blobs are there when its version is named.
+CREATE INDEX data_uploads_by_digest ON data_uploads (digest);
 )sql",
 };
 

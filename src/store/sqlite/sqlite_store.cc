@@ -645,7 +645,7 @@ class SqliteStore : public MetadataStore {
       CAIRN_ASSIGN_OR_RETURN(
           Stmt * s, c.Prepare("SELECT 1 FROM artifacts WHERE digest = ?1 AND substr(path, 1, 9) "
                               "!= 'datasets/' UNION ALL SELECT 1 FROM data_blobs WHERE digest = "
-                              "?1 LIMIT 1"));
+                              "?1 UNION ALL SELECT 1 FROM data_uploads WHERE digest = ?1 LIMIT 1"));
       Found out;
       out.reserve(digests.size());
       for (const std::string& d : digests) {
