@@ -34,7 +34,7 @@ constexpr const char* kDatabase = "cairn.db";
 constexpr const char* kBlobs = "artifacts";
 constexpr const char* kRecord = "backup.json";
 
-int Fail(const Status& s, int code = 1) {
+int BackupFail(const Status& s, int code = 1) {
   PrintError(s);
   return code;
 }
@@ -79,7 +79,7 @@ int Backup(const BackupFlags& flags) {
   std::string db = dir + "/" + kDatabase;
   if (!flags.backend_store_uri.empty()) {
     if (!flags.backend_store_uri.starts_with("sqlite:///")) {
-      return Fail(
+      return BackupFail(
           Unimplemented("only a SQLite store can be backed up, not " + flags.backend_store_uri), 2);
     }
     db = flags.backend_store_uri.substr(10);
@@ -89,28 +89,28 @@ int Backup(const BackupFlags& flags) {
       flags.artifacts_destination.empty() ? dir + "/" + kBlobs : flags.artifacts_destination;
   std::error_code ec;
   if (!fs::exists(db, ec)) {
-    return Fail(NotFound("no store at " + db +
-                         " (give the server's --data-dir, or its store "
-                         "URIs)"),
-                2);
+    return BackupFail(NotFound("no store at " + db +
+                               " (give the server's --data-dir, or its store "
+                               "URIs)"),
+                      2);
   }
   if (flags.target.starts_with("s3://")) {
-    return Fail(Unimplemented("a backup goes to a directory; s3:// destinations are not "
-                              "supported yet"),
-                2);
+    return BackupFail(Unimplemented("a backup goes to a directory; s3:// destinations are not "
+                                    "supported yet"),
+                      2);
   }
   const fs::path dest = fs::absolute(flags.target, ec);
-  if (Status s = MakeDirs(dest / kBlobs); !s.ok()) return Fail(s, 2);
+  if (Status s = MakeDirs(dest / kBlobs); !s.ok()) return BackupFail(s, 2);
   const int64_t started = SystemClock()->NowMillis();
   // The new copy of the metadata replaces the old one only once every blob it names is in
   // place, so DEST always holds one whole backup.
   const std::string partial = (dest / (std::string(kDatabase) + ".partial")).string();
   std::printf("copying the metadata store %s\n", db.c_str());
   std::fflush(stdout);
-  if (Status s = store::sqlite::BackupDatabase(db, partial); !s.ok()) return Fail(s);
+  if (Status s = store::sqlite::BackupDatabase(db, partial); !s.ok()) return BackupFail(s);
   Result<service::BlobCopy> copy =
       CopyBlobs(partial, blobs, (dest / kBlobs).string(), flags.threads);
-  if (!copy.ok()) return Fail(copy.status());
+  if (!copy.ok()) return BackupFail(copy.status());
   if (!copy->ok()) {
     fs::remove(partial, ec);
     std::printf(
@@ -120,15 +120,16 @@ int Backup(const BackupFlags& flags) {
     return 1;
   }
   if (::rename(partial.c_str(), (dest / kDatabase).c_str()) != 0) {
-    return Fail(ErrnoStatus("rename", dest / kDatabase));
+    return BackupFail(ErrnoStatus("rename", dest / kDatabase));
   }
-  if (Status s = SyncDir(dest); !s.ok()) return Fail(s);
+  if (Status s = SyncDir(dest); !s.ok()) return BackupFail(s);
   const int64_t took = SystemClock()->NowMillis() - started;
   nlohmann::json record = {
       {"time", started},       {"took_ms", took},        {"source", db},
       {"blobs_source", blobs}, {"files", copy->files},   {"blobs", copy->blobs},
       {"bytes", copy->bytes},  {"copied", copy->copied}, {"bytes_copied", copy->bytes_copied}};
-  if (Status s = WriteFileAtomic(dest / kRecord, record.dump(2) + "\n"); !s.ok()) return Fail(s);
+  if (Status s = WriteFileAtomic(dest / kRecord, record.dump(2) + "\n"); !s.ok())
+    return BackupFail(s);
   std::printf(
       "backed up to %s: %lld artifact file(s) naming %lld blob(s), %s; copied %lld new "
       "blob(s), %s, in %s\n",
@@ -142,23 +143,24 @@ int Restore(const BackupFlags& flags) {
   const fs::path src = flags.target;
   std::error_code ec;
   if (!fs::exists(src / kDatabase, ec)) {
-    return Fail(NotFound("no backup in " + src.string() + " (it has no " + kDatabase + ")"), 2);
+    return BackupFail(NotFound("no backup in " + src.string() + " (it has no " + kDatabase + ")"),
+                      2);
   }
-  if (flags.data_dir.empty()) return Fail(InvalidArgument("name the new --data-dir"), 2);
+  if (flags.data_dir.empty()) return BackupFail(InvalidArgument("name the new --data-dir"), 2);
   const fs::path dir = fs::absolute(flags.data_dir, ec);
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) {
-    return Fail(FailedPrecondition(dir.string() + " is not empty: restore into a new directory"),
-                2);
+    return BackupFail(
+        FailedPrecondition(dir.string() + " is not empty: restore into a new directory"), 2);
   }
-  if (Status s = MakeDirs(dir / kBlobs); !s.ok()) return Fail(s, 2);
+  if (Status s = MakeDirs(dir / kBlobs); !s.ok()) return BackupFail(s, 2);
   if (Status s =
           store::sqlite::BackupDatabase((src / kDatabase).string(), (dir / kDatabase).string());
       !s.ok()) {
-    return Fail(s);
+    return BackupFail(s);
   }
   Result<service::BlobCopy> copy = CopyBlobs((dir / kDatabase).string(), (src / kBlobs).string(),
                                              (dir / kBlobs).string(), flags.threads);
-  if (!copy.ok()) return Fail(copy.status());
+  if (!copy.ok()) return BackupFail(copy.status());
   std::printf("restored %s into %s: %lld artifact file(s) naming %lld blob(s), %s\n", src.c_str(),
               dir.c_str(), static_cast<long long>(copy->files), static_cast<long long>(copy->blobs),
               report::FormatSize(copy->bytes).c_str());

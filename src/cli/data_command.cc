@@ -29,7 +29,7 @@ struct DataFlags {
   bool json = false;
 };
 
-int Fail(const Status& s) {
+int DataFail(const Status& s) {
   PrintError(s);
   return 1;
 }
@@ -75,7 +75,7 @@ void ClearProgress() {
 
 std::string ShortDigest(const std::string& d) { return d.substr(0, 12); }
 
-int Add(const DataFlags& flags) {
+int DataAdd(const DataFlags& flags) {
   nlohmann::json meta = nlohmann::json::object();
   for (const std::string& kv : flags.meta) {
     const size_t eq = kv.find('=');
@@ -98,7 +98,7 @@ int Add(const DataFlags& flags) {
   options.progress = ProgressOnTerminal();
   Result<data::AddResult> r = data::AddVersion(*c->datasets, flags.ref, flags.paths, options);
   ClearProgress();
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) return DataFail(r.status());
   const core::DataVersion& v = r->created.version;
   if (r->created.unchanged) {
     std::printf("%s is unchanged: its latest version holds these %lld files (%s)\n",
@@ -128,14 +128,14 @@ void PrintVersionJson(const core::DataVersion& v) {
   std::printf("%s\n", j.dump().c_str());
 }
 
-int List(const DataFlags& flags) {
+int DataList(const DataFlags& flags) {
   auto c = Connect(flags.tracking_uri);
   if (c == nullptr) return 2;
   const int64_t now = SystemClock()->NowMillis();
   report::Table table;
   if (flags.ref.empty()) {
     auto all = c->datasets->List();
-    if (!all.ok()) return Fail(all.status());
+    if (!all.ok()) return DataFail(all.status());
     if (flags.json) {
       for (const core::DatasetEntry& d : *all) PrintVersionJson(d.latest);
       return 0;
@@ -155,13 +155,13 @@ int List(const DataFlags& flags) {
     return 0;
   }
   auto ref = core::ParseDataRef(flags.ref, false);
-  if (!ref.ok()) return Fail(ref.status());
+  if (!ref.ok()) return DataFail(ref.status());
   if (ref->version > 0) {
     // One version: its files.
     auto v = c->datasets->Get(ref->name, ref->version);
-    if (!v.ok()) return Fail(v.status());
+    if (!v.ok()) return DataFail(v.status());
     auto files = c->datasets->Files(*v);
-    if (!files.ok()) return Fail(files.status());
+    if (!files.ok()) return DataFail(files.status());
     table.columns = {{"PATH"}, {"SIZE", true, false}, {"SHA256", false, false}};
     for (const core::FileEntry& f : *files) {
       table.rows.push_back({f.path, report::FormatSize(f.size), ShortDigest(f.sha256)});
@@ -170,7 +170,7 @@ int List(const DataFlags& flags) {
     return 0;
   }
   auto versions = c->datasets->Versions(ref->name);
-  if (!versions.ok()) return Fail(versions.status());
+  if (!versions.ok()) return DataFail(versions.status());
   if (flags.json) {
     for (const core::DataVersion& v : *versions) PrintVersionJson(v);
     return 0;
@@ -192,9 +192,9 @@ int List(const DataFlags& flags) {
   return 0;
 }
 
-int Get(const DataFlags& flags) {
+int DataGet(const DataFlags& flags) {
   auto ref = core::ParseDataRef(flags.ref, false);
-  if (!ref.ok()) return Fail(ref.status());
+  if (!ref.ok()) return DataFail(ref.status());
   auto c = Connect(flags.tracking_uri);
   if (c == nullptr) return 2;
   data::GetOptions options;
@@ -205,7 +205,7 @@ int Get(const DataFlags& flags) {
   Result<data::GetResult> r =
       data::GetVersion(*c->datasets, ref->name, ref->version, flags.dir, options);
   ClearProgress();
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) return DataFail(r.status());
   const core::DataVersion& v = r->version;
   std::printf("%s -> %s  %lld files, %s (fetched %lld blob(s), %s; placed %lld file(s)",
               core::DataRefText(v.name, v.version).c_str(), flags.dir.c_str(),
@@ -240,27 +240,28 @@ void PrintDiffLines(const core::ManifestDiff& d, const char* added, const char* 
   }
 }
 
-int Diff(const DataFlags& flags) {
+int DataDiff(const DataFlags& flags) {
   auto from = core::ParseDataRef(flags.ref, false);
-  if (!from.ok()) return Fail(from.status());
+  if (!from.ok()) return DataFail(from.status());
   core::DataRef to{from->name, 0, ""};
   if (!flags.other.empty()) {
     auto parsed = core::ParseDataRef(
         flags.other.starts_with('@') ? from->name + flags.other : flags.other, false);
-    if (!parsed.ok()) return Fail(parsed.status());
+    if (!parsed.ok()) return DataFail(parsed.status());
     if (parsed->name != from->name) {
-      return Fail(InvalidArgument("compare two versions of one dataset, not " + from->name +
-                                  " and " + parsed->name));
+      return DataFail(InvalidArgument("compare two versions of one dataset, not " + from->name +
+                                      " and " + parsed->name));
     }
     to = *parsed;
   }
   if (from->version == 0) {
-    return Fail(InvalidArgument("name the version to compare from: " + from->name + "@VERSION"));
+    return DataFail(
+        InvalidArgument("name the version to compare from: " + from->name + "@VERSION"));
   }
   auto c = Connect(flags.tracking_uri);
   if (c == nullptr) return 2;
   auto d = c->datasets->Diff(from->name, from->version, to.version);
-  if (!d.ok()) return Fail(d.status());
+  if (!d.ok()) return DataFail(d.status());
   PrintDiffLines(d->files, "+", "-");
   int64_t added = 0, removed = 0;
   for (const core::FileEntry& f : d->files.added) added += f.size;
@@ -273,13 +274,13 @@ int Diff(const DataFlags& flags) {
   return 0;
 }
 
-int Verify(const DataFlags& flags) {
+int DataVerify(const DataFlags& flags) {
   auto ref = core::ParseDataRef(flags.ref, false);
-  if (!ref.ok()) return Fail(ref.status());
+  if (!ref.ok()) return DataFail(ref.status());
   auto c = Connect(flags.tracking_uri);
   if (c == nullptr) return 2;
   auto r = data::VerifyVersion(*c->datasets, ref->name, ref->version, flags.dir, flags.threads, "");
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) return DataFail(r.status());
   const std::string name = core::DataRefText(r->version.name, r->version.version);
   if (r->ok()) {
     std::printf("%s holds exactly %s: %lld files, %s\n", flags.dir.c_str(), name.c_str(),
@@ -309,7 +310,7 @@ void RegisterData(CLI::App& app, Action* action) {
       "name. Only the blobs the server lacks are sent, and a run that is stopped continues\n"
       "where it stopped when run again.\n\n"
       "  cairn data add mnist data/mnist -m 'deduplicated train split'",
-      Add);
+      DataAdd);
   add->add_option("name", add_flags->ref, "The dataset")->required();
   add->add_option("paths", add_flags->paths, "Files and directories to add")->required();
   add->add_option("-m,--message", add_flags->message, "What this version changes");
@@ -325,7 +326,7 @@ void RegisterData(CLI::App& app, Action* action) {
 
   auto [ls, ls_flags] = AddSubcommand<DataFlags>(
       data, action, "ls",
-      "List datasets; with NAME, its versions; with NAME@VERSION, that version's files.", List);
+      "List datasets; with NAME, its versions; with NAME@VERSION, that version's files.", DataList);
   ls->add_option("ref", ls_flags->ref, "NAME or NAME@VERSION");
   ls->add_flag("--json", ls_flags->json, "One JSON object per line");
   AddTrackingUriOption(ls, &ls_flags->tracking_uri);
@@ -337,7 +338,7 @@ void RegisterData(CLI::App& app, Action* action) {
       "where the file system allows, and every file is checked against its SHA-256. Files a\n"
       "version got before put into DIR and this one lacks are removed; other files are left.\n\n"
       "  cairn data get mnist@3 data/mnist",
-      Get);
+      DataGet);
   get->add_option("ref", get_flags->ref, "NAME[@VERSION]")->required();
   get->add_option("dir", get_flags->dir, "The directory")->required();
   get->add_flag("--copy", get_flags->copy, "Copy files instead of linking them (writable)");
@@ -351,7 +352,7 @@ void RegisterData(CLI::App& app, Action* action) {
       "List the files added (+), removed (-) and changed (~) from one version to another (the\n"
       "latest without a second one), with their sizes.\n\n"
       "  cairn data diff mnist@2 mnist@3",
-      Diff);
+      DataDiff);
   diff->add_option("from", diff_flags->ref, "NAME@VERSION")->required();
   diff->add_option("to", diff_flags->other, "NAME@VERSION or @VERSION");
   AddTrackingUriOption(diff, &diff_flags->tracking_uri);
@@ -360,7 +361,7 @@ void RegisterData(CLI::App& app, Action* action) {
       data, action, "verify",
       "Check DIR against a version: every file there with its SHA-256, none missing, none\n"
       "extra. Exits 1 when they differ, listing how.",
-      Verify);
+      DataVerify);
   verify->add_option("ref", verify_flags->ref, "NAME[@VERSION]")->required();
   verify->add_option("dir", verify_flags->dir, "The directory")->required();
   verify->add_option("-j,--threads", verify_flags->threads, "Hashing threads");

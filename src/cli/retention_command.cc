@@ -56,8 +56,8 @@ int SetRules(const RetentionFlags& flags, bool clear) {
   return 0;
 }
 
-int Set(const RetentionFlags& flags) { return SetRules(flags, false); }
-int Clear(const RetentionFlags& flags) { return SetRules(flags, true); }
+int SetRetention(const RetentionFlags& flags) { return SetRules(flags, false); }
+int ClearRetention(const RetentionFlags& flags) { return SetRules(flags, true); }
 
 }  // namespace
 
@@ -73,12 +73,12 @@ void RegisterRetention(CLI::App& app, Action* action) {
       "of any it had. Needs EDIT on the experiment.\n\n"
       "  printf -- '- {keep_last: 10, artifacts: \"checkpoints/*\"}\\n' | cairn retention set "
       "mnist -",
-      Set);
+      SetRetention);
   set->add_option("experiment", set_flags->experiment, "Experiment name")->required();
   set->add_option("file", set_flags->file, "The rules: a YAML list")->required();
   AddTrackingUriOption(set, &set_flags->tracking_uri);
   auto [clear, clear_flags] = AddSubcommand<RetentionFlags>(
-      group, action, "clear", "Remove an experiment's own rules.", Clear);
+      group, action, "clear", "Remove an experiment's own rules.", ClearRetention);
   clear->add_option("experiment", clear_flags->experiment, "Experiment name")->required();
   AddTrackingUriOption(clear, &clear_flags->tracking_uri);
 }

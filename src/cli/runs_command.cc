@@ -157,8 +157,8 @@ int SetPinned(const RunsFlags& flags, bool pinned) {
   return 0;
 }
 
-int Pin(const RunsFlags& flags) { return SetPinned(flags, true); }
-int Unpin(const RunsFlags& flags) { return SetPinned(flags, false); }
+int PinRun(const RunsFlags& flags) { return SetPinned(flags, true); }
+int UnpinRun(const RunsFlags& flags) { return SetPinned(flags, false); }
 
 int ShowRun(const RunsFlags& flags) {
   auto client = Connect(flags);
@@ -299,10 +299,10 @@ void RegisterRuns(CLI::App& app, Action* action) {
       group, action, "pin",
       "Pin a run: retention rules (docs/retention.md) never remove its artifacts. Sets the tag\n"
       "cairn.pinned=true.",
-      Pin);
+      PinRun);
   pin->add_option("run", pin_flags->runs, "Run id or unique prefix")->required()->expected(1);
   auto [unpin, unpin_flags] = AddRunsCommand(
-      group, action, "unpin", "Unpin a run: retention rules apply to it again.", Unpin);
+      group, action, "unpin", "Unpin a run: retention rules apply to it again.", UnpinRun);
   unpin->add_option("run", unpin_flags->runs, "Run id or unique prefix")->required()->expected(1);
 
   auto [compare, compare_flags] = AddRunsCommand(

@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "env/install/venv_layout.h"
 #include "env/lock.h"
 #include "env/project_env.h"
-#include "env/install/venv_layout.h"
+#include "fakes/files.h"
 #include "fakes/shell.h"
 #include "fakes/temp_dir.h"
 #include "fakes/wheels.h"
@@ -30,7 +31,7 @@ using fakes::Slurp;
 using fakes::WheelSpec;
 using ::testing::HasSubstr;
 
-constexpr char kSystemPython[] = "/usr/bin/python3";
+using fakes::kSystemPython;
 
 WheelSpec Distribution(const std::string& name, const std::string& version) {
   WheelSpec s;

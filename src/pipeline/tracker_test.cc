@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
-class RecordingProgress : public Progress {
+class WarningRecorder : public Progress {
  public:
   void Event(const std::string&, const std::string&, const std::string&) override {}
   void Warning(const std::string& text) override { warnings.push_back(text); }
@@ -62,7 +62,7 @@ struct Fixture {
   std::unique_ptr<fakes::FakeTrackingSink> sink;
   std::shared_ptr<fakes::FakeTrackingSink::Server> server;
   Pipeline pipeline = TwoSteps();
-  RecordingProgress progress;
+  WarningRecorder progress;
 };
 
 StepRecord Record(const std::string& state, int exit_code = 0) {
@@ -73,8 +73,8 @@ StepRecord Record(const std::string& state, int exit_code = 0) {
 }
 
 // The runs on the server that are children of `parent`, by step id.
-std::map<std::string, fakes::FakeRun> Children(const std::map<std::string, fakes::FakeRun>& runs,
-                                               const std::string& parent) {
+std::map<std::string, fakes::FakeRun> ChildRuns(const std::map<std::string, fakes::FakeRun>& runs,
+                                                const std::string& parent) {
   std::map<std::string, fakes::FakeRun> out;
   for (const auto& [id, run] : runs) {
     auto it = run.tags.find("mlflow.parentRunId");
@@ -113,7 +113,7 @@ TEST(TrackerTest, APipelineRunIsOneParentRunWithAChildPerStep) {
   EXPECT_EQ(parent.params.at("lr"), "0.1");
   EXPECT_EQ(parent.status, core::RunStatus::kFinished);
 
-  std::map<std::string, fakes::FakeRun> children = Children(runs, RunOf().id);
+  std::map<std::string, fakes::FakeRun> children = ChildRuns(runs, RunOf().id);
   ASSERT_THAT(children, SizeIs(2));
   EXPECT_EQ(children.at("prepare").run_id, prepare_run);
   const fakes::FakeRun& train = children.at("train");
@@ -141,7 +141,7 @@ TEST(TrackerTest, ACachedStepNamesTheRunThatProducedItsOutputs) {
   cached.cached_from_run = "feedbeef";
   tracker->StepEnded(f.pipeline.steps[0], cached);
   tracker->Finish(true, false);
-  const fakes::FakeRun prepare = Children(f.server->Runs(), RunOf().id).at("prepare");
+  const fakes::FakeRun prepare = ChildRuns(f.server->Runs(), RunOf().id).at("prepare");
   EXPECT_EQ(prepare.tags.at("cairn.step.state"), "cached");
   EXPECT_EQ(prepare.tags.at("cairn.step.cached_from_run"), "feedbeef");
   EXPECT_EQ(prepare.tags.count("cairn.step.exit_code"), 0u) << "a cached step did not run";
@@ -158,7 +158,7 @@ TEST(TrackerTest, FailedAndCancelledStepsAndTheirPipelineRun) {
   tracker->StepEnded(f.pipeline.steps[1], Record("cancelled"));
   tracker->Finish(/*ok=*/false, /*interrupted=*/true);
   const std::map<std::string, fakes::FakeRun> runs = f.server->Runs();
-  std::map<std::string, fakes::FakeRun> children = Children(runs, RunOf().id);
+  std::map<std::string, fakes::FakeRun> children = ChildRuns(runs, RunOf().id);
   EXPECT_EQ(children.at("prepare").status, core::RunStatus::kFailed);
   EXPECT_EQ(children.at("prepare").tags.at("cairn.step.exit_code"), "3");
   EXPECT_EQ(children.at("prepare").tags.at("cairn.step.reason"), "exit code 3");

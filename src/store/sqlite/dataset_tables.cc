@@ -13,7 +13,7 @@ using core::DataVersion;
   "name, version, digest, parent, message, creator, created_time, metadata, files, bytes, " \
   "run_id"
 
-DataVersion VersionRow(const Stmt& s) {
+DataVersion DataVersionRow(const Stmt& s) {
   DataVersion v;
   v.name = s.Str(0);
   v.version = s.Int(1);
@@ -29,7 +29,7 @@ DataVersion VersionRow(const Stmt& s) {
   return v;
 }
 
-Result<DataVersion> ReadVersion(Connection& c, std::string_view name, int64_t version) {
+Result<DataVersion> ReadDataVersion(Connection& c, std::string_view name, int64_t version) {
   Stmt* s = nullptr;
   if (version == 0) {
     CAIRN_ASSIGN_OR_RETURN(
@@ -45,7 +45,7 @@ Result<DataVersion> ReadVersion(Connection& c, std::string_view name, int64_t ve
     CAIRN_RETURN_IF_ERROR(s->status());
     return version == 0 ? DatasetNotFound(name) : DataVersionNotFound(name, version);
   }
-  return VersionRow(*s);
+  return DataVersionRow(*s);
 }
 
 class SqliteDatasetStore : public DatasetStore {
@@ -82,7 +82,7 @@ class SqliteDatasetStore : public DatasetStore {
   }
 
   Result<DataVersion> GetDataVersion(std::string_view name, int64_t version) override {
-    return db_->Read<DataVersion>([&](Connection& c) { return ReadVersion(c, name, version); });
+    return db_->Read<DataVersion>([&](Connection& c) { return ReadDataVersion(c, name, version); });
   }
 
   Result<std::vector<DataVersion>> ListDataVersions(std::string_view name) override {
@@ -93,7 +93,7 @@ class SqliteDatasetStore : public DatasetStore {
                                                  "ORDER BY version DESC"));
       s->Bind(1, name);
       Versions out;
-      while (s->Step()) out.push_back(VersionRow(*s));
+      while (s->Step()) out.push_back(DataVersionRow(*s));
       CAIRN_RETURN_IF_ERROR(s->status());
       if (out.empty()) return DatasetNotFound(name);
       return out;
@@ -143,7 +143,7 @@ class SqliteDatasetStore : public DatasetStore {
                                                  " FROM data_versions WHERE run_id = ? "
                                                  "ORDER BY name, version"));
       s->Bind(1, run_id);
-      while (s->Step()) out.push_back(VersionRow(*s));
+      while (s->Step()) out.push_back(DataVersionRow(*s));
       CAIRN_RETURN_IF_ERROR(s->status());
       return out;
     });
