@@ -605,6 +605,7 @@ test("datasets: the list, a version's files and lineage, two versions compared, 
 
   await page.goto(`${base}/#/`);
   await page.click("#datasets-link");
+  await page.locator('#datasets tr[data-dataset="pets"]').waitFor();
   const row = await page.locator('#datasets tr[data-dataset="pets"] td').allTextContents();
   assertEqual([row[0], row[1], row[2], row[3], row[6]], ["pets", "2", "2", "31", "labelled, a dog added"],
               "the dataset's row: versions, latest, files, message");
@@ -614,6 +615,7 @@ test("datasets: the list, a version's files and lineage, two versions compared, 
   await page.check('#versions tr[data-version="2"] input');
   await page.click("#compare-versions");
   await page.locator("#diff-summary", { hasText: "1 added" }).waitFor();
+  await page.locator("#data-diff tbody tr").first().waitFor();
   const changes = await page.locator("#data-diff tbody tr").evaluateAll((rows) =>
     rows.map((r) => [r.children[0].textContent, r.children[1].textContent]));
   assertEqual(changes, [["removed", "images/cat_29.jpg"], ["added", "images/dog_0.jpg"], ["changed", "labels.csv"]],
