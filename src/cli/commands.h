@@ -69,7 +69,7 @@ void RegisterReproduce(CLI::App& app, Action* action);
 void RegisterSync(CLI::App& app, Action* action);
 // `cairn env ...`; `after_dashes` as for run (`cairn env exec -- COMMAND`).
 void RegisterEnv(CLI::App& app, Action* action, std::vector<std::string> after_dashes);
-// `cairn pipeline validate|run|resume|explain|status|ls`.
+// `cairn pipeline validate|run|resume|explain|status|ls|gc`.
 void RegisterPipeline(CLI::App& app, Action* action);
 // Identity: `cairn login`, `cairn token create|ls|revoke`, `cairn audit` (through a server's
 // API) and `cairn admin create-user|set-password` (on a server's store directly).

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -15,11 +15,14 @@
 
 #include "cli/commands.h"
 #include "cli/env_common.h"
+#include "core/retention.h"
 #include "env/env_gc.h"
 #include "env/env_store.h"
-#include "env/resolve/locker.h"
-#include "env/manifest.h"
+#include "env/index/wheel_cache.h"
 #include "env/install/venv_layout.h"
+#include "env/manifest.h"
+#include "env/resolve/locker.h"
+#include "report/run_report.h"
 #include "util/file.h"
 
 extern char** environ;
@@ -257,14 +260,25 @@ int Gc(const EnvFlags& flags) {
   env::GcOptions options;
   options.keep = flags.keep;
   options.dry_run = flags.dry_run;
+  options.wheel_cache = env::DefaultCacheRoot();
+  if (flags.max_age == "0") {
+    options.wheel_max_age_ms = 0;
+  } else {
+    Result<int64_t> age = core::ParseRetentionAge(flags.max_age);
+    if (!age.ok()) return Fail(InvalidArgument("--max-age: " + age.status().message()));
+    options.wheel_max_age_ms = *age;
+  }
   options.on_remove = [&flags](const env::StoredEnvironment& e) {
     std::printf("%s %s (created %s)\n", flags.dry_run ? "would remove" : "removing", e.id.c_str(),
                 e.created.c_str());
   };
   Result<env::GcReport> report = env::CollectGarbage(store, options);
   if (!report.ok()) return Fail(report.status());
-  std::printf("%zu environment(s) %s, %zu kept\n", report->removed,
-              flags.dry_run ? "to remove" : "removed", report->kept);
+  std::printf("%zu environment(s) %s, %zu kept; %zu cached wheel(s) %s, %s %s\n", report->removed,
+              flags.dry_run ? "to remove" : "removed", report->kept, report->wheels_removed,
+              flags.dry_run ? "to remove" : "removed",
+              report::FormatSize(report->wheel_bytes_freed).c_str(),
+              flags.dry_run ? "to free" : "freed");
   return 0;
 }
 
@@ -363,10 +377,15 @@ void RegisterEnv(CLI::App& app, Action* action, std::vector<std::string> after_d
 
   auto [gc, gc_flags] = add("gc",
                             "Remove environments no project uses: kept are each known project's "
-                            "active environment and its last --keep ones.",
+                            "active environment and its last --keep ones. Then remove the cached "
+                            "wheels no kept environment's lock names that were not used for "
+                            "--max-age.",
                             Gc);
   gc->add_option("--keep", gc_flags->keep, "Recent environments kept per project")
       ->capture_default_str();
+  gc->add_option("--max-age", gc_flags->max_age,
+                 "Remove cached wheels no kept environment needs once unused this long: 30d "
+                 "(default), 12h, ...; 0 keeps them all");
   gc->add_flag("--dry-run", gc_flags->dry_run, "Only say what would be removed");
 
   add("shell", "Start $SHELL with the active environment first on PATH (VIRTUAL_ENV set).",

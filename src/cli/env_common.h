@@ -22,6 +22,7 @@ struct EnvFlags {
   std::string host;  // a host.json to check against instead of this host
   int jobs = 8;
   int keep = 3;
+  std::string max_age = "30d";  // gc: unused wheels
   bool check = false;
   bool no_use = false;
   bool json = false;

@@ -1,5 +1,6 @@
-// `cairn pipeline validate|run|resume|explain|status|ls`: flags, one call into the pipeline
-// layer (pipeline/launch.h, run_history.h, budget.h) and what it prints. See docs/pipelines.md.
+// `cairn pipeline validate|run|resume|explain|status|ls|gc`: flags, one call into the pipeline
+// layer (pipeline/launch.h, run_history.h, budget.h, cache_gc.h) and what it prints. See
+// docs/pipelines.md.
 #include <signal.h>
 
 #include <algorithm>
@@ -14,8 +15,10 @@
 
 #include "cli/commands.h"
 #include "client/tracking_client.h"
+#include "core/retention.h"
 #include "data/server_data_source.h"
 #include "pipeline/budget.h"
+#include "pipeline/cache_gc.h"
 #include "pipeline/executor.h"
 #include "pipeline/launch.h"
 #include "pipeline/run_history.h"
@@ -44,6 +47,9 @@ struct PipelineFlags {
   std::string tracking_uri;
   std::string run;   // status, resume, explain
   std::string step;  // explain
+  std::string max_age = "30d";  // gc
+  std::string max_size;         // gc
+  bool dry_run = false;         // gc
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -327,6 +333,40 @@ int List(const PipelineFlags& flags) {
   return 0;
 }
 
+int Gc(const PipelineFlags& flags) {
+  pipeline::CacheGcOptions options;
+  options.dry_run = flags.dry_run;
+  if (flags.max_age != "0") {
+    Result<int64_t> age = core::ParseRetentionAge(flags.max_age);
+    if (!age.ok()) return Error(InvalidArgument("--max-age: " + age.status().message()), 2);
+    options.max_age_ms = *age;
+  } else {
+    options.max_age_ms = 0;
+  }
+  if (!flags.max_size.empty()) {
+    Result<int64_t> mib = pipeline::ParseMemory(flags.max_size);
+    if (!mib.ok()) return Error(InvalidArgument("--max-size: " + mib.status().message()), 2);
+    options.max_bytes = *mib * 1024 * 1024;
+  }
+  const char* verb = flags.dry_run ? "would remove" : "removing";
+  options.on_remove = [verb](const std::string& step, const std::string& run, int64_t used) {
+    std::printf("%s step %s of run %s (last used %s)\n", verb, step.c_str(),
+                run.substr(0, 8).c_str(), report::FormatFullTime(used).c_str());
+  };
+  const std::string root = pipeline::StepCache::DefaultRoot();
+  Result<pipeline::CacheGcReport> report = pipeline::CollectStepCache(root, options);
+  if (!report.ok()) return Error(report.status(), 1);
+  std::printf("%s: %lld entr%s %s, %lld kept (%s); %lld object%s %s, %s %s\n", root.c_str(),
+              static_cast<long long>(report->entries_removed),
+              report->entries_removed == 1 ? "y" : "ies", flags.dry_run ? "to remove" : "removed",
+              static_cast<long long>(report->entries_kept),
+              report::FormatSize(report->bytes_kept).c_str(),
+              static_cast<long long>(report->objects_removed),
+              Plural(report->objects_removed).c_str(), flags.dry_run ? "to remove" : "removed",
+              report::FormatSize(report->bytes_freed).c_str(), flags.dry_run ? "to free" : "freed");
+  return 0;
+}
+
 }  // namespace
 
 void RegisterPipeline(CLI::App& app, Action* action) {
@@ -427,6 +467,19 @@ void RegisterPipeline(CLI::App& app, Action* action) {
   auto [ls, ls_flags] =
       add("ls", "List the runs of the pipelines in this directory, newest first.", List);
   spec_flags(ls, ls_flags.get(), false);
+
+  auto [gc, gc_flags] =
+      add("gc",
+          "Shrink this machine's step cache ($CAIRN_CACHE_DIR, else ~/.cache/cairn): remove the\n"
+          "entries not used for --max-age, then the least recently used ones while the rest\n"
+          "hold more than --max-size, then the stored outputs no entry names. Entries used and\n"
+          "outputs stored in the last hour stay, so a pipeline running meanwhile loses nothing.",
+          Gc);
+  gc->add_option("--max-age", gc_flags->max_age,
+                 "Remove entries not used for this long: 30d (default), 12h, ...; 0 for no limit");
+  gc->add_option("--max-size", gc_flags->max_size,
+                 "Keep the cache's outputs under this size, e.g. 50G (default: no limit)");
+  gc->add_flag("--dry-run", gc_flags->dry_run, "Only say what would be removed");
 }
 
 }  // namespace cairn::cli

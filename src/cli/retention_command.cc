@@ -20,7 +20,9 @@ struct RetentionFlags {
 int SetRules(const RetentionFlags& flags, bool clear) {
   std::string json;
   if (!clear) {
-    Result<std::string> read = ReadRetentionFile(flags.file);
+    Result<std::string> file =
+        flags.file.empty() ? NearestCairnYaml(".") : Result<std::string>(flags.file);
+    Result<std::string> read = file.ok() ? ReadRetentionFile(*file) : file.status();
     if (!read.ok()) {
       PrintError(read.status());
       return 2;
@@ -70,12 +72,16 @@ void RegisterRetention(CLI::App& app, Action* action) {
   auto [set, set_flags] = AddSubcommand<RetentionFlags>(
       group, action, "set",
       "Give experiment EXPERIMENT the rules in FILE (YAML; '-' reads standard input), in place\n"
-      "of any it had. Needs EDIT on the experiment.\n\n"
+      "of any it had; without FILE, the `retention` section of the project's cairn.yaml (the\n"
+      "nearest from here up). Needs EDIT on the experiment.\n\n"
+      "  cairn retention set mnist\n"
       "  printf -- '- {keep_last: 10, artifacts: \"checkpoints/*\"}\\n' | cairn retention set "
       "mnist -",
       SetRetention);
   set->add_option("experiment", set_flags->experiment, "Experiment name")->required();
-  set->add_option("file", set_flags->file, "The rules: a YAML list")->required();
+  set->add_option("file", set_flags->file,
+                  "The rules: a YAML list, or a cairn.yaml with a retention section (default: "
+                  "the project's cairn.yaml)");
   AddTrackingUriOption(set, &set_flags->tracking_uri);
   auto [clear, clear_flags] = AddSubcommand<RetentionFlags>(
       group, action, "clear", "Remove an experiment's own rules.", ClearRetention);

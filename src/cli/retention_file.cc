@@ -1,10 +1,12 @@
 #include "cli/retention_file.h"
 
 #include <charconv>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "env/project_env.h"
 #include "env/yaml_document.h"
 #include "util/file.h"
 
@@ -43,10 +45,28 @@ Result<std::string> ReadRetentionFile(const std::string& path) {
     CAIRN_ASSIGN_OR_RETURN(text, ReadFile(path));
   }
   CAIRN_ASSIGN_OR_RETURN(YAML::Node doc, env::LoadYamlDocument(text, path));
+  if (doc.IsMap()) {
+    if (!doc["retention"]) {
+      return InvalidArgument(path +
+                             " has no retention section (a cairn.yaml lists its rules "
+                             "under `retention:`)");
+    }
+    doc = doc["retention"];
+  }
   const std::string json = ToJson(doc).dump();
   Result<std::vector<core::RetentionRule>> rules = core::ParseRetentionRules(json);
   if (!rules.ok()) return rules.status().WithContext(path);
   return json;
+}
+
+Result<std::string> NearestCairnYaml(const std::string& start) {
+  const std::filesystem::path file =
+      std::filesystem::path(env::FindProjectDir(start)) / "cairn.yaml";
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    return NotFound("no cairn.yaml in " + start + " or above it: name a file of rules");
+  }
+  return file.string();
 }
 
 }  // namespace cairn::cli

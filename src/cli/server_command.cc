@@ -313,7 +313,7 @@ void RegisterServer(CLI::App& app, Action* action) {
       ->check(CLI::Range(int64_t{0}, int64_t{365} * 86400));
   cmd->add_option("--retention", flags->retention,
                   "YAML file of server-wide retention rules, applied to every experiment before "
-                  "its own (docs/retention.md)");
+                  "its own: a list, or a cairn.yaml with a retention section (docs/retention.md)");
   cmd->add_option("--run-heartbeat-timeout", flags->run_heartbeat_timeout,
                   "Seconds without a heartbeat after which a run started by `cairn run` is "
                   "marked FAILED (its wrapper or host died); 0 never does")

@@ -10,13 +10,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <utility>
 
 #include "blob/content_store.h"
 #include "cli/commands.h"
 #include "client/tracking_client.h"
+#include "data/dataset_ops.h"
+#include "env/env_store.h"
+#include "env/index/wheel_cache.h"
+#include "pipeline/step_cache.h"
 #include "report/run_report.h"
 #include "service/store_check.h"
 #include "store/metadata_store.h"
@@ -199,6 +204,66 @@ struct StorageFlags {
   std::string tracking_uri;
 };
 
+// The bytes of the files under `paths` (each inode once: the caches hard-link), and whether
+// any of them exists.
+std::pair<int64_t, bool> LocalBytes(const std::vector<std::string>& paths) {
+  std::set<std::pair<dev_t, ino_t>> seen;
+  int64_t bytes = 0;
+  bool exists = false;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) continue;
+    exists = true;
+    for (auto it = std::filesystem::recursive_directory_iterator(
+             path, std::filesystem::directory_options::skip_permission_denied, ec);
+         !ec && it != std::filesystem::end(it); it.increment(ec)) {
+      struct stat st {};
+      if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+          seen.insert({st.st_dev, st.st_ino}).second) {
+        bytes += st.st_size;
+      }
+    }
+  }
+  return {bytes, exists};
+}
+
+// This machine's caches, which the server's report cannot see.
+void PrintLocalCaches() {
+  const std::string cache = pipeline::StepCache::DefaultRoot();
+  const std::string wheels = env::DefaultCacheRoot();
+  struct Kind {
+    const char* name;
+    std::vector<std::string> paths;
+    const char* shrink;
+  };
+  const std::vector<Kind> kinds = {
+      {"step cache",
+       {cache + "/objects", cache + "/steps", cache + "/stat-cache"},
+       "cairn pipeline gc"},
+      {"wheel cache", {wheels + "/wheels", wheels + "/unpacked"}, "cairn env gc"},
+      {"environments", {env::EnvStore::DefaultRoot()}, "cairn env gc"},
+      {"dataset cache", {data::DataCacheDir()}, "removable"},
+  };
+  report::Table table;
+  table.columns = {{"THIS MACHINE"}, {"WHERE"}, {"BYTES", true, false}, {"SHRUNK BY"}};
+  for (const Kind& k : kinds) {
+    auto [bytes, exists] = LocalBytes(k.paths);
+    if (!exists) continue;
+    std::string where = k.paths.front();
+    if (k.paths.size() > 1) {
+      where = where.substr(0, where.rfind('/')) + " (";
+      for (size_t i = 0; i < k.paths.size(); ++i) {
+        where += (i > 0 ? ", " : "") + k.paths[i].substr(k.paths[i].rfind('/') + 1);
+      }
+      where += ")";
+    }
+    table.rows.push_back({k.name, where, report::FormatSize(bytes), k.shrink});
+  }
+  if (table.rows.empty()) return;
+  std::printf("\n");
+  PrintText(report::RenderTable(table, report::DetectOutputStyle()));
+}
+
 int ShowStorage(const StorageFlags& flags) {
   int failed = 0;
   std::optional<nlohmann::json> answer =
@@ -238,6 +303,21 @@ int ShowStorage(const StorageFlags& flags) {
     std::printf("\n");
     PrintText(report::RenderTable(data, report::DetectOutputStyle()));
   }
+  const nlohmann::json kinds = r.value("kinds", nlohmann::json::object());
+  if (kinds.is_object()) {
+    report::Table by_kind;
+    by_kind.columns = {{"KIND"}, {"FILES", true, false}, {"BYTES", true, false}};
+    for (const char* kind : {"artifacts", "models", "datasets"}) {
+      const nlohmann::json k = kinds.value(kind, nlohmann::json::object());
+      by_kind.rows.push_back(
+          {kind, std::to_string(count(k, "files")), report::FormatSize(count(k, "bytes"))});
+    }
+    const int64_t metadata = count(kinds.value("metadata", nlohmann::json::object()), "bytes");
+    by_kind.rows.push_back(
+        {"metadata", "-", metadata >= 0 ? report::FormatSize(metadata) : std::string("-")});
+    std::printf("\n");
+    PrintText(report::RenderTable(by_kind, report::DetectOutputStyle()));
+  }
   const nlohmann::json blobs = r.value("blobs", nlohmann::json::object());
   const nlohmann::json unreferenced = r.value("unreferenced", nlohmann::json::object());
   std::printf("blobs: %lld, %s stored (a file's bytes are stored once however many name them)\n",
@@ -247,6 +327,7 @@ int ShowStorage(const StorageFlags& flags) {
               static_cast<long long>(count(unreferenced, "count")),
               report::FormatSize(count(unreferenced, "bytes")).c_str());
   PrintRetention(r.value("retention", nlohmann::json::object()), "would remove");
+  PrintLocalCaches();
   return 0;
 }
 
@@ -257,8 +338,10 @@ void RegisterStorage(CLI::App& app, Action* action) {
       &app, action, "storage",
       "Show where a server's bytes are: each experiment's artifact files and the model\n"
       "registry's files (their sizes as listed), each dataset's blobs (all its versions, each\n"
-      "blob once), then the content store's blobs, each stored once, and those no file names.\n"
-      "Needs an admin.\n\n"
+      "blob once), the same by kind with the metadata store's own bytes, then the content\n"
+      "store's blobs, each stored once, and those no file names, and what the retention rules\n"
+      "would remove. Then this machine's caches: step cache, wheel cache, environments and\n"
+      "dataset cache. Needs an admin.\n\n"
       "  cairn storage",
       ShowStorage);
   AddTrackingUriOption(cmd, &flags->tracking_uri);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <set>
@@ -31,6 +32,12 @@ std::set<std::string> EnvironmentsKept(const std::vector<ProjectPointers>& proje
 struct GcOptions {
   int keep = 3;          // recent environments kept per project
   bool dry_run = false;  // decide, but remove nothing
+  // The wheel cache (index/wheel_cache.h) to collect too; empty: none. A wheel goes, with its
+  // unpacked tree, when no kept environment's lock names it and it was not used (fetched,
+  // found or unpacked) for `wheel_max_age_ms` (<= 0: no wheel goes).
+  std::string wheel_cache;
+  int64_t wheel_max_age_ms = 30LL * 24 * 3600 * 1000;
+  int64_t now_ms = 0;  // 0: the clock's
   // Called with each environment about to be removed (in a dry run: that would be), in the
   // store's order (newest first), before it is removed.
   std::function<void(const StoredEnvironment&)> on_remove;
@@ -39,11 +46,14 @@ struct GcOptions {
 struct GcReport {
   size_t removed = 0;  // in a dry run: to remove
   size_t kept = 0;
+  size_t wheels_removed = 0;      // in a dry run: to remove
+  int64_t wheel_bytes_freed = 0;  // the wheels' and their unpacked trees' sizes
 };
 
 // Removes from `store` every environment EnvironmentsKept does not keep, reading the pointers
-// of every project the store knows. Stops at the first removal that fails and returns its
-// error; the environments removed before it stay removed.
+// of every project the store knows, then the wheels options.wheel_cache no longer needs. Stops at
+// the first removal that fails and returns its error; the environments removed before it stay
+// removed.
 Result<GcReport> CollectGarbage(EnvStore& store, const GcOptions& options);
 
 }  // namespace cairn::env

@@ -218,12 +218,17 @@ Result<std::optional<CacheEntry>> StepCache::Lookup(const std::string& key) {
   if (auto pending = pending_.find(key); pending != pending_.end()) {
     return ParseEntry(key, pending->second);
   }
-  Result<std::string> text = ReadFile(EntryPath(root_, key));
+  const std::string path = EntryPath(root_, key);
+  Result<std::string> text = ReadFile(path);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) return std::optional<CacheEntry>();
     return text.status();
   }
-  return ParseEntry(key, *text);
+  std::optional<CacheEntry> entry = ParseEntry(key, *text);
+  // The entry's time is its last use, which `cairn pipeline gc` goes by (a cache another
+  // user owns stays as it was).
+  if (entry) utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+  return entry;
 }
 
 std::optional<CacheEntry> StepCache::ParseEntry(const std::string& key,

@@ -338,6 +338,24 @@ Result<CairnResponse> StorageUsage(ApiContext& ctx, const CairnCall&) {
   w.Key("bytes").Int(usage.blobs.bytes).EndObject();
   w.Key("unreferenced").BeginObject().Key("count").Int(usage.unreferenced.files);
   w.Key("bytes").Int(usage.unreferenced.bytes).EndObject();
+  // The same bytes by kind: run artifacts and the registry's files as listed, datasets' blobs
+  // (each once per dataset), and the metadata store's own files.
+  service::ArtifactService::Usage::Part runs, datasets;
+  for (const auto& [root, p] : usage.by_root) {
+    if (root == service::kRegistryArtifactRoot) continue;
+    runs.files += p.files;
+    runs.bytes += p.bytes;
+  }
+  for (const auto& [name, p] : usage.by_dataset) {
+    datasets.files += p.files;
+    datasets.bytes += p.bytes;
+  }
+  w.Key("kinds").BeginObject();
+  part("artifacts", runs);
+  part("models", registry != nullptr ? *registry : service::ArtifactService::Usage::Part{});
+  part("datasets", datasets);
+  w.Key("metadata").BeginObject().Key("bytes").Int(usage.metadata_bytes).EndObject();
+  w.EndObject();
   CAIRN_ASSIGN_OR_RETURN(service::RetentionOutcome would,
                          ctx.retention->Preview(SystemClock()->NowMillis()));
   w.Key("retention");

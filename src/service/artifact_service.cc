@@ -385,6 +385,7 @@ Result<ArtifactService::Usage> ArtifactService::MeasureUsage() {
     }
     return Status::Ok();
   }));
+  out.metadata_bytes = store_->StoredBytes();
   return out;
 }
 

@@ -124,8 +124,8 @@ class ArtifactService {
   // Where the bytes are: the files of the index by the first part of their path (an
   // experiment's id, or kRegistryArtifactRoot), with their sizes as listed (a blob that several
   // files share counts in each); each dataset's files (all its versions, manifests included),
-  // counting each distinct blob once; and the blobs themselves, each once, with those no file
-  // names.
+  // counting each distinct blob once; the blobs themselves, each once, with those no file
+  // names; and the metadata store's own bytes.
   struct Usage {
     struct Part {
       int64_t files = 0;
@@ -135,6 +135,7 @@ class ArtifactService {
     std::map<std::string, Part> by_dataset;  // distinct blobs and their bytes
     Part blobs;
     Part unreferenced;
+    int64_t metadata_bytes = -1;  // MetadataStore::StoredBytes
   };
   Result<Usage> MeasureUsage();
   // Deletes the files of a model version (its storage location under kRegistryArtifactRoot);

@@ -213,6 +213,9 @@ class MetadataStore {
     }
     return out;
   }
+  // The bytes the metadata itself takes on disk (SQLite: the database file with its WAL);
+  // -1 when the backend cannot say.
+  virtual int64_t StoredBytes() { return -1; }
   // Every recorded file, a page at a time: up to `limit` files whose paths sort after `after`
   // ("" for the first page), in path order. A walk of the whole index holds no lock between
   // pages.

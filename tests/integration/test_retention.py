@@ -163,6 +163,46 @@ class RetentionTest(unittest.TestCase):
         self.assertEqual(self.files(unranked), ["w.bin"], "runs without the metric are left")
         self.assertEqual(self.files(deleted), [])
 
+    def test_rules_from_cairn_yaml(self):
+        # Server-wide rules from a cairn.yaml beside other sections.
+        self.start("environment:\n  python: '3.11'\n"
+                   "retention:\n  - keep_last: 2\n    artifacts: 'a/*'\n")
+        exp = self.experiment("project")
+        # The experiment's own from the project's cairn.yaml, found from a directory below it.
+        project = os.path.join(self.root, "project")
+        os.makedirs(os.path.join(project, "src"))
+        with open(os.path.join(project, "cairn.yaml"), "w") as f:
+            f.write("retention:\n  - keep_last: 1\n    artifacts: 'b/*'\n")
+        p = subprocess.run([tl.CONFIG.cairn, "retention", "set", "project",
+                            "--tracking-uri", self.server.url],
+                           cwd=os.path.join(project, "src"), capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        tags = {t["key"]: t["value"] for t in self.c.get(
+            API + "experiments/get", {"experiment_id": exp}).body["experiment"]["tags"]}
+        self.assertEqual(json.loads(tags["cairn.retention"]),
+                         [{"keep_last": 1, "artifacts": "b/*"}])
+        run_id, _ = self.run_with(exp, {"%s/%d" % (d, i): b"%s%d" % (d.encode(), i)
+                                        for d in ("a", "b") for i in range(1, 4)})
+        self.gc()
+        self.assertEqual(self.files(run_id), ["a/2", "a/3", "b/3"])
+
+        # Without a cairn.yaml, or with one that has no rules, it says so.
+        elsewhere = os.path.join(self.root, "elsewhere")
+        os.makedirs(elsewhere)
+        p = subprocess.run([tl.CONFIG.cairn, "retention", "set", "project",
+                            "--tracking-uri", self.server.url],
+                           cwd=elsewhere, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("no cairn.yaml in . or above it", p.stderr)
+        with open(os.path.join(elsewhere, "cairn.yaml"), "w") as f:
+            f.write("environment:\n  python: '3.11'\n")
+        p = subprocess.run([tl.CONFIG.cairn, "retention", "set", "project",
+                            "--tracking-uri", self.server.url],
+                           cwd=elsewhere, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("has no retention section", p.stderr)
+
     def test_rules_that_cannot_be_read_are_refused(self):
         self.start()
         exp = self.experiment("bad")

@@ -7,6 +7,7 @@ Usage: test_storage.py --cairn build/release/cairn
 """
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -145,8 +146,15 @@ class VerifyStoreTest(unittest.TestCase):
                 url = ARTIFACTS + "%s/%s/artifacts/%s" % (exps[name], run["run_id"], path)
                 self.assertEqual(self.c.put(url, content).status, 200)
         self.orphan(b"left behind", 0)
+        # This machine's caches: a step cache holding one 2,048-byte output.
+        cache = os.path.join(self.root, "cache")
+        os.makedirs(os.path.join(cache, "objects", "ab"))
+        with open(os.path.join(cache, "objects", "ab", "cdef"), "wb") as f:
+            f.write(b"o" * 2048)
+        env = dict(os.environ, CAIRN_CACHE_DIR=cache, CAIRN_DATA_CACHE=os.path.join(cache, "data"),
+                   CAIRN_ENV_STORE=os.path.join(cache, "envs"))
         p = subprocess.run([tl.CONFIG.cairn, "storage", "--tracking-uri", self.server.url],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=60, env=env)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         rows = [line.split() for line in p.stdout.splitlines()[1:4]]
         self.assertEqual(rows[0][:3], [exps["vision"], "vision", "2"], p.stdout)
@@ -154,7 +162,18 @@ class VerifyStoreTest(unittest.TestCase):
         self.assertEqual(rows[2][:4], ["-", "(model", "registry)", "0"], p.stdout)
         self.assertIn("blobs: 3, 3.0 KiB stored", p.stdout)
         self.assertIn("unreferenced: 1 blob(s), 11 B, which `cairn gc` removes", p.stdout)
+        self.assertRegex(p.stdout, r"artifacts\s+3\s+2\.9 KiB")
+        self.assertRegex(p.stdout, r"metadata\s+-\s+\d")
+        self.assertRegex(p.stdout, r"step cache\s+%s \(objects, steps, stat-cache\)\s+2\.0 KiB"
+                         "\s+cairn pipeline gc" % re.escape(cache))
+        self.assertNotIn("dataset cache", p.stdout)  # there is none
+        self.assertNotIn("environments", p.stdout)
         r = self.c.get("/api/cairn/v1/storage").body
+        kinds = r["kinds"]
+        self.assertEqual(kinds["artifacts"], {"files": 3, "bytes": 3020})
+        self.assertEqual(kinds["models"], {"files": 0, "bytes": 0})
+        self.assertEqual(kinds["datasets"], {"files": 0, "bytes": 0})
+        self.assertGreater(kinds["metadata"]["bytes"], 4096)
         self.assertEqual({e["name"]: (e["files"], e["bytes"]) for e in r["experiments"]},
                          {"vision": (2, 3010), "speech": (1, 10)})
         self.assertEqual((r["blobs"]["count"], r["blobs"]["bytes"]), (3, 3021))

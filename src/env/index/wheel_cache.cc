@@ -108,6 +108,8 @@ std::optional<std::string> WheelCache::Find(const std::string& sha256, int64_t s
     unlink(path.c_str());
     return std::nullopt;
   }
+  // Its time is its last use, which `cairn env gc` goes by.
+  utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
   return path;
 }
 

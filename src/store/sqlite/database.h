@@ -44,6 +44,8 @@ class Database {
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
+  const std::string& path() const { return path_; }
+
   // Queues `fn` for the writer thread and waits until its transaction has committed. A failing
   // `fn` leaves no trace of its own writes and none on the other writes of its group.
   Status Write(std::function<Status(Connection&)> fn);

@@ -1,5 +1,7 @@
 #include "store/sqlite/sqlite_store.h"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -632,6 +634,15 @@ class SqliteStore : public MetadataStore {
       CAIRN_RETURN_IF_ERROR(s->status());
       return out;
     });
+  }
+
+  int64_t StoredBytes() override {
+    int64_t bytes = 0;
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      struct stat st {};
+      if (stat((db_->path() + suffix).c_str(), &st) == 0) bytes += st.st_size;
+    }
+    return bytes;
   }
 
   Result<bool> BlobReferenced(std::string_view digest) override {
