@@ -335,10 +335,26 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
     return out;
   }
 
+  // The blobs the latest version holds stay on the server, and a caller who may read the
+  // dataset may name them: only the others are asked about. Its manifest is in the cache when
+  // this machine made or fetched it; otherwise every blob is asked about.
+  std::unordered_set<std::string> held;
+  if (latest.ok()) {
+    Result<std::string> text = ReadFile(ManifestCachePath(cache, latest->digest));
+    Result<std::vector<FileEntry>> before =
+        text.ok() ? core::ParseManifestJson(*text) : Result<std::vector<FileEntry>>(text.status());
+    if (before.ok()) {
+      held.reserve(before->size());
+      for (FileEntry& f : *before) held.insert(std::move(f.sha256));
+    }
+  }
   std::unordered_map<std::string, size_t> first;  // digest -> a file with those bytes
   std::vector<std::string> digests;
+  int64_t distinct = 0;
   for (size_t i = 0; i < files.size(); ++i) {
-    if (first.emplace(files[i].sha256, i).second) digests.push_back(files[i].sha256);
+    if (!first.emplace(files[i].sha256, i).second) continue;
+    ++distinct;
+    if (held.count(files[i].sha256) == 0) digests.push_back(files[i].sha256);
   }
   digests.push_back(digest);
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> missing, client.Missing(name, digests));
@@ -364,7 +380,7 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
         report.Add(1, size);
         return Status::Ok();
       }));
-  out.blobs = static_cast<int64_t>(digests.size());
+  out.blobs = distinct + 1;
   out.blobs_sent = static_cast<int64_t>(missing.size());
   out.bytes_sent = sent_bytes;
   CAIRN_ASSIGN_OR_RETURN(out.created, client.CreateVersion(name, digest, options.message,

@@ -106,7 +106,8 @@ class ArtifactService {
   Status IndexBlobs(const std::vector<store::ArtifactFile>& files);
   // The same for a directory written whole, named by its content (`dir` holding `files`, then
   // `also`): when `dir` holds files already, they are these, and only `also` is recorded.
-  // Blobs in `kept` (named by other files already, so not collectable) are not looked for.
+  // Blobs in `kept` (a dataset's earlier version's, so not collectable and among datasets'
+  // blobs already) are not looked for.
   Status IndexTree(const std::string& dir, const std::vector<store::ArtifactFile>& files,
                    const store::ArtifactFile& also,
                    const std::unordered_set<std::string>* kept = nullptr);

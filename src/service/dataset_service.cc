@@ -75,11 +75,16 @@ Result<std::shared_ptr<const std::unordered_set<std::string>>> DatasetService::L
   blobs->reserve(files.size() + 1);
   for (core::FileEntry& f : files) blobs->insert(std::move(f.sha256));
   blobs->insert(latest->digest);
+  RememberLatest(name, latest->digest, blobs);
+  return std::shared_ptr<const Set>(std::move(blobs));
+}
+
+void DatasetService::RememberLatest(const std::string& name, const std::string& digest,
+                                    std::shared_ptr<const std::unordered_set<std::string>> blobs) {
   std::lock_guard lock(cache_mu_);
   std::erase_if(cache_, [&](const CachedBlobs& c) { return c.name == name; });
   if (cache_.size() >= kCachedDatasets) cache_.erase(cache_.begin());
-  cache_.push_back(CachedBlobs{name, latest->digest, blobs});
-  return std::shared_ptr<const Set>(std::move(blobs));
+  cache_.push_back(CachedBlobs{name, digest, std::move(blobs)});
 }
 
 Result<std::vector<std::string>> DatasetService::MissingBlobs(
@@ -178,22 +183,25 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
   core::DataVersion v;
   v.name = req.name;
   v.digest = req.digest;
-  std::vector<std::string> digests;
+  auto named = std::make_shared<std::unordered_set<std::string>>();
   std::vector<store::ArtifactFile> index;
   index.reserve(files.size());
-  digests.reserve(files.size());
+  named->reserve(files.size() + 1);
   for (const core::FileEntry& f : files) {
     if (f.mode == core::kModeSymlink) {
       return InvalidArgument("the manifest holds a symbolic link, " + f.path +
                              ": a dataset holds regular files only");
     }
     CAIRN_RETURN_IF_ERROR(NormalizeArtifactPath(f.path, /*allow_root=*/false).status());
-    digests.push_back(f.sha256);
+    named->insert(f.sha256);
     index.push_back(store::ArtifactFile{FilePath(v, f.path), f.sha256, f.size});
     v.bytes += f.size;
   }
+  std::vector<std::string> digests;  // sorted, so that a refusal names the same blob each time
+  for (const std::string& d : *named) {
+    if (known == nullptr || known->count(d) == 0) digests.push_back(d);
+  }
   std::sort(digests.begin(), digests.end());
-  digests.erase(std::unique(digests.begin(), digests.end()), digests.end());
   CAIRN_ASSIGN_OR_RETURN(std::string unsent, not_shown(digests));
   if (!unsent.empty()) {
     return FailedPrecondition("send blob " + unsent + " before naming it in a version");
@@ -214,6 +222,9 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
   v.run_id = req.run_id;
   CAIRN_ASSIGN_OR_RETURN(core::DataVersion added,
                          store_->datasets().AddDataVersion(v, /*expect_new=*/!exists));
+  // The next version's checks start from this one's blobs.
+  named->insert(v.digest);
+  RememberLatest(v.name, v.digest, std::move(named));
   if (!exists && identity_ != nullptr) {
     CAIRN_RETURN_IF_ERROR(identity_->GrantCreator(creator, core::ResourceKind::kDataset, req.name));
   }

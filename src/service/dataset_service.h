@@ -100,6 +100,9 @@ class DatasetService {
   Result<std::shared_ptr<const std::unordered_set<std::string>>> LatestBlobs(
       const std::string& name);
   Result<std::vector<core::FileEntry>> ReadManifest(std::string_view digest);
+  // Keeps `blobs` as the blobs of `name`'s latest version, `digest`.
+  void RememberLatest(const std::string& name, const std::string& digest,
+                      std::shared_ptr<const std::unordered_set<std::string>> blobs);
 
   store::MetadataStore* store_;
   blob::ContentStore* blobs_;

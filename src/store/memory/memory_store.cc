@@ -338,7 +338,8 @@ class MemoryStore : public MetadataStore {
     return replaced;
   }
 
-  Status PutArtifactTree(std::string_view dir, const std::vector<ArtifactFile>& files) override {
+  Status PutArtifactTree(std::string_view dir, const std::vector<ArtifactFile>& files,
+                         const std::unordered_set<std::string>*) override {
     std::unique_lock lock(mu_);
     const std::string inside = std::string(dir) + "/x";  // ParentDirs views into it
     for (std::string_view parent : ParentDirs(inside)) {

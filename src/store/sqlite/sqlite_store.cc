@@ -508,7 +508,8 @@ class SqliteStore : public MetadataStore {
     return replaced;
   }
 
-  Status PutArtifactTree(std::string_view dir, const std::vector<ArtifactFile>& files) override {
+  Status PutArtifactTree(std::string_view dir, const std::vector<ArtifactFile>& files,
+                         const std::unordered_set<std::string>* noted) override {
     const std::string prefix = DirPrefix(dir);
     for (const ArtifactFile& f : files) {
       if (!f.path.starts_with(prefix)) {
@@ -532,7 +533,9 @@ class SqliteStore : public MetadataStore {
         CAIRN_RETURN_IF_ERROR(
             ExecStmt(c, "INSERT INTO artifacts (path, digest, size) VALUES (?, ?, ?)", f.path,
                      f.digest, f.size));
-        CAIRN_RETURN_IF_ERROR(NoteDatasetBlob(c, f));
+        if (noted == nullptr || noted->count(f.digest) == 0) {
+          CAIRN_RETURN_IF_ERROR(NoteDatasetBlob(c, f));
+        }
       }
       return Status::Ok();
     });
