@@ -13,11 +13,15 @@ Result<BlobInfo> PutBytes(ContentStore& store, std::string_view bytes) {
 
 Result<std::string> ReadAllBytes(ContentStore& store, std::string_view digest) {
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<BlobReader> r, store.Open(digest));
-  std::string out(static_cast<size_t>(r->size()), '\0');
+  return ReadAllBytes(*r, digest);
+}
+
+Result<std::string> ReadAllBytes(BlobReader& reader, std::string_view digest) {
+  std::string out(static_cast<size_t>(reader.size()), '\0');
   size_t done = 0;
   while (done < out.size()) {
-    CAIRN_ASSIGN_OR_RETURN(size_t n, r->ReadAt(static_cast<int64_t>(done), out.data() + done,
-                                               out.size() - done));
+    CAIRN_ASSIGN_OR_RETURN(
+        size_t n, reader.ReadAt(static_cast<int64_t>(done), out.data() + done, out.size() - done));
     if (n == 0) return Internal("blob " + std::string(digest) + " is shorter than its size");
     done += n;
   }

@@ -57,6 +57,8 @@ class ContentStore {
 
 Result<BlobInfo> PutBytes(ContentStore& store, std::string_view bytes);
 Result<std::string> ReadAllBytes(ContentStore& store, std::string_view digest);
+// The same from a blob already open (`digest` names it in errors).
+Result<std::string> ReadAllBytes(BlobReader& reader, std::string_view digest);
 
 // "memory:" or "file:///abs/dir" or a plain directory path.
 Result<std::unique_ptr<ContentStore>> OpenContentStore(std::string_view uri);

@@ -39,15 +39,7 @@ Result<std::vector<core::FileEntry>> DatasetService::ReadManifest(std::string_vi
                            std::to_string(r->size()) + " bytes, over the limit of " +
                            std::to_string(kMaxManifestBytes));
   }
-  std::string bytes(static_cast<size_t>(r->size()), '\0');
-  size_t got = 0;
-  while (got < bytes.size()) {
-    CAIRN_ASSIGN_OR_RETURN(
-        size_t n, r->ReadAt(static_cast<int64_t>(got), bytes.data() + got, bytes.size() - got));
-    if (n == 0) break;
-    got += n;
-  }
-  bytes.resize(got);
+  CAIRN_ASSIGN_OR_RETURN(std::string bytes, blob::ReadAllBytes(*r, digest));
   Result<std::vector<core::FileEntry>> files = core::ParseManifestJson(bytes);
   if (!files.ok()) {
     return InvalidArgument("blob " + std::string(digest) +
@@ -101,15 +93,9 @@ Result<std::vector<std::string>> DatasetService::MissingBlobs(
   if (may_read) {
     CAIRN_ASSIGN_OR_RETURN(known, LatestBlobs(name));
   }
-  std::vector<std::string> ask;  // not in the latest version: the ledger decides
-  for (const std::string& d : digests) {
-    if (known == nullptr || known->count(d) == 0) ask.push_back(d);
-  }
-  CAIRN_ASSIGN_OR_RETURN(std::vector<bool> sent, store_->datasets().DataUploaded(username, ask));
-  std::unordered_set<std::string> unshown;
-  for (size_t i = 0; i < ask.size(); ++i) {
-    if (!sent[i]) unshown.insert(ask[i]);
-  }
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> not_shown,
+                         NotShown(username, known.get(), digests));
+  const std::unordered_set<std::string> unshown(not_shown.begin(), not_shown.end());
   std::vector<std::string> missing;
   std::unordered_set<std::string> listed;
   for (const std::string& d : digests) {
@@ -126,6 +112,21 @@ Result<std::vector<std::string>> DatasetService::MissingBlobs(
     }
   }
   return missing;
+}
+
+Result<std::vector<std::string>> DatasetService::NotShown(
+    const std::string& username, const std::unordered_set<std::string>* known,
+    const std::vector<std::string>& digests) {
+  std::vector<std::string> ask;  // not in the latest version: the ledger decides
+  for (const std::string& d : digests) {
+    if (known == nullptr || known->count(d) == 0) ask.push_back(d);
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::vector<bool> sent, store_->datasets().DataUploaded(username, ask));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < ask.size(); ++i) {
+    if (!sent[i]) out.push_back(std::move(ask[i]));
+  }
+  return out;
 }
 
 Status DatasetService::BlobSent(const std::string& username, const std::string& digest) {
@@ -159,17 +160,11 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
   if (exists && may_read) {
     CAIRN_ASSIGN_OR_RETURN(known, LatestBlobs(req.name));
   }
+  // The first of `digests` the caller has not shown it holds; "" when it has shown them all.
   auto not_shown = [&](const std::vector<std::string>& digests) -> Result<std::string> {
-    std::vector<std::string> ask;
-    for (const std::string& d : digests) {
-      if (known == nullptr || known->count(d) == 0) ask.push_back(d);
-    }
-    CAIRN_ASSIGN_OR_RETURN(std::vector<bool> sent,
-                           store_->datasets().DataUploaded(creator.username, ask));
-    for (size_t i = 0; i < ask.size(); ++i) {
-      if (!sent[i]) return ask[i];
-    }
-    return std::string();
+    CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> unshown,
+                           NotShown(creator.username, known.get(), digests));
+    return unshown.empty() ? std::string() : unshown.front();
   };
   CAIRN_ASSIGN_OR_RETURN(std::string unsent_manifest, not_shown({req.digest}));
   if (!unsent_manifest.empty()) {

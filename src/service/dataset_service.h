@@ -100,6 +100,12 @@ class DatasetService {
   Result<std::shared_ptr<const std::unordered_set<std::string>>> LatestBlobs(
       const std::string& name);
   Result<std::vector<core::FileEntry>> ReadManifest(std::string_view digest);
+  // Of `digests`, in their order, those `username` has not shown it holds: neither in `known`
+  // (the latest version's blobs, which a reader of the dataset may name; null: none) nor sent
+  // by that account within the upload ledger's window. Knowing a digest never gives its bytes.
+  Result<std::vector<std::string>> NotShown(const std::string& username,
+                                            const std::unordered_set<std::string>* known,
+                                            const std::vector<std::string>& digests);
   // Keeps `blobs` as the blobs of `name`'s latest version, `digest`.
   void RememberLatest(const std::string& name, const std::string& digest,
                       std::shared_ptr<const std::unordered_set<std::string>> blobs);
