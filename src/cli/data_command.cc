@@ -24,7 +24,7 @@ struct DataFlags {
   std::vector<std::string> meta;
   std::string run;
   int threads = 0;
-  int transfers = 4;
+  int transfers = 16;
   bool copy = false;
   bool json = false;
 };
@@ -320,7 +320,7 @@ void RegisterData(CLI::App& app, Action* action) {
                   "The run that made this version, for its lineage (default: $CAIRN_RUN_ID, set "
                   "inside `cairn run`)");
   add->add_option("-j,--threads", add_flags->threads, "Hashing threads (default: all cores)");
-  add->add_option("--transfers", add_flags->transfers, "Blobs sent at once")
+  add->add_option("--transfers", add_flags->transfers, "Blobs sent at once (default: 16)")
       ->check(CLI::Range(1, 64));
   AddTrackingUriOption(add, &add_flags->tracking_uri);
 
@@ -343,7 +343,7 @@ void RegisterData(CLI::App& app, Action* action) {
   get->add_option("dir", get_flags->dir, "The directory")->required();
   get->add_flag("--copy", get_flags->copy, "Copy files instead of linking them (writable)");
   get->add_option("-j,--threads", get_flags->threads, "Hashing threads (default: all cores)");
-  get->add_option("--transfers", get_flags->transfers, "Blobs fetched at once")
+  get->add_option("--transfers", get_flags->transfers, "Blobs fetched at once (default: 16)")
       ->check(CLI::Range(1, 64));
   AddTrackingUriOption(get, &get_flags->tracking_uri);
 

@@ -44,7 +44,7 @@ struct AddOptions {
   std::string metadata = "{}";  // a JSON object's text
   std::string run_id;           // the run that made the version, if any
   int threads = 0;              // hashing; 0: the machine's cores
-  int transfers = 4;            // blobs in flight at once
+  int transfers = 16;           // blobs in flight at once
   std::string cache_dir;        // "" : DataCacheDir()
   ProgressFn progress;
 };
@@ -74,7 +74,7 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
 
 struct GetOptions {
   int threads = 0;
-  int transfers = 4;
+  int transfers = 16;
   std::string cache_dir;  // "": DataCacheDir()
   // Copy files rather than link them from the cache (files that may then be changed).
   bool copy = false;
