@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "client/tracking_client.h"
+#include "core/retention.h"
 #include "server/server.h"
 
 namespace cairn::cli {
@@ -29,6 +30,13 @@ std::string DataDir(const std::string& given) {
   if (!given.empty()) return given;
   const char* home = std::getenv("CAIRN_HOME");
   return home != nullptr && *home != '\0' ? home : "./.cairn";
+}
+
+Result<int64_t> ParseMaxAge(const std::string& text) {
+  if (text == "0") return int64_t{0};
+  Result<int64_t> age = core::ParseRetentionAge(text);
+  if (!age.ok()) return InvalidArgument("--max-age: " + age.status().message());
+  return age;
 }
 
 void PrintError(const Status& status) {

@@ -47,6 +47,10 @@ bool FollowAgent();
 // A server's data directory: `given`, else $CAIRN_HOME, else ./.cairn.
 std::string DataDir(const std::string& given);
 
+// A cache collection's --max-age: "30d", "12h", ... in milliseconds; "0" is 0 (no limit).
+// InvalidArgument naming the flag otherwise.
+Result<int64_t> ParseMaxAge(const std::string& text);
+
 // Writes text to stdout as it is; "error: MESSAGE" to stderr.
 void PrintText(const std::string& text);
 void PrintError(const Status& status);

@@ -15,7 +15,6 @@
 
 #include "cli/commands.h"
 #include "cli/env_common.h"
-#include "core/retention.h"
 #include "env/env_gc.h"
 #include "env/env_store.h"
 #include "env/index/wheel_cache.h"
@@ -261,13 +260,9 @@ int Gc(const EnvFlags& flags) {
   options.keep = flags.keep;
   options.dry_run = flags.dry_run;
   options.wheel_cache = env::DefaultCacheRoot();
-  if (flags.max_age == "0") {
-    options.wheel_max_age_ms = 0;
-  } else {
-    Result<int64_t> age = core::ParseRetentionAge(flags.max_age);
-    if (!age.ok()) return Fail(InvalidArgument("--max-age: " + age.status().message()));
-    options.wheel_max_age_ms = *age;
-  }
+  Result<int64_t> age = ParseMaxAge(flags.max_age);
+  if (!age.ok()) return Fail(age.status());
+  options.wheel_max_age_ms = *age;
   options.on_remove = [&flags](const env::StoredEnvironment& e) {
     std::printf("%s %s (created %s)\n", flags.dry_run ? "would remove" : "removing", e.id.c_str(),
                 e.created.c_str());

@@ -15,7 +15,6 @@
 
 #include "cli/commands.h"
 #include "client/tracking_client.h"
-#include "core/retention.h"
 #include "data/server_data_source.h"
 #include "pipeline/budget.h"
 #include "pipeline/cache_gc.h"
@@ -336,13 +335,9 @@ int List(const PipelineFlags& flags) {
 int Gc(const PipelineFlags& flags) {
   pipeline::CacheGcOptions options;
   options.dry_run = flags.dry_run;
-  if (flags.max_age != "0") {
-    Result<int64_t> age = core::ParseRetentionAge(flags.max_age);
-    if (!age.ok()) return Error(InvalidArgument("--max-age: " + age.status().message()), 2);
-    options.max_age_ms = *age;
-  } else {
-    options.max_age_ms = 0;
-  }
+  Result<int64_t> age = ParseMaxAge(flags.max_age);
+  if (!age.ok()) return Error(age.status(), 2);
+  options.max_age_ms = *age;
   if (!flags.max_size.empty()) {
     Result<int64_t> mib = pipeline::ParseMemory(flags.max_size);
     if (!mib.ok()) return Error(InvalidArgument("--max-size: " + mib.status().message()), 2);

@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "blob/content_store.h"
@@ -25,6 +24,7 @@
 #include "report/run_report.h"
 #include "service/store_check.h"
 #include "store/metadata_store.h"
+#include "util/file.h"
 
 namespace cairn::cli {
 namespace {
@@ -204,29 +204,6 @@ struct StorageFlags {
   std::string tracking_uri;
 };
 
-// The bytes of the files under `paths` (each inode once: the caches hard-link), and whether
-// any of them exists.
-std::pair<int64_t, bool> LocalBytes(const std::vector<std::string>& paths) {
-  std::set<std::pair<dev_t, ino_t>> seen;
-  int64_t bytes = 0;
-  bool exists = false;
-  for (const std::string& path : paths) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) continue;
-    exists = true;
-    for (auto it = std::filesystem::recursive_directory_iterator(
-             path, std::filesystem::directory_options::skip_permission_denied, ec);
-         !ec && it != std::filesystem::end(it); it.increment(ec)) {
-      struct stat st {};
-      if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-          seen.insert({st.st_dev, st.st_ino}).second) {
-        bytes += st.st_size;
-      }
-    }
-  }
-  return {bytes, exists};
-}
-
 // This machine's caches, which the server's report cannot see.
 void PrintLocalCaches() {
   const std::string cache = pipeline::StepCache::DefaultRoot();
@@ -247,8 +224,12 @@ void PrintLocalCaches() {
   report::Table table;
   table.columns = {{"THIS MACHINE"}, {"WHERE"}, {"BYTES", true, false}, {"SHRUNK BY"}};
   for (const Kind& k : kinds) {
-    auto [bytes, exists] = LocalBytes(k.paths);
-    if (!exists) continue;
+    std::error_code ec;
+    if (std::none_of(k.paths.begin(), k.paths.end(),
+                     [&](const std::string& p) { return std::filesystem::exists(p, ec); })) {
+      continue;
+    }
+    const int64_t bytes = BytesUnder(k.paths);
     std::string where = k.paths.front();
     if (k.paths.size() > 1) {
       where = where.substr(0, where.rfind('/')) + " (";

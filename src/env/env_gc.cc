@@ -22,18 +22,6 @@ int64_t MtimeMs(const fs::path& path) {
   return st.st_mtim.tv_sec * 1000LL + st.st_mtim.tv_nsec / 1000000;
 }
 
-// The bytes of the regular files under `path` (a file or a directory).
-int64_t SizeOf(const fs::path& path) {
-  std::error_code ec;
-  if (fs::is_regular_file(fs::symlink_status(path, ec))) return fs::file_size(path, ec);
-  int64_t bytes = 0;
-  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (it->is_regular_file(ec) && !it->is_symlink(ec)) bytes += it->file_size(ec);
-  }
-  return bytes;
-}
-
 // The wheel hashes the locks of `kept` environments name (every platform's wheels).
 std::set<std::string> WheelsNamed(const std::vector<StoredEnvironment>& kept) {
   std::set<std::string> named;
@@ -80,7 +68,7 @@ Status CollectWheels(const GcOptions& options, const std::set<std::string>& name
     ++report.wheels_removed;
     for (const fs::path& path : {paths.first, paths.second}) {
       if (path.empty()) continue;
-      report.wheel_bytes_freed += SizeOf(path);
+      report.wheel_bytes_freed += BytesUnder({path.string()});
       if (options.dry_run) continue;
       // Unpacked trees are read-only; their directories must be writable to empty them.
       for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::end(it);

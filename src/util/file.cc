@@ -1,10 +1,13 @@
 #include "util/file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <set>
+#include <utility>
 
 #include "util/hash.h"
 
@@ -95,6 +98,28 @@ Status MakeDirs(const fs::path& path) {
   fs::create_directories(path, ec);
   if (ec) return Unavailable("create directory " + path.string() + ": " + ec.message());
   return Status::Ok();
+}
+
+int64_t BytesUnder(const std::vector<std::string>& paths) {
+  std::set<std::pair<dev_t, ino_t>> seen;
+  int64_t bytes = 0;
+  auto count = [&](const std::filesystem::path& p) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        seen.insert({st.st_dev, st.st_ino}).second) {
+      bytes += st.st_size;
+    }
+  };
+  for (const std::string& path : paths) {
+    count(path);
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(
+             path, std::filesystem::directory_options::skip_permission_denied, ec);
+         !ec && it != std::filesystem::end(it); it.increment(ec)) {
+      count(it->path());
+    }
+  }
+  return bytes;
 }
 
 }  // namespace cairn

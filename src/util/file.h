@@ -3,9 +3,11 @@
 // the old content or the new one, never a torn mix.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/status.h"
 
@@ -22,6 +24,9 @@ Status MakeDirs(const std::filesystem::path& path);
 Status SyncDir(const std::filesystem::path& dir);
 // A unique name for a temporary file beside `path`.
 std::filesystem::path TempPathFor(const std::filesystem::path& path);
+// The bytes of the regular files at or under `paths` (files or directories; symlinks are not
+// followed, missing paths count 0), each inode once: caches hard-link their files.
+int64_t BytesUnder(const std::vector<std::string>& paths);
 // errno as text with the operation and path: "open /x: No such file or directory".
 Status ErrnoStatus(std::string_view op, const std::filesystem::path& path);
 
