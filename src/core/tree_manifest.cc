@@ -66,6 +66,14 @@ std::string_view ModeText(uint32_t mode) {
   }
 }
 
+// ModeText's inverse; 0 for any other text.
+uint32_t ModeOf(std::string_view text) {
+  for (uint32_t mode : {kModeFile, kModeExecutable, kModeSymlink}) {
+    if (text == ModeText(mode)) return mode;
+  }
+  return 0;
+}
+
 // Why `path` is not a normalised relative path, or empty when it is one.
 std::string BadRelativePath(std::string_view path) {
   if (path.empty()) return "is empty";
@@ -123,16 +131,8 @@ std::optional<std::vector<FileEntry>> ScanCanonical(std::string_view text) {
     if (digits == 0 || (digits > 1 && rest[0] == '0')) return std::nullopt;
     rest.remove_prefix(digits);
     if (!take(",\"mode\":\"") || rest.size() < 6) return std::nullopt;
-    const std::string_view mode = rest.substr(0, 6);
-    if (mode == "100644") {
-      e.mode = kModeFile;
-    } else if (mode == "100755") {
-      e.mode = kModeExecutable;
-    } else if (mode == "120000") {
-      e.mode = kModeSymlink;
-    } else {
-      return std::nullopt;
-    }
+    e.mode = ModeOf(rest.substr(0, 6));
+    if (e.mode == 0) return std::nullopt;
     rest.remove_prefix(6);
     if (!take("\",\"sha256\":\"") || rest.size() < 64) return std::nullopt;
     const std::string_view sha = rest.substr(0, 64);
@@ -266,13 +266,8 @@ Result<std::vector<FileEntry>> ParseManifestJson(std::string_view text) {
     e.size = size.int_value();
     const std::string_view mode_text =
         mode.exists() && mode.is_string() ? mode.str() : std::string_view();
-    if (mode_text == "100644") {
-      e.mode = kModeFile;
-    } else if (mode_text == "100755") {
-      e.mode = kModeExecutable;
-    } else if (mode_text == "120000") {
-      e.mode = kModeSymlink;
-    } else {
+    e.mode = ModeOf(mode_text);
+    if (e.mode == 0) {
       return InvalidArgument(where + ": \"mode\" must be \"100644\", \"100755\" or \"120000\"");
     }
     if (!sha.exists() || !sha.is_string() || !IsSha256Hex(sha.str())) {
