@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -16,6 +17,8 @@
 #include "client/json_fields.h"
 #include "core/mlflow_json.h"
 #include "util/curl_api.h"
+#include "util/hash.h"
+#include "util/parallel.h"
 #include "util/strings.h"
 
 namespace cairn::client {
@@ -239,15 +242,74 @@ struct Request {
   const char* content_type = nullptr;
   std::string upload_file;    // PUT this file's bytes instead of `body`
   std::string download_file;  // write a successful answer's body here instead of the Reply
+  std::string* download_sha256 = nullptr;  // set to the hex SHA-256 of what was written there
 };
 
 // Where an answer's body goes: into the file of a download while the status is 2xx, else
 // (errors, and every other request) into the Reply, bounded for a download's error.
 struct BodySink {
-  Reply* reply;
+  Reply* reply = nullptr;
   std::FILE* file = nullptr;
   CURL* curl = nullptr;
   bool write_failed = false;
+  Sha256Hasher* hasher = nullptr;  // of the file's bytes, when asked for
+
+  // Pieces arrive as the socket yields them, often small. When they are hashed, they are
+  // gathered; each full buffer is written on one side thread and hashed on another while the
+  // next one fills.
+  bool WriteFile(std::string_view piece) {
+    if (hasher == nullptr) return Put(piece);
+    while (!piece.empty()) {
+      const size_t take = std::min(piece.size(), kGather - filling_.size());
+      filling_.append(piece.substr(0, take));
+      piece.remove_prefix(take);
+      if (filling_.size() == kGather && !Hand()) return false;
+    }
+    return true;
+  }
+  // Writes what is gathered and waits for the writes; false when the file could not take them.
+  bool Flush() {
+    if (!filling_.empty() && !Hand()) return false;
+    Settle();
+    return !failed_;
+  }
+
+ private:
+  static constexpr size_t kGather = 1 << 20;
+  static constexpr size_t kHashBeside = 128 << 10;  // smaller: not worth a thread
+
+  bool Put(std::string_view piece) {
+    return std::fwrite(piece.data(), 1, piece.size(), file) == piece.size();
+  }
+  void Settle() {
+    if (writer_ != nullptr) writer_->Wait();
+    if (hashing_ != nullptr) hashing_->Wait();
+  }
+  // Hands the gathered buffer over once the one before it is done.
+  bool Hand() {
+    Settle();
+    if (failed_) return false;
+    std::swap(filling_, handed_);
+    filling_.clear();
+    if (writer_ == nullptr && handed_.size() < kHashBeside) {
+      hasher->Update(handed_);
+      failed_ = !Put(handed_);
+      return !failed_;
+    }
+    if (writer_ == nullptr) {
+      writer_ = std::make_unique<SideThread>();
+      hashing_ = std::make_unique<SideThread>();
+    }
+    writer_->Start([this] { failed_ = !Put(handed_); });
+    hashing_->Start([this] { hasher->Update(handed_); });
+    return true;
+  }
+
+  std::string filling_;
+  std::string handed_;
+  bool failed_ = false;  // set by the writer; read after Settle
+  std::unique_ptr<SideThread> writer_;
+  std::unique_ptr<SideThread> hashing_;
 };
 
 size_t WriteBody(char* data, size_t size, size_t n, void* out) {
@@ -257,7 +319,7 @@ size_t WriteBody(char* data, size_t size, size_t n, void* out) {
     long status = 0;
     Curl().easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
     if (status >= 200 && status < 300) {
-      if (std::fwrite(data, 1, bytes, sink->file) != bytes) {
+      if (!sink->WriteFile(std::string_view(data, bytes))) {
         sink->write_failed = true;
         return 0;  // ends the transfer
       }
@@ -328,8 +390,11 @@ struct TrackingClient::Impl {
     api.easy_setopt(curl, CURLOPT_USERAGENT, "cairn");
     api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options.timeout_seconds));
     if (!options.ca_cert.empty()) api.easy_setopt(curl, CURLOPT_CAINFO, options.ca_cert.c_str());
-    BodySink sink{&reply};
+    BodySink sink;
+    sink.reply = &reply;
     sink.curl = curl;
+    Sha256Hasher hasher;
+    if (r.download_sha256 != nullptr) sink.hasher = &hasher;
     if (!r.download_file.empty()) {
       sink.file = std::fopen(r.download_file.c_str(), "wb");
       if (sink.file == nullptr) {
@@ -389,7 +454,9 @@ struct TrackingClient::Impl {
     const CURLcode rc = api.easy_perform(curl);
     if (headers != nullptr) api.slist_free_all(headers);
     if (file != nullptr) std::fclose(file);
-    if (sink.file != nullptr && std::fclose(sink.file) != 0) sink.write_failed = true;
+    if (sink.file != nullptr && (!sink.Flush() || std::fclose(sink.file) != 0)) {
+      sink.write_failed = true;
+    }
     if (sink.write_failed) {
       return InvalidArgument("cannot write " + r.download_file + ": " + std::strerror(errno));
     }
@@ -399,6 +466,7 @@ struct TrackingClient::Impl {
           (error[0] != '\0' ? std::string(error) : std::string(api.easy_strerror(rc))) + ")");
     }
     api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
+    if (r.download_sha256 != nullptr) *r.download_sha256 = hasher.HexDigest();
     return reply;
   }
 
@@ -551,10 +619,12 @@ Result<std::string> TrackingClient::PutFile(const std::string& path,
   return reply.body;
 }
 
-Status TrackingClient::GetToFile(const std::string& path, const std::string& local_path) {
+Status TrackingClient::GetToFile(const std::string& path, const std::string& local_path,
+                                 std::string* sha256) {
   Request r;
   r.path = impl_->prefix + path;
   r.download_file = local_path;
+  r.download_sha256 = sha256;
   return impl_->Exchange("GET " + path, r).status();
 }
 

@@ -54,8 +54,10 @@ class TrackingClient {
   // Returns the answer's JSON text.
   Result<std::string> PutFile(const std::string& path, const std::string& local_path);
   // GET: the answer to `path` (as for CallJson) written into the file at `local_path`, which is
-  // replaced; an error answer leaves what it held undefined.
-  Status GetToFile(const std::string& path, const std::string& local_path);
+  // replaced; an error answer leaves what it held undefined. With `sha256`, it is set to the
+  // SHA-256 (hex) of the bytes written, hashed as they arrive.
+  Status GetToFile(const std::string& path, const std::string& local_path,
+                   std::string* sha256 = nullptr);
   // The Authorization header it sends ("" for none).
   const std::string& authorization() const;
 

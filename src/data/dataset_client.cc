@@ -176,7 +176,8 @@ Result<CreatedVersion> DatasetClient::CreateVersion(const std::string& name,
 }
 
 Status DatasetClient::FetchFile(client::TrackingClient& via, const core::DataVersion& v,
-                                const std::string& path, const std::string& local_path) {
+                                const std::string& path, const std::string& local_path,
+                                std::string* sha256) {
   std::string encoded;
   const std::string full = "datasets/" + v.name + "/" + v.digest + "/" + path;
   size_t start = 0;
@@ -187,7 +188,7 @@ Status DatasetClient::FetchFile(client::TrackingClient& via, const core::DataVer
     encoded += '/';
     start = slash + 1;
   }
-  return via.GetToFile("/api/2.0/mlflow-artifacts/artifacts/" + encoded, local_path);
+  return via.GetToFile("/api/2.0/mlflow-artifacts/artifacts/" + encoded, local_path, sha256);
 }
 
 }  // namespace cairn::data

@@ -62,9 +62,10 @@ class DatasetClient {
   Result<CreatedVersion> CreateVersion(const std::string& name, const std::string& digest,
                                        const std::string& message, const std::string& metadata,
                                        const std::string& run_id = "");
-  // Writes the version's file `path` into `local_path`, on `via`.
+  // Writes the version's file `path` into `local_path`, on `via`, and sets *sha256 to the hex
+  // SHA-256 of the bytes written.
   Status FetchFile(client::TrackingClient& via, const core::DataVersion& v, const std::string& path,
-                   const std::string& local_path);
+                   const std::string& local_path, std::string* sha256);
 
  private:
   client::TrackingClient* client_;

@@ -146,42 +146,17 @@ Status WriteCacheFile(const fs::path& path, std::string_view bytes) {
   return WriteFileAtomic(path, bytes, Sync::kNoSync);
 }
 
-// The SHA-256 of a file's bytes.
-Result<std::string> HashFile(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("open", path);
-  Sha256Hasher h;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status s = ErrnoStatus("read", path);
-      ::close(fd);
-      return s;
-    }
-    h.Update(std::string_view(buf, static_cast<size_t>(n)));
-  }
-  ::close(fd);
-  return h.HexDigest();
-}
-
 // Fetches the blob of `f` into the cache, checked against its digest, read-only.
 Status FetchBlob(DatasetClient& client, client::TrackingClient& via, const core::DataVersion& v,
                  const FileEntry& f, const std::string& cache) {
   const fs::path dest = BlobPath(cache, f.sha256);
   CAIRN_RETURN_IF_ERROR(MakeDirs(dest.parent_path()));
   const fs::path tmp = TempPathFor(dest);
-  Status s = client.FetchFile(via, v, f.path, tmp.string());
-  if (s.ok()) {
-    Result<std::string> got = HashFile(tmp);
-    if (!got.ok()) {
-      s = got.status();
-    } else if (*got != f.sha256) {
-      s = FailedPrecondition("the server sent bytes for " + f.path + " that hash to " + *got +
-                             ", not " + f.sha256);
-    }
+  std::string got;
+  Status s = client.FetchFile(via, v, f.path, tmp.string(), &got);
+  if (s.ok() && got != f.sha256) {
+    s = FailedPrecondition("the server sent bytes for " + f.path + " that hash to " + got +
+                           ", not " + f.sha256);
   }
   if (s.ok() && ::chmod(tmp.c_str(), 0444) != 0) s = ErrnoStatus("chmod", tmp);
   if (s.ok() && ::rename(tmp.c_str(), dest.c_str()) != 0) s = ErrnoStatus("rename", dest);

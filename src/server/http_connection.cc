@@ -3,7 +3,9 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <thread>
 #include <variant>
+#include <vector>
 
 namespace cairn::server::edge {
 namespace {
@@ -15,6 +17,8 @@ constexpr size_t kReadSlack = 64 << 10;
 constexpr size_t kBodyReadBuffer = 1 << 20;
 constexpr size_t kReadChunk = 4096;
 constexpr size_t kUploadChunk = 256 << 10;
+// The largest read of a body of declared length.
+constexpr size_t kSizedBodyChunk = 1 << 20;
 // Pieces of a streamed answer waiting to be written: bounds a stream's memory.
 constexpr size_t kMaxQueuedPieces = 1;
 // Uploads refused before their body: read and dropped up to this size (see kDrainLimit).
@@ -84,6 +88,81 @@ struct Pipe {
     cv.notify_all();
   }
 };
+
+// A large upload's sink, fed on a thread of its own: the connection's thread reads the next
+// pieces while this one hashes and writes the last ones. Pieces wait in a few reused buffers;
+// the reader blocks while they are all full, as it would on a write. A write that fails is
+// reported on the next Write or by Finish, and the pieces after it are dropped.
+class BackgroundSink : public UploadSink {
+ public:
+  explicit BackgroundSink(std::unique_ptr<UploadSink> inner)
+      : inner_(std::move(inner)), worker_([this] { Run(); }) {}
+  ~BackgroundSink() override { Stop(); }
+
+  Status Write(std::string_view piece) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return full_.size() < kBuffers || !failed_.ok(); });
+    if (!failed_.ok()) return failed_;
+    std::string buffer;
+    if (!spare_.empty()) {
+      buffer = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    buffer.assign(piece);
+    full_.push_back(std::move(buffer));
+    changed_.notify_all();
+    return Status::Ok();
+  }
+
+  HttpResponse Finish() override {
+    Stop();
+    if (!failed_.ok()) return ErrorResponse(failed_);
+    return inner_->Finish();
+  }
+
+ private:
+  static constexpr size_t kBuffers = 8;
+
+  void Run() {
+    NameThisThread("cairn-upload");
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      changed_.wait(lock, [&] { return !full_.empty() || closing_; });
+      if (full_.empty()) return;
+      std::string buffer = std::move(full_.front());
+      full_.pop_front();
+      lock.unlock();
+      Status s = failed_.ok() ? inner_->Write(buffer) : Status::Ok();
+      lock.lock();
+      if (!s.ok() && failed_.ok()) failed_ = std::move(s);
+      spare_.push_back(std::move(buffer));
+      changed_.notify_all();
+    }
+  }
+
+  // Lets the worker write what is queued, then ends it.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closing_) return;
+      closing_ = true;
+    }
+    changed_.notify_all();
+    worker_.join();
+  }
+
+  std::unique_ptr<UploadSink> inner_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::string> full_;
+  std::vector<std::string> spare_;
+  Status failed_;
+  bool closing_ = false;
+  std::thread worker_;  // last: it starts once the rest is ready
+};
+
+// Uploads of at least this many bytes are written on a thread of their own (BackgroundSink).
+constexpr uint64_t kBackgroundUploadBytes = 8 << 20;
 
 // One connection's requests, served in turn: the head read within its deadline and limits,
 // checked, the body buffered or streamed into an upload as the route's plan says, the handler
@@ -462,6 +541,10 @@ class Connection {
       }
     };
     Result<std::unique_ptr<UploadSink>> sink = co_await core_.OnPool(open_upload);
+    const boost::optional<uint64_t> declared = head_parser.content_length();
+    if (sink.ok() && declared && *declared >= kBackgroundUploadBytes) {
+      *sink = std::make_unique<BackgroundSink>(std::move(*sink));
+    }
     if (!sink.ok()) {
       x.res = ErrorResponse(sink.status());
       co_await DrainIfSmall(stream, buffer, head_parser, expects_continue, kUploadDrainLimit,
@@ -579,6 +662,10 @@ class Connection {
                                  http::request_parser<http::empty_body>& head_parser,
                                  uint64_t limit, Consume consume, Status* refusal) {
     auto& tcp = beast::get_lowest_layer(stream);
+    if (const boost::optional<uint64_t> length = head_parser.content_length();
+        length && !head_parser.chunked()) {
+      co_return co_await StreamSizedBody(stream, buffer, *length, limit, consume, refusal);
+    }
     http::request_parser<http::buffer_body> parser(std::move(head_parser));
     parser.body_limit(limit);
     WideBuffer wide(buffer, !parser.chunked(), core_.options.limits.max_header_bytes + kReadSlack);
@@ -596,6 +683,38 @@ class Connection {
       if (got == 0) continue;
       *refusal = consume(std::string_view(chunk.data(), got));
       if (!refusal->ok()) co_return BodyRead::kRefused;
+    }
+    co_return BodyRead::kDone;
+  }
+
+  // A body of declared length: what the head's read left in `buffer`, then large reads straight
+  // from the socket (no parser in between: nothing but `length` bytes may follow the head).
+  template <class Stream, class Consume>
+  awaitable<BodyRead> StreamSizedBody(Stream& stream, beast::flat_buffer& buffer, uint64_t length,
+                                      uint64_t limit, Consume& consume, Status* refusal) {
+    if (length > limit) co_return BodyRead::kTooLarge;
+    auto& tcp = beast::get_lowest_layer(stream);
+    uint64_t left = length;
+    if (buffer.size() > 0 && left > 0) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, buffer.size()));
+      *refusal = consume(std::string_view(static_cast<const char*>(buffer.data().data()), n));
+      buffer.consume(n);
+      left -= n;
+      if (!refusal->ok()) co_return BodyRead::kRefused;
+    }
+    std::vector<char> chunk(static_cast<size_t>(std::min<uint64_t>(left, kSizedBodyChunk)));
+    while (left > 0) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(left, chunk.size()));
+      tcp.expires_after(core_.options.limits.io_timeout);
+      auto [ec, n] = co_await asio::async_read(
+          stream, asio::buffer(chunk.data(), want),
+          asio::transfer_at_least(std::min<size_t>(want, kUploadChunk)), kTuple);
+      if (ec == beast::error::timeout) co_return BodyRead::kStalled;  // the socket is closed
+      if (ec && n == 0) co_return BodyRead::kCut;
+      left -= n;
+      *refusal = consume(std::string_view(chunk.data(), n));
+      if (!refusal->ok()) co_return BodyRead::kRefused;
+      if (ec) co_return BodyRead::kCut;
     }
     co_return BodyRead::kDone;
   }

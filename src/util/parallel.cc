@@ -1,6 +1,7 @@
 #include "util/parallel.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -38,6 +39,54 @@ Status ParallelFor(size_t n, int threads, const std::function<Status(size_t)>& w
     }
     return Status::Ok();
   });
+}
+
+struct SideThread::Impl {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::function<void()> job;
+  bool stop = false;
+  std::thread thread;
+
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      cv.wait(lock, [&] { return job || stop; });
+      if (!job) return;
+      lock.unlock();
+      job();
+      lock.lock();
+      job = nullptr;
+      cv.notify_all();
+    }
+  }
+};
+
+SideThread::SideThread() : impl_(std::make_unique<Impl>()) {
+  impl_->thread = std::thread([impl = impl_.get()] { impl->Run(); });
+}
+
+SideThread::~SideThread() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->cv.notify_all();
+  impl_->thread.join();
+}
+
+void SideThread::Start(std::function<void()> job) {
+  {
+    std::unique_lock<std::mutex> lock(impl_->mu);
+    impl_->cv.wait(lock, [&] { return !impl_->job; });
+    impl_->job = std::move(job);
+  }
+  impl_->cv.notify_all();
+}
+
+void SideThread::Wait() {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->cv.wait(lock, [&] { return !impl_->job; });
 }
 
 }  // namespace cairn

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -48,6 +50,36 @@ TEST(ParallelTest, WorkersHaveTheirOwnNumbersAndSeeTheStop) {
   });
   EXPECT_EQ(s.message(), "worker 2");
   EXPECT_EQ(seen, (std::vector<int>{1, 1, 1}));
+}
+
+TEST(SideThreadTest, RunsJobsInTurnOffTheCallersThread) {
+  SideThread side;
+  std::vector<int> order;
+  std::atomic<bool> release{false};
+  std::thread::id ran_on;
+  side.Start([&] {
+    ran_on = std::this_thread::get_id();
+    while (!release.load()) std::this_thread::yield();  // runs while the caller goes on
+    order.push_back(1);
+  });
+  order.push_back(0);  // the caller's work, beside the job
+  release = true;
+  side.Start([&] { order.push_back(2); });  // waits for the first job to end
+  side.Wait();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+TEST(SideThreadTest, TheDestructorFinishesTheJobInHand) {
+  std::atomic<int> done{0};
+  {
+    SideThread side;
+    side.Start([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      done = 1;
+    });
+  }
+  EXPECT_EQ(done.load(), 1);
 }
 
 }  // namespace

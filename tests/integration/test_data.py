@@ -176,6 +176,33 @@ class DataTest(unittest.TestCase):
         self.assertIn("removed 1", p.stdout)
         self.assertFalse(os.path.exists(os.path.join(out, "a.txt")))
 
+    def test_get_refuses_bytes_the_server_damaged(self):
+        # One small blob and one large enough to be hashed as it arrives, in several pieces.
+        src = os.path.join(self.root, "src")
+        files = {"small.txt": b"small\n", "large.bin": os.urandom(5 << 20)}
+        write_tree(src, files)
+        self.cairn("data", "add", "ds", src)
+        p = self.cairn("data", "get", "ds", os.path.join(self.root, "good"))
+        self.assertIn("fetched 2 blob(s)", p.stdout)
+        for name, content in files.items():
+            digest = sha(content)
+            blob = os.path.join(self.data, "artifacts", digest[:2], digest[2:])
+            self.assertTrue(os.path.exists(blob), blob)
+            os.chmod(blob, 0o644)
+            with open(blob, "r+b") as f:
+                f.seek(len(content) - 1)
+                f.write(bytes([content[-1] ^ 1]))
+            env = dict(self.env, CAIRN_DATA_CACHE=os.path.join(self.root, "cache-" + name))
+            out = os.path.join(self.root, "out-" + name)
+            p = self.cairn("data", "get", "ds", out, check=False, env=env)
+            self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("the server sent bytes for %s that hash to" % name, p.stderr)
+            self.assertIn("not " + digest, p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(out, name)), "a damaged file was placed")
+            with open(blob, "r+b") as f:  # mended, so that only the next file is damaged
+                f.seek(len(content) - 1)
+                f.write(content[-1:])
+
     def test_run_data_materialises_and_records_the_exact_version(self):
         src = os.path.join(self.root, "src")
         write_tree(src, {"x.csv": b"1,2\n", "y.csv": b"3,4\n"})

@@ -391,6 +391,43 @@ class LimitsTest(unittest.TestCase):
         status, _, _ = request(server, "PUT", ARTIFACTS + rel + "/small.bin", b"s" * 1000)
         self.assertEqual(status, 200)
 
+    def test_uploads_of_declared_length_end_exactly_where_they_say(self):
+        server = start_server(self)
+        _, run = post_json(server, "runs/create", {"experiment_id": "0"})
+        rel = run["run"]["info"]["artifact_uri"].split("mlflow-artifacts:/", 1)[1].lstrip("/")
+        blobs = os.path.join(server.data_dir, "artifacts")
+
+        def files():
+            return sorted(os.path.join(d, f) for d, _, fs in os.walk(blobs) for f in fs)
+
+        def put_head(name, length):
+            return ("PUT %s%s/%s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n"
+                    % (ARTIFACTS, rel, name, length)).encode()
+
+        # A large upload cut short (the client goes away midway): nothing of it is kept.
+        before = files()
+        big = 12 << 20
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+            s.sendall(put_head("cut.bin", big) + b"c" * (big // 2))
+        deadline = time.monotonic() + 5
+        while files() != before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(files(), before, "a cut upload left files behind")
+
+        # Two uploads and a read pipelined on one connection, the first one large: each body
+        # ends at its declared length and the next request is read from the byte after it.
+        first = os.urandom(9 << 20)
+        second = b"second body"
+        data = (put_head("one.bin", len(first)) + first + put_head("two.bin", len(second)) + second
+                + ("GET %s%s/two.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                   % (ARTIFACTS, rel)).encode())
+        raw = raw_exchange(server.port, data, timeout=30)
+        self.assertEqual(raw.count(b"HTTP/1.1 200 OK"), 3, raw[:600])
+        self.assertTrue(raw.endswith(second), raw[-200:])
+        status, _, body = request(server, "GET", ARTIFACTS + rel + "/one.bin")
+        self.assertEqual((status, len(body)), (200, len(first)))
+        self.assertEqual(body, first)
+
     def test_timeouts_close_slow_and_idle_connections(self):
         server = start_server(self, "--header-timeout", "0.5", "--idle-timeout", "0.5")
         start = time.monotonic()
