@@ -146,9 +146,17 @@ Status WriteCacheFile(const fs::path& path, std::string_view bytes) {
   return WriteFileAtomic(path, bytes, Sync::kNoSync);
 }
 
-// Fetches the blob of `f` into the cache, checked against its digest, read-only.
+// A file's identity on its file system.
+struct Inode {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const Inode&) const = default;
+};
+
+// Fetches the blob of `f` into the cache, checked against its digest as it arrives, read-only;
+// *fetched is the cached file's identity.
 Status FetchBlob(DatasetClient& client, client::TrackingClient& via, const core::DataVersion& v,
-                 const FileEntry& f, const std::string& cache) {
+                 const FileEntry& f, const std::string& cache, Inode* fetched) {
   const fs::path dest = BlobPath(cache, f.sha256);
   CAIRN_RETURN_IF_ERROR(MakeDirs(dest.parent_path()));
   const fs::path tmp = TempPathFor(dest);
@@ -159,8 +167,11 @@ Status FetchBlob(DatasetClient& client, client::TrackingClient& via, const core:
                            ", not " + f.sha256);
   }
   if (s.ok() && ::chmod(tmp.c_str(), 0444) != 0) s = ErrnoStatus("chmod", tmp);
+  struct stat st {};
+  if (s.ok() && ::stat(tmp.c_str(), &st) != 0) s = ErrnoStatus("stat", tmp);
   if (s.ok() && ::rename(tmp.c_str(), dest.c_str()) != 0) s = ErrnoStatus("rename", dest);
   if (!s.ok()) ::unlink(tmp.c_str());
+  if (s.ok()) *fetched = Inode{st.st_dev, st.st_ino};
   return s;
 }
 
@@ -401,13 +412,21 @@ Result<GetResult> GetVersion(DatasetClient& client, const std::string& name, int
       fetch.push_back(&f);
     }
   }
+  // Blobs fetched now were checked as they arrived: a file linked to one needs no check.
+  std::mutex fresh_mu;
+  std::unordered_map<std::string, Inode> fresh;  // digest -> the cached file
   auto fetch_all = [&](const std::vector<const FileEntry*>& list) -> Status {
     Reporter report(options.progress, "fetching", static_cast<int64_t>(list.size()));
     std::atomic<int64_t> bytes{0};
     CAIRN_RETURN_IF_ERROR(OnConnections(client, list.size(), options.transfers,
                                         [&](client::TrackingClient& via, size_t i) -> Status {
+                                          Inode fetched;
                                           CAIRN_RETURN_IF_ERROR(
-                                              FetchBlob(client, via, v, *list[i], cache));
+                                              FetchBlob(client, via, v, *list[i], cache, &fetched));
+                                          {
+                                            std::lock_guard lock(fresh_mu);
+                                            fresh[list[i]->sha256] = fetched;
+                                          }
                                           bytes += list[i]->size;
                                           report.Add(1, list[i]->size);
                                           return Status::Ok();
@@ -454,6 +473,7 @@ Result<GetResult> GetVersion(DatasetClient& client, const std::string& name, int
     }
     return false;
   };
+  std::unordered_set<std::string> checked;  // paths linked to a blob fetched now
   for (const FileEntry* f : place) {
     const fs::path dest = dir / f->path;
     if (through_link(f->path)) {
@@ -465,13 +485,23 @@ Result<GetResult> GetVersion(DatasetClient& client, const std::string& name, int
                                 core::DataRefText(v.name, v.version) + " has a file");
     }
     CAIRN_RETURN_IF_ERROR(Place(BlobPath(cache, f->sha256), dest, f->mode, !options.copy));
+    struct stat st {};
+    auto it = fresh.find(f->sha256);
+    if (it != fresh.end() && ::lstat(dest.c_str(), &st) == 0 &&
+        it->second == Inode{st.st_dev, st.st_ino}) {
+      checked.insert(f->path);
+    }
   }
   out.placed = static_cast<int64_t>(place.size());
 
-  // Every file checked in place; one that does not match is fetched again, once.
+  // Every other file checked in place; one that does not match is fetched again, once.
+  std::vector<FileEntry> to_check;
   std::vector<std::string> paths;
-  paths.reserve(files.size());
-  for (const FileEntry& f : files) paths.push_back(f.path);
+  for (const FileEntry& f : files) {
+    if (checked.count(f.path) != 0) continue;
+    to_check.push_back(f);
+    paths.push_back(f.path);
+  }
   pipeline::HashOptions hash_options;
   hash_options.threads = Threads(options.threads);
   hash_options.cache = stat_cache.get();
@@ -479,7 +509,7 @@ Result<GetResult> GetVersion(DatasetClient& client, const std::string& name, int
     if (options.progress) options.progress(Progress{"checking", 0, out.files, 0});
     CAIRN_ASSIGN_OR_RETURN(pipeline::TreeHash h,
                            pipeline::HashFiles(dir.string(), paths, hash_options));
-    const core::ManifestDiff d = core::DiffManifests(files, h.files);
+    const core::ManifestDiff d = core::DiffManifests(to_check, h.files);
     std::vector<const FileEntry*> bad;
     std::unordered_map<std::string, const FileEntry*> by_path;
     for (const FileEntry& f : files) by_path[f.path] = &f;
