@@ -390,10 +390,10 @@ struct TrackingClient::Impl {
     api.easy_setopt(curl, CURLOPT_USERAGENT, "cairn");
     api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options.timeout_seconds));
     if (!options.ca_cert.empty()) api.easy_setopt(curl, CURLOPT_CAINFO, options.ca_cert.c_str());
+    Sha256Hasher hasher;  // outlives the sink's threads
     BodySink sink;
     sink.reply = &reply;
     sink.curl = curl;
-    Sha256Hasher hasher;
     if (r.download_sha256 != nullptr) sink.hasher = &hasher;
     if (!r.download_file.empty()) {
       sink.file = std::fopen(r.download_file.c_str(), "wb");
