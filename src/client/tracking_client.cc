@@ -240,7 +240,8 @@ struct Request {
   std::string path;  // with the URI's prefix and any query
   std::string_view body;
   const char* content_type = nullptr;
-  std::string upload_file;    // PUT this file's bytes instead of `body`
+  std::string upload_file;  // send this file's bytes instead of `body` (PUT unless POST)
+  const std::atomic<bool>* cancel_upload = nullptr;  // set: the upload stops where it is
   std::string download_file;  // write a successful answer's body here instead of the Reply
   std::string* download_sha256 = nullptr;  // set to the hex SHA-256 of what was written there
 };
@@ -350,8 +351,20 @@ constexpr long kUploadStallSeconds = 600;
 // How much of a file an upload reads, or a download receives, at a time.
 constexpr long kFileBufferBytes = 1L << 20;
 
+// A file sent as a request's body, which its sender may call off midway.
+struct UploadSource {
+  std::FILE* file = nullptr;
+  const std::atomic<bool>* cancel = nullptr;
+  bool cancelled = false;
+};
+
 size_t ReadFromFile(char* buffer, size_t size, size_t n, void* in) {
-  return std::fread(buffer, 1, size * n, static_cast<std::FILE*>(in));
+  auto* source = static_cast<UploadSource*>(in);
+  if (source->cancel != nullptr && source->cancel->load()) {
+    source->cancelled = true;
+    return CURL_READFUNC_ABORT;
+  }
+  return std::fread(buffer, 1, size * n, source->file);
 }
 
 }  // namespace
@@ -416,8 +429,10 @@ struct TrackingClient::Impl {
     }
     long stall = options.timeout_seconds;
     std::FILE* file = nullptr;
+    UploadSource source;
     if (!r.upload_file.empty()) {
       file = std::fopen(r.upload_file.c_str(), "rb");
+      source = UploadSource{file, r.cancel_upload};
       if (file == nullptr) {
         if (headers != nullptr) api.slist_free_all(headers);
         return NotFound("cannot read " + r.upload_file);
@@ -426,9 +441,11 @@ struct TrackingClient::Impl {
       const long size = std::ftell(file);
       std::rewind(file);
       api.easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+      if (std::string_view(r.method) == "POST")
+        api.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "POST");
       api.easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, kFileBufferBytes);
       api.easy_setopt(curl, CURLOPT_READFUNCTION, ReadFromFile);
-      api.easy_setopt(curl, CURLOPT_READDATA, file);
+      api.easy_setopt(curl, CURLOPT_READDATA, &source);
       api.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
       // After the last byte the server makes the blob durable before it answers, which for a
       // large file may take a while.
@@ -460,6 +477,8 @@ struct TrackingClient::Impl {
     if (sink.write_failed) {
       return InvalidArgument("cannot write " + r.download_file + ": " + std::strerror(errno));
     }
+    if (source.cancelled)
+      return FailedPrecondition("the upload of " + r.upload_file + " was called off");
     if (rc != CURLE_OK) {
       return Unavailable(
           "cannot reach the tracking server at " + options.tracking_uri + " (" +
@@ -616,6 +635,18 @@ Result<std::string> TrackingClient::PutFile(const std::string& path,
   r.content_type = "application/octet-stream";
   r.upload_file = local_path;
   CAIRN_ASSIGN_OR_RETURN(Reply reply, impl_->Exchange("PUT " + path, r));
+  return reply.body;
+}
+
+Result<std::string> TrackingClient::PostFile(const std::string& path, const std::string& local_path,
+                                             const std::atomic<bool>* cancel) {
+  Request r;
+  r.method = "POST";
+  r.path = impl_->prefix + path;
+  r.content_type = "application/octet-stream";
+  r.upload_file = local_path;
+  r.cancel_upload = cancel;
+  CAIRN_ASSIGN_OR_RETURN(Reply reply, impl_->Exchange("POST " + path, r));
   return reply.body;
 }
 

@@ -4,6 +4,7 @@
 // kUnavailable when the server cannot be reached (after the retries below).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -53,6 +54,10 @@ class TrackingClient {
   // PUT: the file at `local_path` as the raw body of a request to `path` (as for CallJson).
   // Returns the answer's JSON text.
   Result<std::string> PutFile(const std::string& path, const std::string& local_path);
+  // The same as a POST, which stops where it is once `cancel` (optional) is set: then
+  // kFailedPrecondition, and the request is not retried.
+  Result<std::string> PostFile(const std::string& path, const std::string& local_path,
+                               const std::atomic<bool>* cancel = nullptr);
   // GET: the answer to `path` (as for CallJson) written into the file at `local_path`, which is
   // replaced; an error answer leaves what it held undefined. With `sha256`, it is set to the
   // SHA-256 (hex) of the bytes written, hashed as they arrive.

@@ -158,6 +158,18 @@ Status DatasetClient::SendBlob(client::TrackingClient& via, const std::string& d
   return via.PutFile(std::string(kApi) + "datasets/blobs/" + digest, local_path).status();
 }
 
+Result<std::string> DatasetClient::SendUnnamedBlob(client::TrackingClient& via,
+                                                   const std::string& local_path,
+                                                   const std::atomic<bool>* cancel) {
+  CAIRN_ASSIGN_OR_RETURN(std::string text,
+                         via.PostFile(std::string(kApi) + "datasets/blobs", local_path, cancel));
+  CAIRN_ASSIGN_OR_RETURN(json j, ParseAnswer(text, "datasets/blobs"));
+  std::string digest = j.value("digest", std::string());
+  if (!IsSha256Hex(digest))
+    return Unavailable("the server's answer to datasets/blobs names no digest");
+  return digest;
+}
+
 Result<CreatedVersion> DatasetClient::CreateVersion(const std::string& name,
                                                     const std::string& digest,
                                                     const std::string& message,

@@ -56,6 +56,10 @@ class DatasetClient {
   // Sends the file at `local_path`, whose SHA-256 is `digest`, on `via`.
   Status SendBlob(client::TrackingClient& via, const std::string& digest,
                   const std::string& local_path);
+  // Sends the file at `local_path` before its digest is known; returns the SHA-256 the server
+  // computed of what arrived. Setting `cancel` stops it midway (kFailedPrecondition).
+  Result<std::string> SendUnnamedBlob(client::TrackingClient& via, const std::string& local_path,
+                                      const std::atomic<bool>* cancel);
   // Names the new version of `name` whose manifest (sent before) has SHA-256 `digest`;
   // `metadata` is a JSON object's text.
   // `run_id`, when not empty, names the run that made it.

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -139,6 +140,69 @@ Status Place(const fs::path& from, const fs::path& to, uint32_t mode, bool link)
   return s;
 }
 
+// Large files are sent while they are hashed rather than after: the tree hasher reads the
+// largest first, and as it starts one, the same file goes to the server on a connection of its
+// own (POST datasets/blobs), which names the bytes by the digest it computes. Once every digest
+// is known, the sends of blobs the server held already are called off, so such a file costs at
+// most what was sent while it was hashed; the others have a head start of the whole hashing.
+class EarlySends {
+ public:
+  static constexpr int64_t kFromBytes = 64 << 20;
+
+  EarlySends(DatasetClient& client, int slots) : client_(client), slots_(std::max(1, slots)) {}
+  ~EarlySends() {
+    for (auto& [path, send] : sends_) send->cancel = true;
+    for (auto& [path, send] : sends_) {
+      if (send->thread.joinable()) send->thread.join();
+    }
+  }
+
+  // The tree hasher's hook: starts sending `path` when it is large and a slot is free.
+  void Start(const std::string& path, int64_t size) {
+    if (size < kFromBytes) return;
+    std::lock_guard lock(mu_);
+    if (static_cast<int>(sends_.size()) >= slots_ || sends_.count(path) != 0) return;
+    auto send = std::make_unique<Send>();
+    Send* raw = send.get();
+    raw->thread = std::thread([this, raw, path] {
+      Result<std::unique_ptr<client::TrackingClient>> via = client_.Connect();
+      raw->digest = via.ok() ? client_.SendUnnamedBlob(**via, path, &raw->cancel)
+                             : Result<std::string>(via.status());
+    });
+    sends_.emplace(path, std::move(send));
+  }
+
+  // After hashing. Calls off the sends of every file but those in `needed`.
+  void KeepOnly(const std::unordered_set<std::string>& needed) {
+    for (auto& [path, send] : sends_) {
+      if (needed.count(path) == 0) send->cancel = true;
+    }
+  }
+
+  // After hashing. Waits for the send of `path`, if one was started: true when the server now holds
+  // exactly the bytes whose SHA-256 is `digest`.
+  bool Delivered(const std::string& path, const std::string& digest) {
+    auto it = sends_.find(path);
+    if (it == sends_.end()) return false;
+    Send& send = *it->second;
+    std::call_once(send.joined, [&send] { send.thread.join(); });
+    return send.digest.ok() && *send.digest == digest;
+  }
+
+ private:
+  struct Send {
+    std::thread thread;
+    std::once_flag joined;
+    std::atomic<bool> cancel{false};
+    Result<std::string> digest = Unavailable("not sent");
+  };
+
+  DatasetClient& client_;
+  const int slots_;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<Send>> sends_;
+};
+
 // A record the cache keeps (a manifest, a directory's state): worth keeping, not worth an
 // fsync.
 Status WriteCacheFile(const fs::path& path, std::string_view bytes) {
@@ -243,13 +307,14 @@ std::string DataCacheDir() {
 Result<std::vector<FileEntry>> CollectFiles(const std::vector<std::string>& paths, int threads,
                                             const std::string& cache_dir,
                                             std::vector<std::string>* local_paths,
-                                            int64_t* files_read) {
+                                            int64_t* files_read, const ReadHook& on_read) {
   if (paths.empty()) return InvalidArgument("name at least one file or directory to add");
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::StatCache> cache,
                          OpenStatCache(CacheRoot(cache_dir)));
   pipeline::HashOptions options;
   options.threads = Threads(threads);
   options.cache = cache.get();
+  options.on_read = on_read;
   std::error_code ec;
   const bool one_dir = paths.size() == 1 && fs::is_directory(paths[0], ec);
   std::vector<std::pair<FileEntry, std::string>> all;  // entry, local path
@@ -298,8 +363,11 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
   AddResult out;
   std::vector<std::string> local;
   if (options.progress) options.progress(Progress{"hashing", 0, 0, 0});
-  CAIRN_ASSIGN_OR_RETURN(std::vector<FileEntry> files,
-                         CollectFiles(paths, options.threads, cache, &local, &out.files_read));
+  EarlySends early(client, options.transfers);
+  CAIRN_ASSIGN_OR_RETURN(
+      std::vector<FileEntry> files,
+      CollectFiles(paths, options.threads, cache, &local, &out.files_read,
+                   [&early](const std::string& path, int64_t size) { early.Start(path, size); }));
   out.files = static_cast<int64_t>(files.size());
   for (const FileEntry& f : files) out.bytes += f.size;
 
@@ -344,6 +412,11 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
   }
   digests.push_back(digest);
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> missing, client.Missing(name, digests));
+  std::unordered_set<std::string> needed;
+  for (const std::string& d : missing) {
+    if (auto it = first.find(d); it != first.end()) needed.insert(local[it->second]);
+  }
+  early.KeepOnly(needed);
 
   std::atomic<int64_t> sent_bytes{0};
   Reporter report(options.progress, "sending", static_cast<int64_t>(missing.size()));
@@ -355,7 +428,8 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
         const std::string path = it == first.end() ? manifest_path.string() : local[it->second];
         const int64_t size =
             it == first.end() ? static_cast<int64_t>(manifest.size()) : files[it->second].size;
-        Status s = client.SendBlob(via, d, path);
+        Status s = it != first.end() && early.Delivered(path, d) ? Status::Ok()
+                                                                 : client.SendBlob(via, d, path);
         if (!s.ok() && s.code() == StatusCode::kInvalidArgument && it != first.end()) {
           return s.WithContext(path +
                                " changed while it was being added; run `cairn data add` "

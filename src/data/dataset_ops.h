@@ -59,14 +59,19 @@ struct AddResult {
   int64_t bytes_sent = 0;
 };
 
+// Called with a file's path and size (pipeline::HashOptions::on_read).
+using ReadHook = std::function<void(const std::string& path, int64_t size)>;
+
 // The files `paths` name, as a version holds them: a single directory's files at the root;
 // otherwise each file under its base name and each directory's files under its base name.
 // Symbolic links inside a directory are refused (a dataset holds regular files), as are two
-// paths with the same base name.
+// paths with the same base name. `on_read`, when set, is called on a hashing thread just before
+// a file's bytes are read, largest files first.
 Result<std::vector<core::FileEntry>> CollectFiles(const std::vector<std::string>& paths,
                                                   int threads, const std::string& cache_dir,
                                                   std::vector<std::string>* local_paths,
-                                                  int64_t* files_read);
+                                                  int64_t* files_read,
+                                                  const ReadHook& on_read = {});
 
 // Adds the files of `paths` as a new version of dataset `name` (created if it has none).
 Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,

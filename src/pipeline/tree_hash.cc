@@ -320,6 +320,7 @@ Status HashJobs(std::vector<Job>& jobs, const HashOptions& options, int threads,
     while (!failed.load(std::memory_order_relaxed)) {
       size_t i = next++;
       if (i >= jobs.size()) break;
+      if (options.on_read) options.on_read(jobs[i].full_path, jobs[i].size);
       CAIRN_RETURN_IF_ERROR(hasher.Hash(jobs[i]));
     }
     return Status::Ok();

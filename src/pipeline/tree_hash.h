@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct HashOptions {
   int threads = 0;
   StatCache* cache = nullptr;  // optional; looked up and updated, not saved
   ReadMethod read_method = ReadMethod::kRead;
+  // Optional: called on a hashing thread just before a file's bytes are read, with its path
+  // and its size at the walk (files the cache answers are not read). Larger files come first.
+  std::function<void(const std::string& path, int64_t size)> on_read = nullptr;
 };
 
 // Hashes a file or a directory tree. `path` itself is followed when it is a symlink (an input

@@ -157,6 +157,7 @@ constexpr AccessRule kRules[] = {
     // create.
     {Api::kCairn, "POST", "datasets/missing", Target::kSignedIn, kUpdate, nullptr},
     {Api::kCairn, "PUT", "datasets/blobs/*", Target::kSignedIn, kUpdate, nullptr},
+    {Api::kCairn, "POST", "datasets/blobs", Target::kSignedIn, kUpdate, nullptr},
     {Api::kCairn, "POST", "datasets/versions", Target::kSignedIn, kUpdate, nullptr},
     {Api::kCairn, "GET", "datasets/permissions", Target::kDataset, kManage, "name"},
     {Api::kCairn, "POST", "datasets/permissions", Target::kDataset, kManage, "name"},

@@ -44,7 +44,9 @@ TEST(AccessRulesTest, EveryRouteHasARuleAndEveryRuleARoute) {
   // server itself, not from a route table.
   for (const AccessRule& rule : AccessRules()) {
     if (rule.api == Api::kArtifacts || rule.api == Api::kPlain) continue;
-    if (rule.api == Api::kCairn && std::string_view(rule.path) == "datasets/blobs/*") continue;
+    if (rule.api == Api::kCairn && std::string_view(rule.path).starts_with("datasets/blobs")) {
+      continue;
+    }
     EXPECT_EQ(used.count(&rule), 1u)
         << rule.method << " " << rule.path << " is a rule without a route";
   }

@@ -37,7 +37,7 @@ std::string_view ExperimentOfArtifactPath(std::string_view path) {
 bool IsLoggingCall(const AccessRule& rule) {
   const std::string_view path = rule.path;
   return path.starts_with("runs/log-") || path == "runs/set-tag" || path == "runs/*/log" ||
-         path == "datasets/blobs/*";
+         path.starts_with("datasets/blobs");
 }
 
 std::string FieldValue(const Fields* fields, const char* name) {
@@ -321,7 +321,7 @@ PendingAudit Gate::Describe(const Caller& caller, const HttpRequest& req,
     action += "artifacts";
   } else if (rule.api == Api::kPlain) {
     action += rule.path;
-  } else if (std::string_view(rule.path) == "datasets/blobs/*") {
+  } else if (std::string_view(rule.path).starts_with("datasets/blobs")) {
     action += "datasets/blobs";  // one line for a client's many blobs, not one per digest
   } else if (req.path.starts_with("/api/cairn/v1/")) {
     action += req.path.substr(std::string_view("/api/cairn/v1/").size());

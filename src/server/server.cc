@@ -44,8 +44,15 @@ constexpr std::string_view kApiPrefixes[] = {"/api/2.0/mlflow/", "/ajax-api/2.0/
 // The UI's upload (MLflow's plain route): the raw body of at most 10 MiB, as MLflow takes it.
 constexpr std::string_view kUploadArtifactPath = "/ajax-api/2.0/mlflow/upload-artifact";
 constexpr uint64_t kMaxUploadArtifactBody = 10 << 20;
-// Blobs sent for datasets' versions (PUT, raw bytes).
+// Blobs sent for datasets' versions, raw bytes: PUT datasets/blobs/DIGEST, or POST
+// datasets/blobs for bytes whose digest the server computes and answers.
 constexpr std::string_view kDataBlobPrefix = "/api/cairn/v1/datasets/blobs/";
+constexpr std::string_view kDataBlobPath = "/api/cairn/v1/datasets/blobs";
+
+bool IsDataBlobUpload(const HttpRequest& req) {
+  return (req.method == "PUT" && req.path.starts_with(kDataBlobPrefix)) ||
+         (req.method == "POST" && req.path == kDataBlobPath);
+}
 
 // Routes of MLflow 2.12's server that cairn does not serve: answered 501 naming them rather
 // than 404, so that a client can tell "not here" from "mistyped" (docs/api/mlflow.md).
@@ -171,7 +178,8 @@ class ArtifactUpload : public UploadSink {
 
 // A blob sent for a dataset (PUT /api/cairn/v1/datasets/blobs/DIGEST): streamed into the
 // content store, kept only when its bytes hash to DIGEST, and recorded as the sender's in the
-// upload ledger.
+// upload ledger. With no DIGEST (POST /api/cairn/v1/datasets/blobs), kept under the digest of
+// whatever arrived.
 class DataBlobUpload : public UploadSink {
  public:
   DataBlobUpload(service::ArtifactService* artifacts, service::DatasetService* datasets,
@@ -188,11 +196,11 @@ class DataBlobUpload : public UploadSink {
   HttpResponse Finish() override {
     // Recorded as sent before a collection can see it: the ledger keeps it.
     Result<blob::BlobInfo> info = artifacts_->CommitKept(*writer_, [&](const blob::BlobInfo& b) {
-      if (b.digest != digest_) {
+      if (!digest_.empty() && b.digest != digest_) {
         // Left for the collector: another sender may have the same bytes on their way.
         return InvalidArgument("The bytes sent hash to " + b.digest + ", not " + digest_ + ".");
       }
-      return datasets_->BlobSent(username_, digest_);
+      return datasets_->BlobSent(username_, b.digest);
     });
     Status s = info.status();
     gate_->Record(std::move(audit_), s);
@@ -360,8 +368,7 @@ struct Server::Impl : HttpHandler {
       return plan;
     }
     const std::string_view path = req.path;
-    if ((HasPrefix(path, kArtifactPrefixes) || path.starts_with(kDataBlobPrefix)) &&
-        req.method == "PUT") {
+    if ((HasPrefix(path, kArtifactPrefixes) && req.method == "PUT") || IsDataBlobUpload(req)) {
       plan.mode = BodyPlan::Mode::kUpload;
       plan.limit = options.max_upload_bytes;
     } else if (path == kUploadArtifactPath && req.method == "POST") {
@@ -413,7 +420,7 @@ struct Server::Impl : HttpHandler {
     }
     if (!HasPrefix(path, kApiPrefixes) && !path.starts_with(kCairnApiPrefix)) return std::nullopt;
     if (path == kUploadArtifactPath) return std::nullopt;  // a file's raw bytes
-    if (path.starts_with(kDataBlobPrefix) && req.method == "PUT") return std::nullopt;
+    if (IsDataBlobUpload(req)) return std::nullopt;
     const std::string* type = req.headers.Find("Content-Type");
     if (type == nullptr) {
       return JsonError(400, "INVALID_PARAMETER_VALUE",
@@ -807,13 +814,13 @@ struct Server::Impl : HttpHandler {
         gate->Describe(caller, req, call), ArtifactUpload::Kind::kUiUpload));
   }
 
-  // PUT datasets/blobs/DIGEST: a blob for a dataset's version.
+  // PUT datasets/blobs/DIGEST or POST datasets/blobs: a blob for a dataset's version.
   Result<std::unique_ptr<UploadSink>> OpenDataBlobUpload(const HttpRequest& req) {
     const std::string_view rest = std::string_view(req.path).substr(kCairnApiPrefix.size());
     std::string_view digest;
     const AccessRule* rule = FindAccessRule(Api::kCairn, req.method, rest, &digest);
     if (rule == nullptr) return NotFound("No endpoint " + req.method + " " + req.path);
-    if (!IsSha256Hex(digest)) {
+    if (req.method == "PUT" && !IsSha256Hex(digest)) {
       return InvalidArgument("'" + std::string(digest.substr(0, 80)) +
                              "' is not a SHA-256 digest (64 lowercase hex digits)");
     }
@@ -827,7 +834,7 @@ struct Server::Impl : HttpHandler {
 
   Result<std::unique_ptr<UploadSink>> OpenUpload(const HttpRequest& req) override {
     if (req.path == kUploadArtifactPath) return OpenRunUpload(req);
-    if (req.path.starts_with(kDataBlobPrefix)) return OpenDataBlobUpload(req);
+    if (IsDataBlobUpload(req)) return OpenDataBlobUpload(req);
     CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> path, ArtifactPathOf(req));
     const AccessRule* rule =
         FindAccessRule(Api::kArtifacts, req.method, StripPrefix(req.path, kArtifactPrefixes));

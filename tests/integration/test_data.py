@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -308,6 +309,54 @@ steps:
             self.assertEqual(r.status, 200, r)
         p = self.cairn("data", "add", "big", src)
         self.assertIn("sent 6 of 21 blob(s)", p.stdout)  # 5 files and the manifest
+
+    def test_a_large_file_goes_while_it_is_hashed_and_stops_when_the_server_has_it(self):
+        def bytes_written():
+            with open("/proc/%d/io" % self.server.proc.pid) as f:
+                return int(f.read().split("wchar:")[1].split()[0])
+
+        src = os.path.join(self.root, "src")
+        os.makedirs(src)
+        size = 200 << 20
+        path = os.path.join(src, "weights.bin")
+        digest = hashlib.sha256()
+        with open(path, "wb") as f:
+            for i in range(size >> 20):
+                block = os.urandom(1 << 20)
+                digest.update(block)
+                f.write(block)
+        p = self.cairn("data", "add", "big", src)
+        self.assertIn("sent 2 of 2 blob(s)", p.stdout)
+        self.assertIn(digest.hexdigest(), self.stored_blobs())
+        out = os.path.join(self.root, "out")
+        self.cairn("data", "get", "big", out)
+        with open(os.path.join(out, "weights.bin"), "rb") as f:
+            self.assertEqual(hashlib.sha256(f.read()).hexdigest(), digest.hexdigest())
+
+        # Another machine (a cache that never hashed the file) adds the same bytes: the send
+        # that started with the hashing is called off once the server is found to hold them.
+        before = self.stored_blobs()
+        written_before = bytes_written()
+        env = dict(self.env, CAIRN_DATA_CACHE=os.path.join(self.root, "cache2"))
+        p = self.cairn("data", "add", "copy", src, env=env)
+        self.assertIn("sent 0 of 2 blob(s), 0 B", p.stdout)  # the same file, the same manifest
+        written = bytes_written() - written_before  # the server's writes into its blob store
+        self.assertGreater(written, 1 << 20, "the send starts with the hashing")
+        self.assertLess(written, size * 3 // 4, "and stops once the digest is known")
+        self.assertEqual(self.stored_blobs(), before)
+        # The bytes that did arrive were discarded: nothing is left half-written.
+        def partial_blobs():
+            return [n for d, _, names in os.walk(self.data) for n in names
+                    if os.path.basename(d) == "tmp"]
+        deadline = time.time() + 10
+        while partial_blobs() and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(partial_blobs(), [])
+
+        # Bytes sent without a digest are named by the server.
+        r = self.c.request("POST", CAIRN + "datasets/blobs", body=b"unnamed bytes",
+                           headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual((r.status, r.body["digest"]), (200, sha(b"unnamed bytes")))
 
     def test_the_edge_refuses_lies_and_escapes(self):
         good = b"content"
