@@ -123,6 +123,25 @@ TYPED_TEST(ContentStoreTest, LargeBlobInOddPiecesReadsBackWhole) {
   auto read = ReadAllBytes(*this->store_, info->digest);
   ASSERT_TRUE(read.ok());
   EXPECT_TRUE(*read == all) << "the bytes read back differ";
+
+  // Reads at offsets and of sizes that are not a disk block's multiple, and past the end.
+  auto reader = this->store_->Open(info->digest);
+  ASSERT_TRUE(reader.ok());
+  std::string buf(3 << 20, '\0');
+  const int64_t size = static_cast<int64_t>(all.size());
+  for (int64_t offset :
+       {int64_t{0}, int64_t{4097}, int64_t{8 << 20} - 3, size - 100000, size - 5}) {
+    for (size_t n : {size_t{70000}, size_t{1} << 20, size_t{3} << 20}) {
+      Result<size_t> got = (*reader)->ReadAt(offset, buf.data(), n);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      ASSERT_GT(*got, 0u);
+      ASSERT_LE(*got, std::min<size_t>(n, static_cast<size_t>(size - offset)));
+      EXPECT_TRUE(std::string_view(buf.data(), *got) ==
+                  std::string_view(all).substr(static_cast<size_t>(offset), *got))
+          << "at " << offset << ", " << n << " bytes";
+    }
+  }
+  EXPECT_EQ(*(*reader)->ReadAt(size, buf.data(), 1 << 20), 0u);
 }
 
 TYPED_TEST(ContentStoreTest, SameBytesTwiceIsOneBlob) {

@@ -43,6 +43,9 @@ struct Pipe {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::string> pieces;
+  // Buffers of pieces already sent, reused: a large answer then touches the same few pages
+  // rather than fresh memory for every piece.
+  std::vector<std::string> spare;
   bool done = false;
   Status final_status;
   bool consumer_gone = false;
@@ -58,7 +61,13 @@ struct Pipe {
         cv.wait_for(lock, std::chrono::milliseconds(100));
       }
       if (consumer_gone || forced) return false;
-      pieces.emplace_back(piece);
+      if (spare.empty()) {
+        pieces.emplace_back(piece);
+      } else {
+        pieces.push_back(std::move(spare.back()));
+        spare.pop_back();
+        pieces.back().assign(piece);
+      }
     }
     Wake(self);
     return true;
@@ -79,6 +88,10 @@ struct Pipe {
     });
   }
   // Consumer side.
+  void Recycle(std::string piece) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (spare.size() <= kMaxQueuedPieces) spare.push_back(std::move(piece));
+  }
   void Gone() {
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -302,6 +315,7 @@ class Connection {
         co_return;
       }
       sent += static_cast<int64_t>(piece.size());
+      pipe->Recycle(std::move(piece));
     }
     if (!final_status.ok()) {
       if (final_status.code() != StatusCode::kUnavailable) LogError(final_status.ToString());

@@ -27,6 +27,22 @@ bool IsLowerHexPair(const char* s) {
   return hex(s[0]) && hex(s[1]);
 }
 
+// Large blobs move past the page cache (O_DIRECT): filling cache pages costs more than the
+// disk's own time on the machines measured (docs/benchmarks.md), and a blob written or read once
+// need not push other data out of memory.
+constexpr int64_t kDirectFromBytes = 8 << 20;
+constexpr size_t kAlign = 4096;          // O_DIRECT's unit on the disks cairn runs on
+constexpr size_t kStageBytes = 1 << 20;  // a multiple of kAlign
+
+struct FreeAligned {
+  void operator()(char* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<char, FreeAligned>;
+
+AlignedBuffer NewAligned(size_t bytes) {
+  return AlignedBuffer(static_cast<char*>(std::aligned_alloc(kAlign, bytes)));
+}
+
 // Writes a blob into its temporary file. Once a blob grows past kDirectFromBytes, the rest of it
 // goes past the page cache (O_DIRECT) from an aligned buffer: a large upload then costs the
 // disk's time rather than the kernel's copying into page-cache pages that nobody reads soon, and
@@ -74,13 +90,6 @@ class LocalWriter : public BlobWriter {
 
  private:
   static constexpr size_t kHashBesideBytes = 128 << 10;
-  static constexpr int64_t kDirectFromBytes = 8 << 20;
-  static constexpr size_t kAlign = 4096;          // O_DIRECT's unit on the disks cairn runs on
-  static constexpr size_t kStageBytes = 1 << 20;  // a multiple of kAlign
-
-  struct FreeAligned {
-    void operator()(char* p) const { std::free(p); }
-  };
 
   // Buffered until the blob is large, then staged and written directly.
   Status Put(std::string_view bytes) {
@@ -106,13 +115,12 @@ class LocalWriter : public BlobWriter {
 
   void StartDirect() {
     const int flags = ::fcntl(fd_, F_GETFL);
-    void* p = std::aligned_alloc(kAlign, kStageBytes);
-    if (flags < 0 || p == nullptr || ::fcntl(fd_, F_SETFL, flags | O_DIRECT) != 0) {
-      std::free(p);
+    AlignedBuffer stage = NewAligned(kStageBytes);
+    if (flags < 0 || stage == nullptr || ::fcntl(fd_, F_SETFL, flags | O_DIRECT) != 0) {
       buffered_only_ = true;
       return;
     }
-    stage_.reset(static_cast<char*>(p));
+    stage_ = std::move(stage);
   }
 
   // Writes what is staged: its aligned part directly, and on the last flush the rest through
@@ -167,19 +175,35 @@ class LocalWriter : public BlobWriter {
   std::unique_ptr<SideThread> beside_;  // made for the first large piece
   int64_t size_ = 0;                    // bytes given
   int64_t written_ = 0;                 // bytes written to the file
-  std::unique_ptr<char, FreeAligned> stage_;  // once writes are direct
+  AlignedBuffer stage_;                 // once writes are direct
   size_t staged_ = 0;
   bool buffered_only_ = false;  // O_DIRECT was refused
   bool direct_failed_ = false;  // the last write was refused as a direct one
   bool committed_ = false;
 };
 
+// Reads a blob. A large blob's large reads go past the page cache, through a second descriptor
+// opened with O_DIRECT and an aligned buffer; where that cannot be opened or is refused, reads
+// stay buffered.
 class LocalReader : public BlobReader {
  public:
-  LocalReader(int fd, int64_t size, fs::path path) : fd_(fd), size_(size), path_(std::move(path)) {}
-  ~LocalReader() override { ::close(fd_); }
+  LocalReader(int fd, int64_t size, fs::path path) : fd_(fd), size_(size), path_(std::move(path)) {
+    if (size_ >= kDirectFromBytes) {
+      direct_fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
+    }
+  }
+  ~LocalReader() override {
+    ::close(fd_);
+    if (direct_fd_ >= 0) ::close(direct_fd_);
+  }
   int64_t size() const override { return size_; }
   Result<size_t> ReadAt(int64_t offset, char* buf, size_t n) override {
+    if (direct_fd_ >= 0 && n >= kDirectReadBytes && offset >= 0 && offset < size_) {
+      Result<size_t> got = ReadDirect(offset, buf, n);
+      if (got.ok() || !direct_refused_) return got;
+      ::close(direct_fd_);
+      direct_fd_ = -1;
+    }
     for (;;) {
       ssize_t got = ::pread(fd_, buf, n, offset);
       if (got >= 0) return static_cast<size_t>(got);
@@ -188,9 +212,37 @@ class LocalReader : public BlobReader {
   }
 
  private:
+  static constexpr size_t kDirectReadBytes = 64 << 10;
+
+  // Reads the aligned span around [offset, offset + n), up to kStageBytes of it, and copies
+  // out the part asked for.
+  Result<size_t> ReadDirect(int64_t offset, char* buf, size_t n) {
+    if (bounce_ == nullptr) bounce_ = NewAligned(kStageBytes);
+    if (bounce_ == nullptr) return ResourceExhausted("no memory for a read buffer");
+    const int64_t start = offset - offset % static_cast<int64_t>(kAlign);
+    const size_t skip = static_cast<size_t>(offset - start);
+    const size_t want = std::min(n, kStageBytes - skip);
+    const size_t span = (skip + want + kAlign - 1) / kAlign * kAlign;
+    ssize_t got;
+    do {
+      got = ::pread(direct_fd_, bounce_.get(), span, start);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) {
+      direct_refused_ = errno == EINVAL;
+      return ErrnoStatus("read", path_);
+    }
+    if (static_cast<size_t>(got) <= skip) return size_t{0};
+    const size_t out = std::min(want, static_cast<size_t>(got) - skip);
+    std::memcpy(buf, bounce_.get() + skip, out);
+    return out;
+  }
+
   int fd_;
+  int direct_fd_ = -1;
   int64_t size_;
   fs::path path_;
+  AlignedBuffer bounce_;
+  bool direct_refused_ = false;
 };
 
 class LocalContentStore : public ContentStore {
