@@ -33,15 +33,9 @@ Status WriteNewFile(const fs::path& path, std::string_view bytes, bool executabl
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                   executable ? 0755 : 0644);
   if (fd < 0) return ErrnoStatus("creating", path);
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = ErrnoStatus("writing", path);
-      ::close(fd);
-      return s;
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
+  if (Status s = WriteAll(fd, bytes, path); !s.ok()) {
+    ::close(fd);
+    return s;
   }
   if (::close(fd) != 0) return ErrnoStatus("closing", path);
   return Status::Ok();

@@ -121,15 +121,7 @@ Status Place(const fs::path& from, const fs::path& to, uint32_t mode, bool link)
         s = ErrnoStatus("read", from);
         break;
       }
-      for (ssize_t off = 0; off < n;) {
-        const ssize_t w = ::write(out, buf + off, static_cast<size_t>(n - off));
-        if (w < 0) {
-          if (errno == EINTR) continue;
-          s = ErrnoStatus("write", tmp);
-          break;
-        }
-        off += w;
-      }
+      s = WriteAll(out, std::string_view(buf, static_cast<size_t>(n)), tmp);
       if (!s.ok()) break;
     }
   }

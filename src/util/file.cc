@@ -60,21 +60,27 @@ Status SyncDir(const fs::path& dir) {
   return s;
 }
 
+Status WriteAll(int fd, std::string_view bytes, const fs::path& path, int64_t* written) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("write", path);
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+    if (written != nullptr) *written += n;
+  }
+  return Status::Ok();
+}
+
 Status WriteFileAtomic(const fs::path& path, std::string_view bytes, Sync sync) {
   fs::path tmp = TempPathFor(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("create", tmp);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status s = ErrnoStatus("write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    done += static_cast<size_t>(n);
+  if (Status s = WriteAll(fd, bytes, tmp); !s.ok()) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
   }
   if (sync == Sync::kDurable && ::fsync(fd) != 0) {
     Status s = ErrnoStatus("fsync", tmp);

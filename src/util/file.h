@@ -27,6 +27,10 @@ std::filesystem::path TempPathFor(const std::filesystem::path& path);
 // The bytes of the regular files at or under `paths` (files or directories; symlinks are not
 // followed, missing paths count 0), each inode once: caches hard-link their files.
 int64_t BytesUnder(const std::vector<std::string>& paths);
+// Writes all of `bytes` to `fd` (retrying short writes and EINTR); errors name `path`. With
+// `written`, it is advanced by each byte written, also when a later write fails.
+Status WriteAll(int fd, std::string_view bytes, const std::filesystem::path& path,
+                int64_t* written = nullptr);
 // errno as text with the operation and path: "open /x: No such file or directory".
 Status ErrnoStatus(std::string_view op, const std::filesystem::path& path);
 

@@ -155,17 +155,9 @@ class LocalWriter : public BlobWriter {
   }
 
   Status WriteAll(std::string_view bytes) {
-    while (!bytes.empty()) {
-      ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        direct_failed_ = stage_ != nullptr && errno == EINVAL;
-        return ErrnoStatus("write", tmp_);
-      }
-      bytes.remove_prefix(static_cast<size_t>(n));
-      written_ += n;
-    }
-    return Status::Ok();
+    Status s = cairn::WriteAll(fd_, bytes, tmp_, &written_);
+    direct_failed_ = !s.ok() && stage_ != nullptr && errno == EINVAL;
+    return s;
   }
 
   fs::path root_;

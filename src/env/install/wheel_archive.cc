@@ -402,19 +402,6 @@ struct Expected {
   int64_t size = -1;
 };
 
-Status WriteAll(int fd, const char* data, size_t n, const fs::path& path) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus("write", path);
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status::Ok();
-}
-
 Status ExtractFile(archive* a, archive_entry* entry, const std::string& wheel_path,
                    const std::string& name, const fs::path& target, const Expected* expected,
                    uint64_t* bytes) {
@@ -449,7 +436,7 @@ Status ExtractFile(archive* a, archive_entry* entry, const std::string& wheel_pa
       break;
     }
     if (digester) digester->Update(buf, static_cast<size_t>(n));
-    status = WriteAll(fd, buf, static_cast<size_t>(n), target);
+    status = WriteAll(fd, std::string_view(buf, static_cast<size_t>(n)), target);
     if (!status.ok()) break;
   }
   ::close(fd);

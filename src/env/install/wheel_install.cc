@@ -97,18 +97,6 @@ Result<int> CreateExclusive(const fs::path& path, mode_t mode) {
   return ErrnoStatus("create", path);
 }
 
-Status WriteAll(int fd, std::string_view bytes, const fs::path& path) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus("write", path);
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::Ok();
-}
-
 Status WriteNewFile(const fs::path& path, std::string_view bytes, mode_t mode) {
   CAIRN_ASSIGN_OR_RETURN(int raw, CreateExclusive(path, mode));
   Fd fd(raw);
