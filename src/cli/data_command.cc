@@ -34,25 +34,17 @@ int DataFail(const Status& s) {
   return 1;
 }
 
-// The server, with a way to open more connections to it for transfers.
-struct Connection {
+// The server, with a way to open more connections to it for transfers; null after printing
+// why not.
+std::unique_ptr<data::DatasetClient> Connect(const std::string& flag) {
   client::ClientOptions options;
-  std::unique_ptr<client::TrackingClient> main;
-  std::unique_ptr<data::DatasetClient> datasets;
-};
-
-std::unique_ptr<Connection> Connect(const std::string& flag) {
-  auto c = std::make_unique<Connection>();
-  c->options.tracking_uri = client::ResolveTrackingUri(flag);
-  auto made = client::TrackingClient::Create(c->options);
+  options.tracking_uri = client::ResolveTrackingUri(flag);
+  auto made = data::DatasetClient::Open(options);
   if (!made.ok()) {
     PrintError(made.status());
     return nullptr;
   }
-  c->main = std::move(made).value();
-  c->datasets = std::make_unique<data::DatasetClient>(
-      c->main.get(), [options = c->options] { return client::TrackingClient::Create(options); });
-  return c;
+  return std::move(made).value();
 }
 
 // A progress line on stderr, on a terminal only.
@@ -96,7 +88,7 @@ int DataAdd(const DataFlags& flags) {
   options.threads = flags.threads;
   options.transfers = flags.transfers;
   options.progress = ProgressOnTerminal();
-  Result<data::AddResult> r = data::AddVersion(*c->datasets, flags.ref, flags.paths, options);
+  Result<data::AddResult> r = data::AddVersion(*c, flags.ref, flags.paths, options);
   ClearProgress();
   if (!r.ok()) return DataFail(r.status());
   const core::DataVersion& v = r->created.version;
@@ -134,7 +126,7 @@ int DataList(const DataFlags& flags) {
   const int64_t now = SystemClock()->NowMillis();
   report::Table table;
   if (flags.ref.empty()) {
-    auto all = c->datasets->List();
+    auto all = c->List();
     if (!all.ok()) return DataFail(all.status());
     if (flags.json) {
       for (const core::DatasetEntry& d : *all) PrintVersionJson(d.latest);
@@ -158,9 +150,9 @@ int DataList(const DataFlags& flags) {
   if (!ref.ok()) return DataFail(ref.status());
   if (ref->version > 0) {
     // One version: its files.
-    auto v = c->datasets->Get(ref->name, ref->version);
+    auto v = c->Get(ref->name, ref->version);
     if (!v.ok()) return DataFail(v.status());
-    auto files = c->datasets->Files(*v);
+    auto files = c->Files(*v);
     if (!files.ok()) return DataFail(files.status());
     table.columns = {{"PATH"}, {"SIZE", true, false}, {"SHA256", false, false}};
     for (const core::FileEntry& f : *files) {
@@ -169,7 +161,7 @@ int DataList(const DataFlags& flags) {
     PrintText(report::RenderTable(table, report::DetectOutputStyle()));
     return 0;
   }
-  auto versions = c->datasets->Versions(ref->name);
+  auto versions = c->Versions(ref->name);
   if (!versions.ok()) return DataFail(versions.status());
   if (flags.json) {
     for (const core::DataVersion& v : *versions) PrintVersionJson(v);
@@ -202,8 +194,7 @@ int DataGet(const DataFlags& flags) {
   options.transfers = flags.transfers;
   options.copy = flags.copy;
   options.progress = ProgressOnTerminal();
-  Result<data::GetResult> r =
-      data::GetVersion(*c->datasets, ref->name, ref->version, flags.dir, options);
+  Result<data::GetResult> r = data::GetVersion(*c, ref->name, ref->version, flags.dir, options);
   ClearProgress();
   if (!r.ok()) return DataFail(r.status());
   const core::DataVersion& v = r->version;
@@ -260,7 +251,7 @@ int DataDiff(const DataFlags& flags) {
   }
   auto c = Connect(flags.tracking_uri);
   if (c == nullptr) return 2;
-  auto d = c->datasets->Diff(from->name, from->version, to.version);
+  auto d = c->Diff(from->name, from->version, to.version);
   if (!d.ok()) return DataFail(d.status());
   PrintDiffLines(d->files, "+", "-");
   int64_t added = 0, removed = 0;
@@ -279,7 +270,7 @@ int DataVerify(const DataFlags& flags) {
   if (!ref.ok()) return DataFail(ref.status());
   auto c = Connect(flags.tracking_uri);
   if (c == nullptr) return 2;
-  auto r = data::VerifyVersion(*c->datasets, ref->name, ref->version, flags.dir, flags.threads, "");
+  auto r = data::VerifyVersion(*c, ref->name, ref->version, flags.dir, flags.threads, "");
   if (!r.ok()) return DataFail(r.status());
   const std::string name = core::DataRefText(r->version.name, r->version.version);
   if (r->ok()) {

@@ -46,15 +46,13 @@ Result<std::vector<core::DatasetInput>> FetchRunData(const std::vector<std::stri
   if (refs.empty()) return inputs;
   client::ClientOptions options;
   options.tracking_uri = tracking_uri;
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<client::TrackingClient> main,
-                         client::TrackingClient::Create(options));
-  data::DatasetClient datasets(main.get(),
-                               [options] { return client::TrackingClient::Create(options); });
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<data::DatasetClient> datasets,
+                         data::DatasetClient::Open(options));
   for (const std::string& text : refs) {
     CAIRN_ASSIGN_OR_RETURN(core::DataRef ref, core::ParseDataRef(text, /*allow_dir=*/true));
     const std::string dir = ref.dir.empty() ? "data/" + ref.name : ref.dir;
     Result<data::GetResult> got =
-        data::GetVersion(datasets, ref.name, ref.version, dir, data::GetOptions());
+        data::GetVersion(*datasets, ref.name, ref.version, dir, data::GetOptions());
     if (!got.ok()) return got.status().WithContext("--data " + text);
     const core::DataVersion& v = got->version;
     std::fprintf(stderr, "cairn: %s in %s (%lld files, %s; fetched %lld)\n",

@@ -53,6 +53,15 @@ std::string Query(const std::string& name, std::string_view key = {}, int64_t ve
 
 }  // namespace
 
+Result<std::unique_ptr<DatasetClient>> DatasetClient::Open(const client::ClientOptions& options) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<client::TrackingClient> main,
+                         client::TrackingClient::Create(options));
+  auto out = std::make_unique<DatasetClient>(
+      main.get(), [options] { return client::TrackingClient::Create(options); });
+  out->owned_ = std::move(main);
+  return out;
+}
+
 Result<core::DataVersion> ParseDataVersion(std::string_view json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return InvalidArgument("not a JSON object");

@@ -38,6 +38,9 @@ class DatasetClient {
   using Connector = std::function<Result<std::unique_ptr<client::TrackingClient>>()>;
   DatasetClient(client::TrackingClient* client, Connector connect)
       : client_(client), connect_(std::move(connect)) {}
+  // A client of the server `options` names, owning its first connection and opening the
+  // others alike.
+  static Result<std::unique_ptr<DatasetClient>> Open(const client::ClientOptions& options);
 
   client::TrackingClient& client() { return *client_; }
   Result<std::unique_ptr<client::TrackingClient>> Connect() const { return connect_(); }
@@ -72,6 +75,7 @@ class DatasetClient {
                    const std::string& local_path, std::string* sha256);
 
  private:
+  std::unique_ptr<client::TrackingClient> owned_;  // set by Open
   client::TrackingClient* client_;
   Connector connect_;
 };

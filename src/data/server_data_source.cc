@@ -9,9 +9,7 @@ Result<pipeline::PlacedData> ServerDataSource::Place(const std::string& name, in
   if (datasets_ == nullptr) {
     client::ClientOptions options;
     options.tracking_uri = tracking_uri_;
-    CAIRN_ASSIGN_OR_RETURN(client_, client::TrackingClient::Create(options));
-    datasets_ = std::make_unique<DatasetClient>(
-        client_.get(), [options] { return client::TrackingClient::Create(options); });
+    CAIRN_ASSIGN_OR_RETURN(datasets_, DatasetClient::Open(options));
   }
   CAIRN_ASSIGN_OR_RETURN(GetResult got, GetVersion(*datasets_, name, version, dir, GetOptions()));
   return pipeline::PlacedData{got.version.version, got.version.digest};

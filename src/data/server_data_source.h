@@ -20,7 +20,6 @@ class ServerDataSource : public pipeline::DataSource {
 
  private:
   std::string tracking_uri_;
-  std::unique_ptr<client::TrackingClient> client_;
   std::unique_ptr<DatasetClient> datasets_;
 };
 
