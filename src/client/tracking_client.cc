@@ -367,6 +367,15 @@ size_t ReadFromFile(char* buffer, size_t size, size_t n, void* in) {
   return std::fread(buffer, 1, size * n, source->file);
 }
 
+// Called about once a second even while nothing moves (waiting for "100 Continue", a full
+// socket): a cancelled upload stops then too.
+int CheckCancelled(void* in, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* source = static_cast<UploadSource*>(in);
+  if (!source->cancel->load()) return 0;
+  source->cancelled = true;
+  return 1;
+}
+
 }  // namespace
 
 struct TrackingClient::Impl {
@@ -446,6 +455,11 @@ struct TrackingClient::Impl {
       api.easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, kFileBufferBytes);
       api.easy_setopt(curl, CURLOPT_READFUNCTION, ReadFromFile);
       api.easy_setopt(curl, CURLOPT_READDATA, &source);
+      if (r.cancel_upload != nullptr) {
+        api.easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+        api.easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, CheckCancelled);
+        api.easy_setopt(curl, CURLOPT_XFERINFODATA, &source);
+      }
       api.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
       // After the last byte the server makes the blob durable before it answers, which for a
       // large file may take a while.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -149,49 +150,74 @@ class EarlySends {
     }
   }
 
-  // The tree hasher's hook: starts sending `path` when it is large and a slot is free.
+  // The tree hasher's hook: starts sending `path` when it is large and fewer than `slots`
+  // sends are under way.
   void Start(const std::string& path, int64_t size) {
     if (size < kFromBytes) return;
     std::lock_guard lock(mu_);
-    if (static_cast<int>(sends_.size()) >= slots_ || sends_.count(path) != 0) return;
+    if (active_ >= slots_ || sends_.count(path) != 0) return;
+    ++active_;
     auto send = std::make_unique<Send>();
     Send* raw = send.get();
     raw->thread = std::thread([this, raw, path] {
       Result<std::unique_ptr<client::TrackingClient>> via = client_.Connect();
-      raw->digest = via.ok() ? client_.SendUnnamedBlob(**via, path, &raw->cancel)
-                             : Result<std::string>(via.status());
+      Result<std::string> digest = via.ok() ? client_.SendUnnamedBlob(**via, path, &raw->cancel)
+                                            : Result<std::string>(via.status());
+      std::lock_guard lock(mu_);
+      raw->digest = std::move(digest);
+      raw->finished = true;
+      --active_;
+      finished_.notify_all();
     });
     sends_.emplace(path, std::move(send));
   }
 
-  // After hashing. Calls off the sends of every file but those in `needed`.
-  void KeepOnly(const std::unordered_set<std::string>& needed) {
+  // After hashing. Calls off the sends of every file but those in `needed`, and returns the
+  // paths of those that had already delivered `digest_of(path)` (the server then held the bytes
+  // because of them).
+  std::vector<std::string> KeepOnly(
+      const std::unordered_set<std::string>& needed,
+      const std::function<std::string(const std::string& path)>& digest_of) {
+    std::vector<std::string> delivered;
+    std::lock_guard lock(mu_);
     for (auto& [path, send] : sends_) {
-      if (needed.count(path) == 0) send->cancel = true;
+      if (needed.count(path) != 0) continue;
+      send->cancel = true;
+      if (send->finished && send->digest.ok() && *send->digest == digest_of(path)) {
+        delivered.push_back(path);
+      }
     }
+    return delivered;
   }
 
-  // After hashing. Waits for the send of `path`, if one was started: true when the server now holds
-  // exactly the bytes whose SHA-256 is `digest`.
-  bool Delivered(const std::string& path, const std::string& digest) {
+  // After hashing. Waits for the send of `path`, if one was started, calling it off once
+  // `stop` is set: true when the server now holds exactly the bytes whose SHA-256 is `digest`.
+  bool Delivered(const std::string& path, const std::string& digest,
+                 const std::atomic<bool>& stop) {
     auto it = sends_.find(path);
     if (it == sends_.end()) return false;
     Send& send = *it->second;
-    std::call_once(send.joined, [&send] { send.thread.join(); });
+    std::unique_lock lock(mu_);
+    while (!send.finished) {
+      if (stop) send.cancel = true;
+      finished_.wait_for(lock, std::chrono::milliseconds(100));
+    }
     return send.digest.ok() && *send.digest == digest;
   }
 
  private:
   struct Send {
     std::thread thread;
-    std::once_flag joined;
     std::atomic<bool> cancel{false};
+    bool finished = false;  // under mu_
     Result<std::string> digest = Unavailable("not sent");
   };
 
   DatasetClient& client_;
   const int slots_;
   std::mutex mu_;
+  std::condition_variable finished_;
+  int active_ = 0;
   std::unordered_map<std::string, std::unique_ptr<Send>> sends_;
 };
 
@@ -408,9 +434,20 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
   for (const std::string& d : missing) {
     if (auto it = first.find(d); it != first.end()) needed.insert(local[it->second]);
   }
-  early.KeepOnly(needed);
+  // A send that finished before the question was answered made its blob held: it was sent.
+  std::unordered_map<std::string, size_t> file_at;  // local path -> index, of early sends only
+  const std::vector<std::string> delivered = early.KeepOnly(needed, [&](const std::string& path) {
+    if (file_at.empty()) {
+      for (size_t i = 0; i < files.size(); ++i) file_at.emplace(local[i], i);
+    }
+    auto it = file_at.find(path);
+    return it == file_at.end() ? std::string() : files[it->second].sha256;
+  });
+  int64_t delivered_bytes = 0;
+  for (const std::string& path : delivered) delivered_bytes += files[file_at.at(path)].size;
 
-  std::atomic<int64_t> sent_bytes{0};
+  std::atomic<int64_t> sent_bytes{delivered_bytes};
+  std::atomic<bool> failed{false};
   Reporter report(options.progress, "sending", static_cast<int64_t>(missing.size()));
   CAIRN_RETURN_IF_ERROR(OnConnections(
       client, missing.size(), options.transfers,
@@ -420,8 +457,10 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
         const std::string path = it == first.end() ? manifest_path.string() : local[it->second];
         const int64_t size =
             it == first.end() ? static_cast<int64_t>(manifest.size()) : files[it->second].size;
-        Status s = it != first.end() && early.Delivered(path, d) ? Status::Ok()
-                                                                 : client.SendBlob(via, d, path);
+        Status s = it != first.end() && early.Delivered(path, d, failed)
+                       ? Status::Ok()
+                       : client.SendBlob(via, d, path);
+        if (!s.ok()) failed = true;
         if (!s.ok() && s.code() == StatusCode::kInvalidArgument && it != first.end()) {
           return s.WithContext(path +
                                " changed while it was being added; run `cairn data add` "
@@ -433,7 +472,7 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
         return Status::Ok();
       }));
   out.blobs = distinct + 1;
-  out.blobs_sent = static_cast<int64_t>(missing.size());
+  out.blobs_sent = static_cast<int64_t>(missing.size() + delivered.size());
   out.bytes_sent = sent_bytes;
   CAIRN_ASSIGN_OR_RETURN(out.created, client.CreateVersion(name, digest, options.message,
                                                            options.metadata, options.run_id));

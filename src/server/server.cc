@@ -420,7 +420,11 @@ struct Server::Impl : HttpHandler {
     }
     if (!HasPrefix(path, kApiPrefixes) && !path.starts_with(kCairnApiPrefix)) return std::nullopt;
     if (path == kUploadArtifactPath) return std::nullopt;  // a file's raw bytes
-    if (IsDataBlobUpload(req)) return std::nullopt;
+    // A PUT is preflighted by any browser; a raw POST must say it is raw bytes, which a form
+    // or a simple cross-site request cannot.
+    if (IsDataBlobUpload(req) && req.method == "PUT") return std::nullopt;
+    const std::string_view wanted =
+        IsDataBlobUpload(req) ? "application/octet-stream" : "application/json";
     const std::string* type = req.headers.Find("Content-Type");
     if (type == nullptr) {
       return JsonError(400, "INVALID_PARAMETER_VALUE",
@@ -428,9 +432,9 @@ struct Server::Impl : HttpHandler {
     }
     std::string_view media = std::string_view(*type).substr(0, type->find(';'));
     while (media.ends_with(' ')) media.remove_suffix(1);
-    if (media != "application/json") {
+    if (media != wanted) {
       return JsonError(400, "INVALID_PARAMETER_VALUE",
-                       "Bad Request. Content-Type must be one of ['application/json'].");
+                       "Bad Request. Content-Type must be one of ['" + std::string(wanted) + "'].");
     }
     return std::nullopt;
   }

@@ -65,7 +65,10 @@ Status WriteAll(int fd, std::string_view bytes, const fs::path& path, int64_t* w
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ErrnoStatus("write", path);
+      const int error = errno;
+      Status s = ErrnoStatus("write", path);
+      errno = error;  // for a caller that tells errors apart
+      return s;
     }
     bytes.remove_prefix(static_cast<size_t>(n));
     if (written != nullptr) *written += n;

@@ -28,7 +28,8 @@ std::filesystem::path TempPathFor(const std::filesystem::path& path);
 // followed, missing paths count 0), each inode once: caches hard-link their files.
 int64_t BytesUnder(const std::vector<std::string>& paths);
 // Writes all of `bytes` to `fd` (retrying short writes and EINTR); errors name `path`. With
-// `written`, it is advanced by each byte written, also when a later write fails.
+// `written`, it is advanced by each byte written, also when a later write fails. On failure
+// errno is the failed write's.
 Status WriteAll(int fd, std::string_view bytes, const std::filesystem::path& path,
                 int64_t* written = nullptr);
 // errno as text with the operation and path: "open /x: No such file or directory".

@@ -325,9 +325,12 @@ steps:
                 block = os.urandom(1 << 20)
                 digest.update(block)
                 f.write(block)
+        written_before = bytes_written()
         p = self.cairn("data", "add", "big", src)
         self.assertIn("sent 2 of 2 blob(s)", p.stdout)
         self.assertIn(digest.hexdigest(), self.stored_blobs())
+        # Sent once, while it was hashed: not again after.
+        self.assertLess(bytes_written() - written_before, size * 13 // 10)
         out = os.path.join(self.root, "out")
         self.cairn("data", "get", "big", out)
         with open(os.path.join(out, "weights.bin"), "rb") as f:
@@ -353,10 +356,16 @@ steps:
             time.sleep(0.05)
         self.assertEqual(partial_blobs(), [])
 
-        # Bytes sent without a digest are named by the server.
+        # Bytes sent without a digest are named by the server; only as raw bytes, which no
+        # form or simple cross-site request can claim to send.
         r = self.c.request("POST", CAIRN + "datasets/blobs", body=b"unnamed bytes",
                            headers={"Content-Type": "application/octet-stream"})
         self.assertEqual((r.status, r.body["digest"]), (200, sha(b"unnamed bytes")))
+        for ctype in ("text/plain", "application/x-www-form-urlencoded", None):
+            r = self.c.request("POST", CAIRN + "datasets/blobs", body=b"form bytes",
+                               headers={"Content-Type": ctype} if ctype else {})
+            self.assertEqual(r.status, 400, (ctype, r))
+        self.assertNotIn(sha(b"form bytes"), self.stored_blobs())
 
     def test_the_edge_refuses_lies_and_escapes(self):
         good = b"content"
