@@ -45,10 +45,11 @@ Result<std::unique_ptr<pipeline::StatCache>> OpenStatCache(const std::string& ca
 
 int Threads(int threads) { return threads > 0 ? threads : CoreCount(); }
 
-// Runs `work(via, i)` for i in [0, n) on `threads` connections of their own, each taking the
-// next i as it finishes one; the first failure stops the rest.
-Status OnConnections(DatasetClient& client, size_t n, int threads,
-                     const std::function<Status(client::TrackingClient&, size_t)>& work) {
+// Runs `work(via, i, stop)` for i in [0, n) on `threads` connections of their own, each taking
+// the next i as it finishes one; the first failure sets `stop` and no further i starts.
+using ConnectionWork =
+    std::function<Status(client::TrackingClient&, size_t, const std::atomic<bool>& stop)>;
+Status OnConnections(DatasetClient& client, size_t n, int threads, const ConnectionWork& work) {
   if (n == 0) return Status::Ok();
   std::atomic<size_t> next{0};
   const int workers =
@@ -56,7 +57,7 @@ Status OnConnections(DatasetClient& client, size_t n, int threads,
   return RunOnThreads(workers, [&](int, const std::atomic<bool>& stop) -> Status {
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<client::TrackingClient> via, client.Connect());
     for (size_t i = next++; i < n && !stop; i = next++) {
-      CAIRN_RETURN_IF_ERROR(work(*via, i));
+      CAIRN_RETURN_IF_ERROR(work(*via, i, stop));
     }
     return Status::Ok();
   });
@@ -447,20 +448,18 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
   for (const std::string& path : delivered) delivered_bytes += files[file_at.at(path)].size;
 
   std::atomic<int64_t> sent_bytes{delivered_bytes};
-  std::atomic<bool> failed{false};
   Reporter report(options.progress, "sending", static_cast<int64_t>(missing.size()));
   CAIRN_RETURN_IF_ERROR(OnConnections(
       client, missing.size(), options.transfers,
-      [&](client::TrackingClient& via, size_t i) -> Status {
+      [&](client::TrackingClient& via, size_t i, const std::atomic<bool>& stop) -> Status {
         const std::string& d = missing[i];
         auto it = first.find(d);
         const std::string path = it == first.end() ? manifest_path.string() : local[it->second];
         const int64_t size =
             it == first.end() ? static_cast<int64_t>(manifest.size()) : files[it->second].size;
-        Status s = it != first.end() && early.Delivered(path, d, failed)
+        Status s = it != first.end() && early.Delivered(path, d, stop)
                        ? Status::Ok()
                        : client.SendBlob(via, d, path);
-        if (!s.ok()) failed = true;
         if (!s.ok() && s.code() == StatusCode::kInvalidArgument && it != first.end()) {
           return s.WithContext(path +
                                " changed while it was being added; run `cairn data add` "
@@ -524,7 +523,8 @@ Result<GetResult> GetVersion(DatasetClient& client, const std::string& name, int
     Reporter report(options.progress, "fetching", static_cast<int64_t>(list.size()));
     std::atomic<int64_t> bytes{0};
     CAIRN_RETURN_IF_ERROR(OnConnections(client, list.size(), options.transfers,
-                                        [&](client::TrackingClient& via, size_t i) -> Status {
+                                        [&](client::TrackingClient& via, size_t i,
+                                            const std::atomic<bool>&) -> Status {
                                           Inode fetched;
                                           CAIRN_RETURN_IF_ERROR(
                                               FetchBlob(client, via, v, *list[i], cache, &fetched));
