@@ -854,26 +854,29 @@ def bench_gc(cairn, gc_blobs):
     scratch = tempfile.mkdtemp(prefix="cairn-bench-gc-", dir=os.environ.get("CAIRN_BENCH_TMP"))
     out = {}
     try:
-        # A store of gc_blobs blobs, written as the local store lays them out, half of them
-        # named by the index; then a server on it asked to collect with no grace window.
+        # A store of gc_blobs small blobs, written as the local store lays them out (rows of
+        # artifacts/small.db, docs/formats/content-store.md), half of them named by the index;
+        # then a server on it asked to collect with no grace window.
         data = os.path.join(scratch, "gc", "data")
-        blobs = os.path.join(data, "artifacts")
-        os.makedirs(os.path.join(blobs, "tmp"))
-        for a in range(256):
-            os.makedirs(os.path.join(blobs, "%02x" % a))
-        named = []
-        old = time.time() - 7200
-        for i in range(gc_blobs):
-            content = b"blob %d" % i
-            digest = hashlib.sha256(content).hexdigest()
-            path = os.path.join(blobs, digest[:2], digest[2:])
-            with open(path, "wb") as f:
-                f.write(content)
-            os.utime(path, (old, old))
-            if i % 2 == 0:
-                named.append(("0/r%07d/artifacts/f" % i, digest, len(content)))
         g = Server(cairn, data_dir=data)
-        g.stop(keep=True)  # the schema made; now the index, as the server would write it
+        g.stop(keep=True)  # the schema made; now the blobs and the index, as the server writes them
+        old_ms = int((time.time() - 7200) * 1000)
+        named = []
+        blobs = sqlite3.connect(os.path.join(data, "artifacts", "small.db"))
+        with blobs:
+            for start in range(0, gc_blobs, 100000):
+                contents, rows = [], []
+                for i in range(start, min(gc_blobs, start + 100000)):
+                    content = b"blob %d" % i
+                    digest = hashlib.sha256(content).hexdigest()
+                    contents.append((int(digest[:15], 16), content))
+                    rows.append((digest, len(content), old_ms, int(digest[:15], 16)))
+                    if i % 2 == 0:
+                        named.append(("0/r%07d/artifacts/f" % i, digest, len(content)))
+                blobs.executemany("INSERT INTO contents (id, bytes) VALUES (?, ?)", contents)
+                blobs.executemany("INSERT INTO blobs (digest, size, modified_ms, content) "
+                                  "VALUES (?, ?, ?, ?)", rows)
+        blobs.close()
         db = sqlite3.connect(os.path.join(data, "cairn.db"))
         db.executemany("INSERT INTO artifacts (path, digest, size) VALUES (?, ?, ?)", named)
         db.commit()

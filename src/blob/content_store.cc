@@ -1,9 +1,39 @@
 #include "blob/content_store.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "blob/local/local_store.h"
 #include "blob/memory/memory_store.h"
 
 namespace cairn::blob {
+namespace {
+
+class BytesReader : public BlobReader {
+ public:
+  explicit BytesReader(std::shared_ptr<const std::string> bytes) : bytes_(std::move(bytes)) {}
+  int64_t size() const override { return static_cast<int64_t>(bytes_->size()); }
+  Result<size_t> ReadAt(int64_t offset, char* buf, size_t n) override {
+    if (offset < 0 || static_cast<size_t>(offset) >= bytes_->size()) return size_t{0};
+    const size_t count = std::min(n, bytes_->size() - static_cast<size_t>(offset));
+    std::memcpy(buf, bytes_->data() + offset, count);
+    return count;
+  }
+
+ private:
+  std::shared_ptr<const std::string> bytes_;
+};
+
+}  // namespace
+
+Status ContentStore::DeleteMany(const std::vector<std::string>& digests) {
+  for (const std::string& digest : digests) CAIRN_RETURN_IF_ERROR(Delete(digest));
+  return Status::Ok();
+}
+
+std::unique_ptr<BlobReader> NewBytesReader(std::shared_ptr<const std::string> bytes) {
+  return std::make_unique<BytesReader>(std::move(bytes));
+}
 
 Result<BlobInfo> PutBytes(ContentStore& store, std::string_view bytes) {
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<BlobWriter> w, store.NewWriter());

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/status.h"
 
@@ -50,10 +51,16 @@ class ContentStore {
   virtual Result<bool> Has(std::string_view digest) = 0;
   // Removes the blob; OK when it was not there.
   virtual Status Delete(std::string_view digest) = 0;
+  // Removes each of the blobs, passing over those not there. A backend may remove a batch at
+  // once (one transaction, several threads); this one removes them one at a time.
+  virtual Status DeleteMany(const std::vector<std::string>& digests);
   // Calls `visit` with every blob (its digest and size), in no set order, until it returns an
   // error, which this returns. Blobs added or removed meanwhile may be seen or not.
   virtual Status ForEach(const std::function<Status(const BlobInfo&)>& visit) = 0;
 };
+
+// A reader over bytes held in memory.
+std::unique_ptr<BlobReader> NewBytesReader(std::shared_ptr<const std::string> bytes);
 
 Result<BlobInfo> PutBytes(ContentStore& store, std::string_view bytes);
 Result<std::string> ReadAllBytes(ContentStore& store, std::string_view digest);

@@ -173,5 +173,52 @@ TYPED_TEST(ContentStoreTest, DeleteRemovesAndIsIdempotent) {
   EXPECT_TRUE(this->store_->Delete(info->digest).ok());
 }
 
+// Sizes either side of where a store may keep a blob differently (the local store keeps one of
+// at most 64 KiB as a database row), written in pieces that cross that size.
+TYPED_TEST(ContentStoreTest, BlobsEitherSideOfTheSmallSizeReadBack) {
+  std::map<std::string, int64_t> put;
+  for (size_t size :
+       {size_t{0}, size_t{1}, size_t{65535}, size_t{65536}, size_t{65537}, size_t{200000}}) {
+    std::string all(size, '\0');
+    for (size_t i = 0; i < size; ++i) all[i] = static_cast<char>(i * 7 + size);
+    auto w = this->store_->NewWriter();
+    ASSERT_TRUE(w.ok());
+    for (size_t off = 0; off < size; off += 30000) {
+      ASSERT_TRUE((*w)->Write(std::string_view(all).substr(off, 30000)).ok());
+    }
+    auto info = (*w)->Commit();
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    EXPECT_EQ(info->digest, Sha256Hex(all));
+    EXPECT_EQ(info->size, static_cast<int64_t>(size));
+    EXPECT_TRUE(*this->store_->Has(info->digest));
+    auto read = ReadAllBytes(*this->store_, info->digest);
+    ASSERT_TRUE(read.ok()) << size;
+    EXPECT_TRUE(*read == all) << size;
+    put[info->digest] = info->size;
+  }
+  std::map<std::string, int64_t> seen;
+  ASSERT_TRUE(this->store_
+                  ->ForEach([&](const BlobInfo& b) {
+                    seen[b.digest] = b.size;
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(seen, put);
+}
+
+TYPED_TEST(ContentStoreTest, DeleteManyRemovesThoseThereAndPassesOverTheRest) {
+  const std::string large(100000, 'x');
+  auto a = PutBytes(*this->store_, "small one");
+  auto b = PutBytes(*this->store_, large);
+  auto kept = PutBytes(*this->store_, "kept");
+  ASSERT_TRUE(a.ok() && b.ok() && kept.ok());
+  ASSERT_TRUE(this->store_->DeleteMany({a->digest, std::string(64, 'e'), b->digest}).ok());
+  EXPECT_FALSE(*this->store_->Has(a->digest));
+  EXPECT_FALSE(*this->store_->Has(b->digest));
+  EXPECT_EQ(*ReadAllBytes(*this->store_, kept->digest), "kept");
+  EXPECT_TRUE(this->store_->DeleteMany({}).ok());
+  EXPECT_EQ(this->store_->DeleteMany({"../x"}).code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace cairn::blob

@@ -10,7 +10,6 @@
 #include <unordered_set>
 
 #include "util/log.h"
-#include "util/parallel.h"
 #include "util/utf8.h"
 
 namespace cairn::service {
@@ -326,13 +325,10 @@ Result<ArtifactService::Collection> ArtifactService::CollectGarbage(int64_t grac
 
   // Sweep, beside the listing: the listing hands the blobs nothing named over a chunk at a
   // time, and a sweeper checks each batch of them again under the lock uploads take to commit
-  // (so that a blob an upload made referenced after the mark is kept), then removes them.
-  // Removing a file waits on the disk (a journal write, a discard) more than on a core, so a
-  // batch is removed on several threads, and its blobs are spread over the fan-out
-  // directories, which each take one removal at a time.
+  // (so that a blob an upload made referenced after the mark is kept), then removes them, a
+  // batch at a time.
   constexpr size_t kChunk = 8192;
   constexpr size_t kSweepBatch = 1024;
-  constexpr int kDeleteThreads = 8;
   Collection out;
   std::mutex mu;
   std::condition_variable cv;
@@ -342,9 +338,6 @@ Result<ArtifactService::Collection> ArtifactService::CollectGarbage(int64_t grac
   size_t candidates = 0;
   double check_s = 0;
   auto sweep = [&](std::vector<blob::BlobInfo>& chunk) -> Status {
-    std::sort(chunk.begin(), chunk.end(), [](const blob::BlobInfo& a, const blob::BlobInfo& b) {
-      return std::string_view(a.digest).substr(2) < std::string_view(b.digest).substr(2);
-    });
     for (size_t start = 0; start < chunk.size(); start += kSweepBatch) {
       const size_t end = std::min(chunk.size(), start + kSweepBatch);
       std::vector<std::string> digests;
@@ -354,18 +347,14 @@ Result<ArtifactService::Collection> ArtifactService::CollectGarbage(int64_t grac
       const Steady::time_point check_start = Steady::now();
       CAIRN_ASSIGN_OR_RETURN(std::vector<bool> referenced, store_->BlobsReferenced(digests));
       check_s += seconds_since(check_start);
-      std::vector<size_t> doomed;
+      std::vector<std::string> doomed;
       for (size_t i = start; i < end; ++i) {
         if (referenced[i - start]) continue;
-        doomed.push_back(i);
+        doomed.push_back(std::move(digests[i - start]));
         ++out.collected;
         out.bytes_freed += chunk[i].size;
       }
-      if (!dry_run) {
-        CAIRN_RETURN_IF_ERROR(ParallelFor(doomed.size(), kDeleteThreads, [&](size_t k) {
-          return blobs_->Delete(chunk[doomed[k]].digest);
-        }));
-      }
+      if (!dry_run) CAIRN_RETURN_IF_ERROR(blobs_->DeleteMany(doomed));
     }
     return Status::Ok();
   };
@@ -469,6 +458,7 @@ Status ArtifactService::CollectBlobs(const std::vector<std::string>& digests, Fr
                                      const std::vector<int64_t>* sizes) {
   std::unique_lock lock(gc_mu_);
   std::unordered_set<std::string> done;
+  std::vector<std::string> doomed;
   for (size_t i = 0; i < digests.size(); ++i) {
     const std::string& digest = digests[i];
     if (!done.insert(digest).second) continue;
@@ -476,13 +466,13 @@ Status ArtifactService::CollectBlobs(const std::vector<std::string>& digests, Fr
     if (referenced) continue;
     CAIRN_ASSIGN_OR_RETURN(bool present, blobs_->Has(digest));
     if (!present) continue;
-    CAIRN_RETURN_IF_ERROR(blobs_->Delete(digest));
+    doomed.push_back(digest);
     if (freed != nullptr) {
       ++freed->blobs;
       if (sizes != nullptr) freed->bytes += (*sizes)[i];
     }
   }
-  return Status::Ok();
+  return blobs_->DeleteMany(doomed);
 }
 
 }  // namespace cairn::service

@@ -1,9 +1,9 @@
 #include "service/store_check.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "blob/local/local_store.h"
 #include "store/memory/memory_store.h"
@@ -29,8 +29,18 @@ class StoreCheckTest : public ::testing::Test {
     EXPECT_TRUE(metadata_->PutArtifact({path, info.digest, info.size}).ok());
     return info.digest;
   }
-  fs::path BlobFile(const std::string& digest) const {
-    return dir_ / digest.substr(0, 2) / digest.substr(2);
+  // Overwrites byte `at` of a small blob where the local store keeps it, its database
+  // (docs/formats/content-store.md), as a failing disk might.
+  void Damage(const std::string& digest, int at, char byte) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ / "small.db").c_str(), &db), SQLITE_OK);
+    const std::string sql =
+        "UPDATE contents SET bytes = CAST(substr(bytes, 1, " + std::to_string(at) + ") || x'" +
+        HexEncode(std::string(1, byte)) + "' || substr(bytes, " + std::to_string(at + 2) +
+        ") AS BLOB) WHERE id = (SELECT content " + "FROM blobs WHERE digest = '" + digest + "')";
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_changes(db), 1);
+    sqlite3_close(db);
   }
 
   fs::path dir_;
@@ -62,12 +72,8 @@ TEST_F(StoreCheckTest, AFlippedByteAMissingBlobAndAWrongSizeAreFound) {
   const std::string gone = Put("1/r/artifacts/gone.txt", "deleted behind the index's back");
   Put("1/r/artifacts/ok.txt", "fine");
   ASSERT_TRUE(metadata_->PutArtifact({"1/r/artifacts/short.txt", Sha256Hex("fine"), 99}).ok());
-  {
-    std::fstream f(BlobFile(flipped), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(3);
-    f.put('W');
-  }
-  fs::remove(BlobFile(gone));
+  Damage(flipped, 3, 'W');
+  ASSERT_TRUE(blobs_->Delete(gone).ok());  // behind the index's back
 
   Result<StoreCheck> check = CheckStores(*metadata_, *blobs_);
   ASSERT_TRUE(check.ok()) << check.status().ToString();

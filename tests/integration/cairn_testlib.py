@@ -15,6 +15,7 @@
 
 import argparse
 import collections
+import contextlib
 import http.client
 import json
 import os
@@ -504,6 +505,95 @@ def make_temp_root(prefix):
     data = os.path.join(root, "data")
     os.mkdir(data)
     return root, data
+
+
+class BlobStore:
+    """The local content store in `directory` (a server's <data-dir>/artifacts), as
+    docs/formats/content-store.md lays it out: a blob of at most 64 KiB is a row of small.db,
+    a larger one a file named by its digest. For tests that look at or damage what the server
+    keeps behind its back."""
+
+    SMALL = 64 << 10
+
+    def __init__(self, directory):
+        self.dir = directory
+
+    def _db(self):
+        import sqlite3
+        db = sqlite3.connect(os.path.join(self.dir, "small.db"), timeout=30)
+        db.execute("PRAGMA busy_timeout = 30000")
+        return db
+
+    def path(self, digest):
+        return os.path.join(self.dir, digest[:2], digest[2:])
+
+    def blobs(self):
+        """{digest: size} of every blob, in the database and in files."""
+        out = {}
+        if os.path.exists(os.path.join(self.dir, "small.db")):
+            with contextlib.closing(self._db()) as db:
+                out.update(db.execute("SELECT digest, size FROM blobs"))
+        for dirpath, _, names in os.walk(self.dir):
+            for n in names:
+                if len(n) == 62 and len(os.path.basename(dirpath)) == 2:
+                    out[os.path.basename(dirpath) + n] = os.path.getsize(os.path.join(dirpath, n))
+        return out
+
+    def has(self, digest):
+        return digest in self.blobs()
+
+    def read(self, digest):
+        with contextlib.closing(self._db()) as db:
+            row = db.execute("SELECT c.bytes FROM blobs b JOIN contents c ON c.id = b.content "
+                             "WHERE b.digest = ?", (digest,)).fetchone()
+        if row is not None:
+            return bytes(row[0])
+        with open(self.path(digest), "rb") as f:
+            return f.read()
+
+    def overwrite(self, digest, offset, byte):
+        """Puts `byte` (an int) at `offset` of the blob's bytes (negative counts from the end)."""
+        data = bytearray(self.read(digest))
+        data[offset] = byte
+        with contextlib.closing(self._db()) as db, db:
+            n = db.execute("UPDATE contents SET bytes = ? WHERE id = "
+                           "(SELECT content FROM blobs WHERE digest = ?)",
+                           (bytes(data), digest)).rowcount
+        if n == 0:
+            os.chmod(self.path(digest), 0o644)
+            with open(self.path(digest), "r+b") as f:
+                f.seek(offset % len(data))
+                f.write(bytes([byte]))
+
+    def remove(self, digest):
+        with contextlib.closing(self._db()) as db, db:
+            row = db.execute("DELETE FROM blobs WHERE digest = ? RETURNING content",
+                             (digest,)).fetchone()
+            if row is not None:
+                db.execute("DELETE FROM contents WHERE id = ?", (row[0],))
+                return
+        os.remove(self.path(digest))
+
+    def plant(self, content, age_seconds=0):
+        """Stores `content` as the server would, written `age_seconds` ago; returns its digest."""
+        import hashlib
+        digest = hashlib.sha256(content).hexdigest()
+        then = time.time() - age_seconds
+        if len(content) <= self.SMALL:
+            with contextlib.closing(self._db()) as db, db:
+                content_id = int(digest[:15], 16)
+                while db.execute("SELECT 1 FROM contents WHERE id = ?", (content_id,)).fetchone():
+                    content_id += 1
+                db.execute("INSERT INTO contents (id, bytes) VALUES (?, ?)", (content_id, content))
+                db.execute("INSERT INTO blobs (digest, size, modified_ms, content) "
+                           "VALUES (?, ?, ?, ?)", (digest, len(content), int(then * 1000),
+                                                   content_id))
+            return digest
+        os.makedirs(os.path.dirname(self.path(digest)), exist_ok=True)
+        with open(self.path(digest), "wb") as f:
+            f.write(content)
+        os.utime(self.path(digest), (then, then))
+        return digest
 
 
 def keep_data():

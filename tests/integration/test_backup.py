@@ -152,10 +152,7 @@ class BackupTest(unittest.TestCase):
         dest = os.path.join(self.root, "b")
         self.cairn("backup", dest, "--data-dir", self.data)
         digest = hashlib.sha256(content).hexdigest()
-        blob = os.path.join(dest, "artifacts", digest[:2], digest[2:])
-        os.chmod(blob, 0o644)
-        with open(blob, "r+b") as f:
-            f.write(b"X")
+        tl.BlobStore(os.path.join(dest, "artifacts")).overwrite(digest, 0, ord("X"))
         p = self.cairn("restore", dest, "--data-dir", os.path.join(self.root, "r"), check=False)
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn(digest + ": its bytes hash to", p.stdout)

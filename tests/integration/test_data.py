@@ -70,12 +70,7 @@ class DataTest(unittest.TestCase):
         return p
 
     def stored_blobs(self):
-        blobs = set()
-        for dirpath, _, names in os.walk(os.path.join(self.data, "artifacts")):
-            for n in names:
-                if len(n) == 62:
-                    blobs.add(os.path.basename(dirpath) + n)
-        return blobs
+        return set(tl.BlobStore(os.path.join(self.data, "artifacts")).blobs())
 
     def test_versions_sharing_most_files_store_them_once(self):
         src = os.path.join(self.root, "src")
@@ -187,12 +182,9 @@ class DataTest(unittest.TestCase):
         self.assertIn("fetched 2 blob(s)", p.stdout)
         for name, content in files.items():
             digest = sha(content)
-            blob = os.path.join(self.data, "artifacts", digest[:2], digest[2:])
-            self.assertTrue(os.path.exists(blob), blob)
-            os.chmod(blob, 0o644)
-            with open(blob, "r+b") as f:
-                f.seek(len(content) - 1)
-                f.write(bytes([content[-1] ^ 1]))
+            store = tl.BlobStore(os.path.join(self.data, "artifacts"))
+            self.assertTrue(store.has(digest), name)
+            store.overwrite(digest, -1, content[-1] ^ 1)
             env = dict(self.env, CAIRN_DATA_CACHE=os.path.join(self.root, "cache-" + name))
             out = os.path.join(self.root, "out-" + name)
             p = self.cairn("data", "get", "ds", out, check=False, env=env)
@@ -200,9 +192,7 @@ class DataTest(unittest.TestCase):
             self.assertIn("the server sent bytes for %s that hash to" % name, p.stderr)
             self.assertIn("not " + digest, p.stderr)
             self.assertFalse(os.path.exists(os.path.join(out, name)), "a damaged file was placed")
-            with open(blob, "r+b") as f:  # mended, so that only the next file is damaged
-                f.seek(len(content) - 1)
-                f.write(content[-1:])
+            store.overwrite(digest, -1, content[-1])  # mended: only the next file is damaged
 
     def test_run_data_materialises_and_records_the_exact_version(self):
         src = os.path.join(self.root, "src")

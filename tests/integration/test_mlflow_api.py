@@ -1601,11 +1601,7 @@ class HardeningTest(ApiTestCase):
         blob_dir = os.path.join(DATA_DIR, "artifacts")
 
         def blobs():
-            found = set()
-            for d, _, files in os.walk(blob_dir):
-                if os.path.basename(d) != "tmp":
-                    found.update(os.path.join(d, f) for f in files)
-            return found
+            return set(tl.BlobStore(blob_dir).blobs())
 
         self.assertEqual(self.put_artifact(root, "model.bin", b"version one " + uniq().encode()).status, 200)
         before = blobs()

@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,9 +38,8 @@ class VerifyStoreTest(unittest.TestCase):
         return subprocess.run([tl.CONFIG.cairn, "verify-store", "--data-dir", self.data],
                               capture_output=True, text=True, timeout=120)
 
-    def blob_path(self, content):
-        digest = hashlib.sha256(content).hexdigest()
-        return digest, os.path.join(self.data, "artifacts", digest[:2], digest[2:])
+    def blobs(self):
+        return tl.BlobStore(os.path.join(self.data, "artifacts"))
 
     def test_verify_store_finds_a_flipped_byte_and_a_missing_blob(self):
         run = self.c.post(API + "runs/create", {"experiment_id": "0"}).body["run"]["info"]
@@ -59,12 +57,10 @@ class VerifyStoreTest(unittest.TestCase):
         self.assertIn("the stores agree", p.stdout)
 
         self.server.stop()
-        digest, model = self.blob_path(files["model.bin"])
-        with open(model, "r+b") as f:
-            f.seek(100)
-            f.write(b"X")
-        note_digest, note = self.blob_path(files["notes.txt"])
-        os.remove(note)
+        digest = hashlib.sha256(files["model.bin"]).hexdigest()
+        self.blobs().overwrite(digest, 100, ord("X"))
+        note_digest = hashlib.sha256(files["notes.txt"]).hexdigest()
+        self.blobs().remove(note_digest)
         p = self.verify()
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         flipped = bytearray(files["model.bin"])
@@ -88,14 +84,8 @@ class VerifyStoreTest(unittest.TestCase):
 
     def orphan(self, content, age_seconds):
         """A blob no artifact names, as an upload killed between its blob and its index entry
-        leaves one, written `age_seconds` ago."""
-        digest, path = self.blob_path(content)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(content)
-        then = time.time() - age_seconds
-        os.utime(path, (then, then))
-        return path
+        leaves one, written `age_seconds` ago; its digest."""
+        return self.blobs().plant(content, age_seconds)
 
     def gc(self, *args):
         return subprocess.run([tl.CONFIG.cairn, "gc", "--tracking-uri", self.server.url, *args],
@@ -114,18 +104,18 @@ class VerifyStoreTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("would collect 1 unreferenced blob(s), 23 B, of 4 blob(s); 1 kept, "
                       "written in the last 3600 s", p.stdout)
-        self.assertTrue(os.path.exists(old), "a dry run removes nothing")
+        self.assertTrue(self.blobs().has(old), "a dry run removes nothing")
         p = self.gc()
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("collected 1 unreferenced blob(s)", p.stdout)
-        self.assertFalse(os.path.exists(old))
-        self.assertTrue(os.path.exists(young), "the grace window keeps an upload's blob")
+        self.assertFalse(self.blobs().has(old))
+        self.assertTrue(self.blobs().has(young), "the grace window keeps an upload's blob")
         for path, content in kept.items():
             got = self.c.get(root + path, raw=True)
             self.assertEqual((got.status, got.body), (200, content))
         p = self.gc("--grace", "0")
         self.assertIn("collected 1 unreferenced blob(s)", p.stdout)
-        self.assertFalse(os.path.exists(young))
+        self.assertFalse(self.blobs().has(young))
         p = self.verify()
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertNotIn("unreferenced", p.stdout)

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "blob/local/small_blobs.h"
 #include "util/file.h"
 #include "util/hash.h"
 #include "util/parallel.h"
@@ -43,23 +45,42 @@ AlignedBuffer NewAligned(size_t bytes) {
   return AlignedBuffer(static_cast<char*>(std::aligned_alloc(kAlign, bytes)));
 }
 
-// Writes a blob into its temporary file. Once a blob grows past kDirectFromBytes, the rest of it
-// goes past the page cache (O_DIRECT) from an aligned buffer: a large upload then costs the
-// disk's time rather than the kernel's copying into page-cache pages that nobody reads soon, and
-// it does not fill memory with dirty pages. Where the file system refuses O_DIRECT, writes stay
-// buffered.
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+fs::path BlobPath(const fs::path& root, std::string_view digest) {
+  return root / std::string(digest.substr(0, 2)) / std::string(digest.substr(2));
+}
+
+// Writes a blob. A small one is held in memory and committed as a row of the small-blob
+// database; once a blob outgrows that, it goes into a temporary file that is fsynced and
+// renamed to the blob's path at commit. Past kDirectFromBytes, the rest of it goes past the page
+// cache (O_DIRECT) from an aligned buffer: a large upload then costs the disk's time rather than
+// the kernel's copying into page-cache pages that nobody reads soon, and it does not fill memory
+// with dirty pages. Where the file system refuses O_DIRECT, writes stay buffered.
 class LocalWriter : public BlobWriter {
  public:
-  LocalWriter(fs::path root, fs::path tmp, int fd)
-      : root_(std::move(root)), tmp_(std::move(tmp)), fd_(fd) {}
+  LocalWriter(fs::path root, SmallBlobs* small) : root_(std::move(root)), small_(small) {}
   ~LocalWriter() override {
     if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
+    if (!committed_ && !tmp_.empty()) ::unlink(tmp_.c_str());
   }
 
   // A large piece is hashed on a thread beside the write: a large blob arrives as fast as the
   // slower of the two, not their sum.
   Status Write(std::string_view bytes) override {
+    if (fd_ < 0) {
+      if (static_cast<int64_t>(held_.size() + bytes.size()) <= SmallBlobs::kMaxBytes) {
+        size_ += static_cast<int64_t>(bytes.size());
+        hasher_.Update(bytes);
+        held_.append(bytes);
+        return Status::Ok();
+      }
+      CAIRN_RETURN_IF_ERROR(Spill());
+    }
     size_ += static_cast<int64_t>(bytes.size());
     if (bytes.size() < kHashBesideBytes) {
       hasher_.Update(bytes);
@@ -73,14 +94,15 @@ class LocalWriter : public BlobWriter {
   }
 
   Result<BlobInfo> Commit() override {
+    if (fd_ < 0) return CommitSmall();
     beside_.reset();
     CAIRN_RETURN_IF_ERROR(FlushStage(/*last=*/true));
     if (::fsync(fd_) != 0) return ErrnoStatus("fsync", tmp_);
     ::close(fd_);
     fd_ = -1;
     BlobInfo info{hasher_.HexDigest(), size_};
-    fs::path dir = root_ / info.digest.substr(0, 2);
-    fs::path final_path = dir / info.digest.substr(2);
+    fs::path final_path = BlobPath(root_, info.digest);
+    fs::path dir = final_path.parent_path();
     CAIRN_RETURN_IF_ERROR(MakeDirs(dir));
     if (::rename(tmp_.c_str(), final_path.c_str()) != 0) return ErrnoStatus("rename", final_path);
     committed_ = true;
@@ -90,6 +112,27 @@ class LocalWriter : public BlobWriter {
 
  private:
   static constexpr size_t kHashBesideBytes = 128 << 10;
+
+  Result<BlobInfo> CommitSmall() {
+    BlobInfo info{hasher_.HexDigest(), size_};
+    // The same bytes kept as a file (by a store from before small blobs had a database) stay
+    // the one copy; writing them again renews the file's time, as a rename over it would.
+    const fs::path file = BlobPath(root_, info.digest);
+    if (::utimensat(AT_FDCWD, file.c_str(), nullptr, AT_SYMLINK_NOFOLLOW) == 0) return info;
+    CAIRN_RETURN_IF_ERROR(small_->Put(info.digest, held_, NowMs()));
+    committed_ = true;
+    return info;
+  }
+
+  // The blob is too large for the database: what is held so far goes into a temporary file.
+  Status Spill() {
+    tmp_ = root_ / "tmp" / ("blob-" + RandomHex(12));
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0) return ErrnoStatus("create", tmp_);
+    std::string held = std::move(held_);
+    held_ = std::string();
+    return Put(held);
+  }
 
   // Buffered until the blob is large, then staged and written directly.
   Status Put(std::string_view bytes) {
@@ -161,8 +204,10 @@ class LocalWriter : public BlobWriter {
   }
 
   fs::path root_;
-  fs::path tmp_;
-  int fd_;
+  SmallBlobs* small_;
+  std::string held_;  // a small blob's bytes, until it outgrows SmallBlobs::kMaxBytes
+  fs::path tmp_;      // then its file
+  int fd_ = -1;
   Sha256Hasher hasher_;
   std::unique_ptr<SideThread> beside_;  // made for the first large piece
   int64_t size_ = 0;                    // bytes given
@@ -239,17 +284,18 @@ class LocalReader : public BlobReader {
 
 class LocalContentStore : public ContentStore {
  public:
-  explicit LocalContentStore(fs::path root) : root_(std::move(root)) {}
+  LocalContentStore(fs::path root, std::unique_ptr<SmallBlobs> small)
+      : root_(std::move(root)), small_(std::move(small)) {}
 
   Result<std::unique_ptr<BlobWriter>> NewWriter() override {
-    fs::path tmp = root_ / "tmp" / ("blob-" + RandomHex(12));
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return ErrnoStatus("create", tmp);
-    return std::unique_ptr<BlobWriter>(std::make_unique<LocalWriter>(root_, tmp, fd));
+    return std::unique_ptr<BlobWriter>(std::make_unique<LocalWriter>(root_, small_.get()));
   }
 
   Result<std::unique_ptr<BlobReader>> Open(std::string_view digest) override {
     CAIRN_ASSIGN_OR_RETURN(fs::path path, PathOf(digest));
+    Result<std::shared_ptr<const std::string>> small = small_->Get(digest);
+    if (small.ok()) return NewBytesReader(*std::move(small));
+    if (small.status().code() != StatusCode::kNotFound) return small.status();
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
       if (errno == ENOENT) return NotFound("no blob " + std::string(digest));
@@ -266,19 +312,43 @@ class LocalContentStore : public ContentStore {
 
   Result<bool> Has(std::string_view digest) override {
     CAIRN_ASSIGN_OR_RETURN(fs::path path, PathOf(digest));
+    CAIRN_ASSIGN_OR_RETURN(bool small, small_->Has(digest));
     struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0;
+    return small || ::lstat(path.c_str(), &st) == 0;
   }
 
   Status Delete(std::string_view digest) override {
-    CAIRN_ASSIGN_OR_RETURN(fs::path path, PathOf(digest));
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("unlink", path);
-    return Status::Ok();
+    return DeleteMany(std::vector<std::string>{std::string(digest)});
   }
 
+  // The small blobs go in one transaction. Removing a file waits on the disk (a journal write,
+  // a discard) more than on a core, so the files are removed on several threads, spread over
+  // the fan-out directories, which each take one removal at a time.
+  Status DeleteMany(const std::vector<std::string>& digests) override {
+    for (const std::string& digest : digests) CAIRN_RETURN_IF_ERROR(PathOf(digest).status());
+    std::vector<bool> in_database;
+    CAIRN_RETURN_IF_ERROR(small_->Delete(digests, &in_database));
+    std::vector<std::string_view> files;
+    for (size_t i = 0; i < digests.size(); ++i) {
+      if (!in_database[i]) files.push_back(digests[i]);
+    }
+    std::sort(files.begin(), files.end(),
+              [](std::string_view a, std::string_view b) { return a.substr(2) < b.substr(2); });
+    constexpr int kDeleteThreads = 8;
+    return ParallelFor(files.size(), std::min<size_t>(kDeleteThreads, files.size()), [&](size_t i) {
+      const fs::path path = BlobPath(root_, files[i]);
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return ErrnoStatus("unlink", path);
+      }
+      return Status::Ok();
+    });
+  }
+
+  // The small blobs, then the files.
   // The fan-out directories ab/ and the files in them named by the rest of a digest; tmp/ and
   // anything else that is not a blob's name are passed over.
   Status ForEach(const std::function<Status(const BlobInfo&)>& visit) override {
+    CAIRN_RETURN_IF_ERROR(small_->ForEach(visit));
     // readdir and fstatat on each fan-out directory's descriptor: a walk of a million blobs
     // spends its time in the kernel, not on building paths.
     DIR* top = ::opendir(root_.c_str());
@@ -321,10 +391,11 @@ class LocalContentStore : public ContentStore {
  private:
   Result<fs::path> PathOf(std::string_view digest) const {
     if (!IsSha256Hex(digest)) return InvalidArgument("not a SHA-256 digest: " + std::string(digest));
-    return root_ / std::string(digest.substr(0, 2)) / std::string(digest.substr(2));
+    return BlobPath(root_, digest);
   }
 
   fs::path root_;
+  std::unique_ptr<SmallBlobs> small_;
 };
 
 }  // namespace
@@ -335,7 +406,9 @@ Result<std::unique_ptr<ContentStore>> OpenLocalContentStore(const std::string& r
   // Temporary files of writers killed halfway are garbage: nothing refers to them.
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir / "tmp", ec)) fs::remove(entry.path(), ec);
-  return std::unique_ptr<ContentStore>(std::make_unique<LocalContentStore>(dir));
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<SmallBlobs> small,
+                         SmallBlobs::Open((dir / "small.db").string()));
+  return std::unique_ptr<ContentStore>(std::make_unique<LocalContentStore>(dir, std::move(small)));
 }
 
 }  // namespace cairn::blob

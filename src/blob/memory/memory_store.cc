@@ -1,6 +1,5 @@
 #include "blob/memory/memory_store.h"
 
-#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -37,21 +36,6 @@ class MemoryWriter : public BlobWriter {
   Sha256Hasher hasher_;
 };
 
-class MemoryReader : public BlobReader {
- public:
-  explicit MemoryReader(std::shared_ptr<const std::string> data) : data_(std::move(data)) {}
-  int64_t size() const override { return static_cast<int64_t>(data_->size()); }
-  Result<size_t> ReadAt(int64_t offset, char* buf, size_t n) override {
-    if (offset < 0 || static_cast<size_t>(offset) >= data_->size()) return size_t{0};
-    size_t count = std::min(n, data_->size() - static_cast<size_t>(offset));
-    std::memcpy(buf, data_->data() + offset, count);
-    return count;
-  }
-
- private:
-  std::shared_ptr<const std::string> data_;
-};
-
 class MemoryContentStore : public ContentStore {
  public:
   Result<std::unique_ptr<BlobWriter>> NewWriter() override {
@@ -62,13 +46,17 @@ class MemoryContentStore : public ContentStore {
     std::lock_guard<std::mutex> lock(shared_->mu);
     auto it = shared_->blobs.find(digest);
     if (it == shared_->blobs.end()) return NotFound("no blob " + std::string(digest));
-    return std::unique_ptr<BlobReader>(std::make_unique<MemoryReader>(it->second));
+    return NewBytesReader(it->second);
   }
   Result<bool> Has(std::string_view digest) override {
+    if (!IsSha256Hex(digest))
+      return InvalidArgument("not a SHA-256 digest: " + std::string(digest));
     std::lock_guard<std::mutex> lock(shared_->mu);
     return shared_->blobs.count(digest) != 0;
   }
   Status Delete(std::string_view digest) override {
+    if (!IsSha256Hex(digest))
+      return InvalidArgument("not a SHA-256 digest: " + std::string(digest));
     std::lock_guard<std::mutex> lock(shared_->mu);
     auto it = shared_->blobs.find(digest);
     if (it != shared_->blobs.end()) shared_->blobs.erase(it);

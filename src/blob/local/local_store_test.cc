@@ -1,0 +1,164 @@
+// What the local content store does beyond the ContentStore contract: where it keeps a blob,
+// and how it treats blobs kept as files by a store from before small blobs had a database.
+#include "blob/local/local_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "util/hash.h"
+
+namespace cairn::blob {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LocalStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("cairn-local-" + RandomHex(8));
+    Reopen();
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+  void Reopen() {
+    store_.reset();
+    auto opened = OpenLocalContentStore(dir_.string());
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    store_ = std::move(opened).value();
+  }
+  fs::path FileOf(const std::string& digest) const {
+    return dir_ / digest.substr(0, 2) / digest.substr(2);
+  }
+  std::map<std::string, int64_t> Modified() {
+    std::map<std::string, int64_t> out;
+    EXPECT_TRUE(store_
+                    ->ForEach([&](const BlobInfo& b) {
+                      EXPECT_EQ(out.count(b.digest), 0u) << "listed twice: " << b.digest;
+                      out[b.digest] = b.modified_ms;
+                      return Status::Ok();
+                    })
+                    .ok());
+    return out;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<ContentStore> store_;
+};
+
+TEST_F(LocalStoreTest, SmallBlobsAreRowsAndLargerOnesFiles) {
+  auto small = PutBytes(*store_, std::string(64 << 10, 's'));
+  auto large = PutBytes(*store_, std::string((64 << 10) + 1, 'l'));
+  ASSERT_TRUE(small.ok() && large.ok());
+  EXPECT_FALSE(fs::exists(FileOf(small->digest)));
+  EXPECT_TRUE(fs::exists(dir_ / "small.db"));
+  EXPECT_EQ(fs::file_size(FileOf(large->digest)), static_cast<uintmax_t>((64 << 10) + 1));
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp"));
+  // Both outlive the process that wrote them.
+  Reopen();
+  EXPECT_EQ(ReadAllBytes(*store_, small->digest)->size(), size_t{64 << 10});
+  EXPECT_EQ(ReadAllBytes(*store_, large->digest)->size(), size_t{(64 << 10) + 1});
+}
+
+TEST_F(LocalStoreTest, WritingASmallBlobAgainRenewsItsTime) {
+  auto first = PutBytes(*store_, "again");
+  ASSERT_TRUE(first.ok());
+  const int64_t before = Modified().at(first->digest);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(PutBytes(*store_, "again").ok());
+  const auto after = Modified();
+  EXPECT_EQ(after.size(), 1u);
+  EXPECT_GT(after.at(first->digest), before);
+}
+
+TEST_F(LocalStoreTest, ASmallBlobKeptAsAFileStaysTheOneCopy) {
+  const std::string bytes = "written before small blobs had a database";
+  const std::string digest = Sha256Hex(bytes);
+  fs::create_directories(FileOf(digest).parent_path());
+  std::ofstream(FileOf(digest), std::ios::binary) << bytes;
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  fs::last_write_time(FileOf(digest), old);
+
+  EXPECT_EQ(*ReadAllBytes(*store_, digest), bytes);
+  auto again = PutBytes(*store_, bytes);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->digest, digest);
+  EXPECT_GT(fs::last_write_time(FileOf(digest)), old) << "its time is renewed";
+  EXPECT_EQ(Modified().size(), 1u) << "and it is not copied into the database";
+  ASSERT_TRUE(store_->DeleteMany({digest}).ok());
+  EXPECT_FALSE(fs::exists(FileOf(digest)));
+  EXPECT_FALSE(*store_->Has(digest));
+}
+
+// Writers on several threads are committed together; every one of them is kept.
+TEST_F(LocalStoreTest, SmallBlobsWrittenAtOnceAreAllKept) {
+  constexpr int kThreads = 8, kEach = 150;
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        if (!PutBytes(*store_, "blob " + std::to_string(t) + "/" + std::to_string(i)).ok()) {
+          ++failed;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  Reopen();
+  EXPECT_EQ(Modified().size(), static_cast<size_t>(kThreads * kEach));
+  for (int t = 0; t < kThreads; ++t) {
+    const std::string bytes = "blob " + std::to_string(t) + "/" + std::to_string(kEach - 1);
+    EXPECT_EQ(*ReadAllBytes(*store_, Sha256Hex(bytes)), bytes);
+  }
+}
+
+// A listing runs in pages with nothing held between them, so the visitor may remove blobs.
+TEST_F(LocalStoreTest, AListingMayRemoveWhatItVisits) {
+  std::set<std::string> put;
+  for (int i = 0; i < 5000; ++i) put.insert(PutBytes(*store_, "n" + std::to_string(i))->digest);
+  std::set<std::string> seen;
+  ASSERT_TRUE(store_
+                  ->ForEach([&](const BlobInfo& b) {
+                    seen.insert(b.digest);
+                    return store_->Delete(b.digest);
+                  })
+                  .ok());
+  EXPECT_EQ(seen, put);
+  EXPECT_TRUE(Modified().empty());
+}
+
+// The row of a blob's bytes is numbered by the digest's first 60 bits; a number already taken
+// (two digests sharing them) moves the bytes to the next free one.
+TEST_F(LocalStoreTest, BytesWhoseRowNumberIsTakenGoToTheNextOne) {
+  const std::string bytes = "a blob whose number is taken";
+  const int64_t id = static_cast<int64_t>(std::stoull(Sha256Hex(bytes).substr(0, 15), nullptr, 16));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "small.db").c_str(), &db), SQLITE_OK);
+  const std::string squat = "INSERT INTO contents (id, bytes) VALUES (" + std::to_string(id) +
+                            ", x'00'), (" + std::to_string(id + 1) + ", x'01')";
+  ASSERT_EQ(sqlite3_exec(db, squat.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+
+  auto info = PutBytes(*store_, bytes);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(*ReadAllBytes(*store_, info->digest), bytes);
+  ASSERT_EQ(sqlite3_open((dir_ / "small.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT content FROM blobs", -1, &s, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(s, 0), id + 2);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+}
+
+}  // namespace
+}  // namespace cairn::blob
