@@ -26,6 +26,16 @@ class BytesReader : public BlobReader {
 
 }  // namespace
 
+Result<std::vector<bool>> ContentStore::HasMany(const std::vector<std::string>& digests) {
+  std::vector<bool> out;
+  out.reserve(digests.size());
+  for (const std::string& digest : digests) {
+    CAIRN_ASSIGN_OR_RETURN(bool have, Has(digest));
+    out.push_back(have);
+  }
+  return out;
+}
+
 Status ContentStore::DeleteMany(const std::vector<std::string>& digests) {
   for (const std::string& digest : digests) CAIRN_RETURN_IF_ERROR(Delete(digest));
   return Status::Ok();

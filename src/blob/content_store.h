@@ -49,6 +49,9 @@ class ContentStore {
   // kNotFound when no blob has that digest; kInvalidArgument when digest is not a SHA-256 hex.
   virtual Result<std::unique_ptr<BlobReader>> Open(std::string_view digest) = 0;
   virtual Result<bool> Has(std::string_view digest) = 0;
+  // For each of `digests`, whether the store holds it. A backend may look a batch up at once
+  // (one transaction); this one asks Has for each.
+  virtual Result<std::vector<bool>> HasMany(const std::vector<std::string>& digests);
   // Removes the blob; OK when it was not there.
   virtual Status Delete(std::string_view digest) = 0;
   // Removes each of the blobs, passing over those not there. A backend may remove a batch at

@@ -206,6 +206,19 @@ TYPED_TEST(ContentStoreTest, BlobsEitherSideOfTheSmallSizeReadBack) {
   EXPECT_EQ(seen, put);
 }
 
+TYPED_TEST(ContentStoreTest, HasManyAnswersForEachInTurn) {
+  auto small = PutBytes(*this->store_, "small one");
+  auto large = PutBytes(*this->store_, std::string(100000, 'x'));
+  ASSERT_TRUE(small.ok() && large.ok());
+  const std::string absent(64, 'e');
+  auto have = this->store_->HasMany({absent, large->digest, small->digest, absent});
+  ASSERT_TRUE(have.ok()) << have.status().ToString();
+  EXPECT_EQ(*have, (std::vector<bool>{false, true, true, false}));
+  EXPECT_TRUE(this->store_->HasMany({})->empty());
+  EXPECT_EQ(this->store_->HasMany({small->digest, "../x"}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TYPED_TEST(ContentStoreTest, DeleteManyRemovesThoseThereAndPassesOverTheRest) {
   const std::string large(100000, 'x');
   auto a = PutBytes(*this->store_, "small one");

@@ -133,20 +133,23 @@ Status ArtifactService::IndexTree(const std::string& dir,
                                   const store::ArtifactFile& also,
                                   const std::unordered_set<std::string>* kept) {
   std::shared_lock lock(gc_mu_);
-  std::string last;
-  for (const store::ArtifactFile* f : {&also}) {
-    CAIRN_ASSIGN_OR_RETURN(bool have, blobs_->Has(f->digest));
-    if (!have) return FailedPrecondition("the server does not hold blob " + f->digest);
-  }
+  CAIRN_ASSIGN_OR_RETURN(bool have_also, blobs_->Has(also.digest));
+  if (!have_also) return FailedPrecondition("the server does not hold blob " + also.digest);
+  std::vector<const store::ArtifactFile*> look;
   for (const store::ArtifactFile& f : files) {
-    if (f.digest == last) continue;  // equal files side by side: one look
+    if (!look.empty() && f.digest == look.back()->digest) continue;  // equal files side by side
     if (kept != nullptr && kept->count(f.digest) != 0) continue;
-    CAIRN_ASSIGN_OR_RETURN(bool have, blobs_->Has(f.digest));
-    if (!have) {
-      return FailedPrecondition("the server does not hold blob " + f.digest + " of " + f.path +
-                                ": send it again");
+    look.push_back(&f);
+  }
+  std::vector<std::string> digests;
+  digests.reserve(look.size());
+  for (const store::ArtifactFile* f : look) digests.push_back(f->digest);
+  CAIRN_ASSIGN_OR_RETURN(std::vector<bool> have, blobs_->HasMany(digests));
+  for (size_t i = 0; i < look.size(); ++i) {
+    if (!have[i]) {
+      return FailedPrecondition("the server does not hold blob " + look[i]->digest + " of " +
+                                look[i]->path + ": send it again");
     }
-    last = f.digest;
   }
   Status s = store_->PutArtifactTree(dir, files, kept);
   if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;

@@ -17,12 +17,22 @@ Result<BlobCopy> CopyNamedBlobs(store::MetadataStore& snapshot, blob::ContentSto
     sizes.emplace(std::move(f.digest), f.size);
     return Status::Ok();
   }));
-  std::vector<std::string> wanted;
-  wanted.reserve(sizes.size());
+  std::vector<std::string> named;
+  named.reserve(sizes.size());
   for (const auto& [digest, size] : sizes) {
     out.bytes += size;
-    CAIRN_ASSIGN_OR_RETURN(bool have, to.Has(digest));
-    if (!have) wanted.push_back(digest);
+    named.push_back(digest);
+  }
+  std::vector<std::string> wanted;
+  constexpr size_t kLookBatch = 8192;
+  for (size_t start = 0; start < named.size(); start += kLookBatch) {
+    const std::vector<std::string> batch(
+        named.begin() + static_cast<std::ptrdiff_t>(start),
+        named.begin() + static_cast<std::ptrdiff_t>(std::min(named.size(), start + kLookBatch)));
+    CAIRN_ASSIGN_OR_RETURN(std::vector<bool> have, to.HasMany(batch));
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!have[i]) wanted.push_back(batch[i]);
+    }
   }
   std::sort(wanted.begin(), wanted.end());
   out.blobs = static_cast<int64_t>(sizes.size());
@@ -41,7 +51,8 @@ Result<BlobCopy> CopyNamedBlobs(store::MetadataStore& snapshot, blob::ContentSto
           return Status::Ok();
         }
         CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> writer, to.NewWriter());
-        std::string buf(1 << 20, '\0');
+        std::string buf(static_cast<size_t>(std::clamp<int64_t>((*reader)->size(), 1, 1 << 20)),
+                        '\0');
         int64_t offset = 0;
         for (;;) {
           CAIRN_ASSIGN_OR_RETURN(size_t n, (*reader)->ReadAt(offset, buf.data(), buf.size()));

@@ -96,17 +96,21 @@ Result<std::vector<std::string>> DatasetService::MissingBlobs(
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> not_shown,
                          NotShown(username, known.get(), digests));
   const std::unordered_set<std::string> unshown(not_shown.begin(), not_shown.end());
+  // A blob the latest version names is kept by it; one only sent may have been collected.
+  std::vector<std::string> look;
+  for (const std::string& d : digests) {
+    if (unshown.count(d) == 0 && (known == nullptr || known->count(d) == 0)) look.push_back(d);
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::vector<bool> have, blobs_->HasMany(look));
+  std::unordered_set<std::string> gone;
+  for (size_t i = 0; i < look.size(); ++i) {
+    if (!have[i]) gone.insert(look[i]);
+  }
   std::vector<std::string> missing;
   std::unordered_set<std::string> listed;
   for (const std::string& d : digests) {
     if (listed.count(d) != 0) continue;
-    bool need = unshown.count(d) != 0;
-    // A blob the latest version names is kept by it; one only sent may have been collected.
-    if (!need && (known == nullptr || known->count(d) == 0)) {
-      CAIRN_ASSIGN_OR_RETURN(bool have, blobs_->Has(d));
-      need = !have;
-    }
-    if (need) {
+    if (unshown.count(d) != 0 || gone.count(d) != 0) {
       missing.push_back(d);
       listed.insert(d);
     }

@@ -317,6 +317,16 @@ class LocalContentStore : public ContentStore {
     return small || ::lstat(path.c_str(), &st) == 0;
   }
 
+  Result<std::vector<bool>> HasMany(const std::vector<std::string>& digests) override {
+    for (const std::string& digest : digests) CAIRN_RETURN_IF_ERROR(PathOf(digest).status());
+    CAIRN_ASSIGN_OR_RETURN(std::vector<bool> out, small_->HasMany(digests));
+    for (size_t i = 0; i < digests.size(); ++i) {
+      struct stat st {};
+      if (!out[i]) out[i] = ::lstat(BlobPath(root_, digests[i]).c_str(), &st) == 0;
+    }
+    return out;
+  }
+
   Status Delete(std::string_view digest) override {
     return DeleteMany(std::vector<std::string>{std::string(digest)});
   }

@@ -278,13 +278,30 @@ Result<std::shared_ptr<const std::string>> SmallBlobs::Get(std::string_view dige
 }
 
 Result<bool> SmallBlobs::Has(std::string_view digest) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<bool> found, HasMany({std::string(digest)}));
+  return static_cast<bool>(found[0]);
+}
+
+Result<std::vector<bool>> SmallBlobs::HasMany(const std::vector<std::string>& digests) {
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Lease> lease, Reader());
-  sqlite3_stmt* s = lease->conn->find;
-  BindText(s, 1, digest);
-  const int rc = sqlite3_step(s);
-  sqlite3_reset(s);
-  if (rc == SQLITE_ROW || rc == SQLITE_DONE) return rc == SQLITE_ROW;
-  return Failed(lease->conn->db, "look up");
+  Connection& c = *lease->conn;
+  // One read transaction: each statement would otherwise take and drop the file's locks.
+  const bool batch = digests.size() > 1;
+  if (batch && !c.Exec("BEGIN")) return Failed(c.db, "begin");
+  std::vector<bool> out;
+  out.reserve(digests.size());
+  int rc = SQLITE_DONE;
+  for (const std::string& digest : digests) {
+    BindText(c.find, 1, digest);
+    rc = sqlite3_step(c.find);
+    sqlite3_reset(c.find);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) break;
+    out.push_back(rc == SQLITE_ROW);
+  }
+  Status s = rc == SQLITE_ROW || rc == SQLITE_DONE ? Status::Ok() : Failed(c.db, "look up");
+  if (batch) c.Exec("COMMIT");
+  CAIRN_RETURN_IF_ERROR(s);
+  return out;
 }
 
 Status SmallBlobs::ForEach(const std::function<Status(const BlobInfo&)>& visit) {

@@ -40,6 +40,8 @@ class SmallBlobs {
   // kNotFound when no blob has that digest.
   Result<std::shared_ptr<const std::string>> Get(std::string_view digest);
   Result<bool> Has(std::string_view digest);
+  // For each of `digests`, whether it is here: one read transaction for all of them.
+  Result<std::vector<bool>> HasMany(const std::vector<std::string>& digests);
   // Removes those of `digests` that are here, in one transaction; `removed`, when given, gets
   // for each digest whether it was here.
   Status Delete(const std::vector<std::string>& digests, std::vector<bool>* removed);
