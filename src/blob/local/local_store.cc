@@ -115,13 +115,43 @@ class LocalWriter : public BlobWriter {
 
   Result<BlobInfo> CommitSmall() {
     BlobInfo info{hasher_.HexDigest(), size_};
-    // The same bytes kept as a file (by a store from before small blobs had a database) stay
-    // the one copy; writing them again renews the file's time, as a rename over it would.
+    // The same bytes kept whole as a file (by a store from before small blobs had a database)
+    // stay the one copy; writing them again renews the file's time, as a rename over it would.
+    // Anything else at that path (damaged bytes, a link) gives way to the row.
     const fs::path file = BlobPath(root_, info.digest);
-    if (::utimensat(AT_FDCWD, file.c_str(), nullptr, AT_SYMLINK_NOFOLLOW) == 0) return info;
-    CAIRN_RETURN_IF_ERROR(small_->Put(info.digest, held_, NowMs()));
+    switch (LegacyFile(file)) {
+      case Legacy::kWhole:
+        return info;
+      case Legacy::kNone:
+        CAIRN_RETURN_IF_ERROR(small_->Put(info.digest, held_, NowMs()));
+        break;
+      case Legacy::kOther:
+        CAIRN_RETURN_IF_ERROR(small_->Put(info.digest, held_, NowMs()));
+        if (::unlink(file.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("unlink", file);
+        break;
+    }
     committed_ = true;
     return info;
+  }
+
+  enum class Legacy { kNone, kWhole, kOther };
+
+  // What the blob's file path holds: nothing, exactly the bytes held (whose time it then
+  // renews), or something else.
+  Legacy LegacyFile(const fs::path& file) const {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return errno == ENOENT ? Legacy::kNone : Legacy::kOther;
+    struct stat st {};
+    std::string bytes;
+    bool whole = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                 st.st_size == static_cast<off_t>(held_.size());
+    if (whole) {
+      bytes.resize(held_.size());
+      whole = ::pread(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()) &&
+              bytes == held_ && ::futimens(fd, nullptr) == 0;
+    }
+    ::close(fd);
+    return whole ? Legacy::kWhole : Legacy::kOther;
   }
 
   // The blob is too large for the database: what is held so far goes into a temporary file.
@@ -336,12 +366,11 @@ class LocalContentStore : public ContentStore {
   // the fan-out directories, which each take one removal at a time.
   Status DeleteMany(const std::vector<std::string>& digests) override {
     for (const std::string& digest : digests) CAIRN_RETURN_IF_ERROR(PathOf(digest).status());
-    std::vector<bool> in_database;
-    CAIRN_RETURN_IF_ERROR(small_->Delete(digests, &in_database));
-    std::vector<std::string_view> files;
-    for (size_t i = 0; i < digests.size(); ++i) {
-      if (!in_database[i]) files.push_back(digests[i]);
-    }
+    CAIRN_RETURN_IF_ERROR(small_->Delete(digests, nullptr));
+    // A row's digest may have a file too (a store from before small blobs had a database, with
+    // its file left by a crash): every digest's path goes. One that holds nothing costs a
+    // lookup, not a discard.
+    std::vector<std::string_view> files(digests.begin(), digests.end());
     std::sort(files.begin(), files.end(),
               [](std::string_view a, std::string_view b) { return a.substr(2) < b.substr(2); });
     constexpr int kDeleteThreads = 8;
@@ -378,6 +407,7 @@ class LocalContentStore : public ContentStore {
         return Unavailable("listing " + dir_path + ": " + strerror(errno));
       }
       Status status;
+      std::vector<BlobInfo> small;  // files a row may stand for already: asked about together
       while (dirent* f = ::readdir(dir)) {
         if (std::strlen(f->d_name) != 62) continue;
         info.digest.assign(prefix).append(f->d_name);
@@ -389,16 +419,35 @@ class LocalContentStore : public ContentStore {
         }
         info.size = static_cast<int64_t>(st.st_size);
         info.modified_ms = int64_t{st.st_mtim.tv_sec} * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+        if (info.size <= SmallBlobs::kMaxBytes) {
+          small.push_back(info);
+          continue;
+        }
         status = visit(info);
         if (!status.ok()) break;
       }
       ::closedir(dir);
       CAIRN_RETURN_IF_ERROR(status);
+      CAIRN_RETURN_IF_ERROR(VisitUnlisted(small, visit));
     }
     return Status::Ok();
   }
 
  private:
+  // Visits those of `files` (small blobs kept as files) that no row already stood for.
+  Status VisitUnlisted(const std::vector<BlobInfo>& files,
+                       const std::function<Status(const BlobInfo&)>& visit) {
+    if (files.empty()) return Status::Ok();
+    std::vector<std::string> digests;
+    digests.reserve(files.size());
+    for (const BlobInfo& f : files) digests.push_back(f.digest);
+    CAIRN_ASSIGN_OR_RETURN(std::vector<bool> listed, small_->HasMany(digests));
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (!listed[i]) CAIRN_RETURN_IF_ERROR(visit(files[i]));
+    }
+    return Status::Ok();
+  }
+
   Result<fs::path> PathOf(std::string_view digest) const {
     if (!IsSha256Hex(digest)) return InvalidArgument("not a SHA-256 digest: " + std::string(digest));
     return BlobPath(root_, digest);

@@ -136,6 +136,77 @@ TEST_F(LocalStoreTest, AListingMayRemoveWhatItVisits) {
   EXPECT_TRUE(Modified().empty());
 }
 
+// Runs `sql` on the store's database from a connection of its own.
+void OnDatabase(const fs::path& dir, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "small.db").c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+// A write the database refuses fails, alone; the writes after it go in.
+TEST_F(LocalStoreTest, ARefusedWriteFailsAndTheNextOnesGoIn) {
+  const std::string refused = Sha256Hex("refused");
+  OnDatabase(dir_, "CREATE TRIGGER refuse BEFORE INSERT ON blobs WHEN NEW.digest = '" + refused +
+                       "' BEGIN SELECT RAISE(ABORT, 'no'); END");
+  EXPECT_FALSE(PutBytes(*store_, "refused").ok());
+  EXPECT_FALSE(*store_->Has(refused));
+  auto next = PutBytes(*store_, "accepted");
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(*ReadAllBytes(*store_, next->digest), "accepted");
+  // The bytes' table refusing every row: the write fails rather than trying numbers forever.
+  OnDatabase(dir_,
+             "CREATE TRIGGER refuse_bytes BEFORE INSERT ON contents "
+             "BEGIN SELECT RAISE(ABORT, 'no'); END");
+  EXPECT_FALSE(PutBytes(*store_, "no room").ok());
+  OnDatabase(dir_, "DROP TRIGGER refuse_bytes");
+  EXPECT_TRUE(PutBytes(*store_, "room again").ok());
+}
+
+// Writing bytes again puts them back: a damaged row is mended, as a file written again would
+// be replaced.
+TEST_F(LocalStoreTest, WritingASmallBlobAgainMendsItsRow) {
+  auto info = PutBytes(*store_, "good bytes");
+  ASSERT_TRUE(info.ok());
+  OnDatabase(dir_, "UPDATE contents SET bytes = x'00'");
+  EXPECT_NE(*ReadAllBytes(*store_, info->digest), "good bytes");
+  ASSERT_TRUE(PutBytes(*store_, "good bytes").ok());
+  EXPECT_EQ(*ReadAllBytes(*store_, info->digest), "good bytes");
+}
+
+// A file at a small blob's path that does not hold its bytes gives way to a row.
+TEST_F(LocalStoreTest, ADamagedOrLinkedFileGivesWayToARow) {
+  for (const bool link : {false, true}) {
+    const std::string bytes = link ? "behind a link" : "damaged on disk";
+    const std::string digest = Sha256Hex(bytes);
+    fs::create_directories(FileOf(digest).parent_path());
+    if (link) {
+      std::ofstream(dir_ / "elsewhere", std::ios::binary) << bytes;
+      fs::create_symlink(dir_ / "elsewhere", FileOf(digest));
+    } else {
+      std::ofstream(FileOf(digest), std::ios::binary) << std::string(bytes.size(), '?');
+    }
+    ASSERT_TRUE(PutBytes(*store_, bytes).ok());
+    EXPECT_FALSE(fs::exists(fs::symlink_status(FileOf(digest)))) << bytes;
+    EXPECT_EQ(*ReadAllBytes(*store_, digest), bytes);
+    EXPECT_EQ(Modified().count(digest), 1u);
+  }
+}
+
+// A digest that is both a row and a file is one blob: listed once, removed whole.
+TEST_F(LocalStoreTest, ARowAndAFileOfOneDigestAreOneBlob) {
+  auto info = PutBytes(*store_, "twice kept");
+  ASSERT_TRUE(info.ok());
+  fs::create_directories(FileOf(info->digest).parent_path());
+  std::ofstream(FileOf(info->digest), std::ios::binary) << "twice kept";
+  EXPECT_EQ(Modified().size(), 1u);
+  ASSERT_TRUE(store_->Delete(info->digest).ok());
+  EXPECT_FALSE(fs::exists(FileOf(info->digest)));
+  EXPECT_FALSE(*store_->Has(info->digest));
+  EXPECT_TRUE(Modified().empty());
+}
+
 // The row of a blob's bytes is numbered by the digest's first 60 bits; a number already taken
 // (two digests sharing them) moves the bytes to the next free one.
 TEST_F(LocalStoreTest, BytesWhoseRowNumberIsTakenGoToTheNextOne) {

@@ -1,8 +1,12 @@
 #include "blob/local/small_blobs.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <utility>
+
+#include "util/file.h"
 
 namespace cairn::blob {
 namespace {
@@ -30,6 +34,7 @@ struct SmallBlobs::Connection {
   sqlite3_stmt* find = nullptr;    // content of a digest
   sqlite3_stmt* get = nullptr;     // bytes of a digest
   sqlite3_stmt* touch = nullptr;   // a new modified time
+  sqlite3_stmt* rewrite = nullptr;  // bytes written again
   sqlite3_stmt* add = nullptr;     // bytes
   sqlite3_stmt* name = nullptr;    // a listing row
   sqlite3_stmt* unname = nullptr;  // a listing row removed, its content returned
@@ -37,7 +42,9 @@ struct SmallBlobs::Connection {
   sqlite3_stmt* list = nullptr;    // a page of the listing
 
   ~Connection() {
-    for (sqlite3_stmt* s : {find, get, touch, add, name, unname, drop, list}) sqlite3_finalize(s);
+    for (sqlite3_stmt* s : {find, get, touch, rewrite, add, name, unname, drop, list}) {
+      sqlite3_finalize(s);
+    }
     sqlite3_close_v2(db);
   }
 
@@ -49,19 +56,30 @@ struct SmallBlobs::Connection {
       return Failed(c->db, "open " + path);
     }
     sqlite3_busy_timeout(c->db, kBusyMs);
+    sqlite3_extended_result_codes(c->db, 1);
     // WAL: readers run beside the one writer. synchronous=FULL: a commit is on the disk when
     // it returns, as a blob file is once fsynced, so nothing acknowledged is lost even to a
     // power cut.
-    const char* setup = "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;";
-    if (sqlite3_exec(c->db, setup, nullptr, nullptr, nullptr) != SQLITE_OK ||
+    std::string mode;
+    auto read_mode = [](void* out, int, char** values, char**) {
+      *static_cast<std::string*>(out) = values[0] != nullptr ? values[0] : "";
+      return 0;
+    };
+    if (sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", read_mode, &mode, nullptr) != SQLITE_OK ||
+        sqlite3_exec(c->db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr) != SQLITE_OK ||
         (create && sqlite3_exec(c->db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK)) {
       return Failed(c->db, "set up " + path);
+    }
+    if (mode != "wal") {
+      return Unavailable("small blobs: " + path + " cannot be put in WAL mode (it is in " + mode +
+                         " mode): is its file system one that shares memory between processes?");
     }
     const std::pair<sqlite3_stmt**, const char*> statements[] = {
         {&c->find, "SELECT content FROM blobs WHERE digest = ?1"},
         {&c->get,
          "SELECT c.bytes FROM blobs b JOIN contents c ON c.id = b.content WHERE b.digest = ?1"},
         {&c->touch, "UPDATE blobs SET modified_ms = ?2 WHERE digest = ?1"},
+        {&c->rewrite, "UPDATE contents SET bytes = ?2 WHERE id = ?1"},
         {&c->add, "INSERT INTO contents (id, bytes) VALUES (?1, ?2)"},
         {&c->name,
          "INSERT INTO blobs (digest, size, modified_ms, content) VALUES (?1, ?2, ?3, ?4)"},
@@ -89,6 +107,7 @@ struct SmallBlobs::Lease {
   SmallBlobs* owner;
   std::unique_ptr<Connection> conn;
   ~Lease() {
+    if (conn == nullptr) return;  // dropped: it could not end its transaction
     std::lock_guard lock(owner->mu_);
     owner->idle_readers_.push_back(std::move(conn));
   }
@@ -118,11 +137,28 @@ void BindText(sqlite3_stmt* s, int i, std::string_view text) {
   sqlite3_bind_text(s, i, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
 }
 
+// Bytes as a BLOB: an empty one too, which a null pointer would make NULL.
+void BindBytes(sqlite3_stmt* s, int i, std::string_view bytes) {
+  if (bytes.empty()) {
+    sqlite3_bind_zeroblob(s, i, 0);
+  } else {
+    sqlite3_bind_blob(s, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_STATIC);
+  }
+}
+
+// How many numbers past the digest's own a blob's bytes may take before the write fails: two
+// digests share their first 60 bits about once in 2^30 for a billion blobs.
+constexpr int kIdTries = 64;
+
 }  // namespace
 
 Result<std::unique_ptr<SmallBlobs>> SmallBlobs::Open(std::string path) {
   std::unique_ptr<SmallBlobs> out(new SmallBlobs(std::move(path)));
+  struct stat st {};
+  const bool made = ::stat(out->path_.c_str(), &st) != 0;
   CAIRN_ASSIGN_OR_RETURN(out->writer_, Connection::Open(out->path_, /*create=*/true));
+  // A new database's name is made durable as a blob file's is.
+  if (made) CAIRN_RETURN_IF_ERROR(SyncDir(std::filesystem::path(out->path_).parent_path()));
   return out;
 }
 
@@ -160,7 +196,13 @@ Status SmallBlobs::Apply(Write& write) {
     std::vector<Write*> batch;
     batch.swap(queue_);
     lock.unlock();
-    Status s = Commit(batch);
+    // Whatever happens, every write of the batch is answered and the next commit may start.
+    Status s;
+    try {
+      s = Commit(batch);
+    } catch (const std::exception& e) {
+      s = Internal(std::string("small blobs: a commit failed: ") + e.what());
+    }
     lock.lock();
     for (Write* w : batch) {
       w->status = s;
@@ -173,6 +215,9 @@ Status SmallBlobs::Apply(Write& write) {
 }
 
 Status SmallBlobs::Commit(const std::vector<Write*>& batch) {
+  if (writer_ == nullptr) {  // the last one could not end its transaction
+    CAIRN_ASSIGN_OR_RETURN(writer_, Connection::Open(path_, /*create=*/true));
+  }
   Connection& c = *writer_;
   if (!c.Exec("BEGIN IMMEDIATE")) return Failed(c.db, "begin");
   auto step = [&](sqlite3_stmt* s, int want) {
@@ -181,17 +226,28 @@ Status SmallBlobs::Commit(const std::vector<Write*>& batch) {
   };
   auto fail = [&](std::string_view what) {
     Status s = Failed(c.db, what);
-    for (sqlite3_stmt* st : {c.find, c.touch, c.add, c.name, c.unname, c.drop}) sqlite3_reset(st);
+    for (sqlite3_stmt* st : {c.find, c.touch, c.rewrite, c.add, c.name, c.unname, c.drop}) {
+      sqlite3_reset(st);
+    }
     c.Exec("ROLLBACK");
+    if (sqlite3_get_autocommit(c.db) == 0) writer_.reset();  // the next commit opens anew
     return s;
   };
   for (Write* w : batch) {
     if (w->doomed == nullptr) {
       BindText(c.find, 1, w->digest);
-      const int found = step(c.find, SQLITE_ROW);
+      const int found = sqlite3_step(c.find);
+      const int64_t content = found == SQLITE_ROW ? sqlite3_column_int64(c.find, 0) : -1;
       sqlite3_reset(c.find);
-      if (found < 0) return fail("find");
+      if (found != SQLITE_ROW && found != SQLITE_DONE) return fail("find");
       if (found == SQLITE_ROW) {
+        // Written again: the bytes go back in (mending a damaged row, as writing a file again
+        // replaces it) and the time is renewed.
+        sqlite3_bind_int64(c.rewrite, 1, content);
+        BindBytes(c.rewrite, 2, w->bytes);
+        const int rewritten = step(c.rewrite, SQLITE_DONE);
+        sqlite3_reset(c.rewrite);
+        if (rewritten < 0) return fail("rewrite");
         BindText(c.touch, 1, w->digest);
         sqlite3_bind_int64(c.touch, 2, w->now_ms);
         const int rc = step(c.touch, SQLITE_DONE);
@@ -203,11 +259,11 @@ Status SmallBlobs::Commit(const std::vector<Write*>& batch) {
       // vanishingly rare case of two digests sharing them), so that both tables keep blobs in
       // digest order and a collection's removals, which come in that order, touch a few
       // neighbouring pages rather than one page per blob.
-      int added = SQLITE_CONSTRAINT;
-      for (int64_t id = ContentId(w->digest); added == SQLITE_CONSTRAINT; ++id) {
-        sqlite3_bind_int64(c.add, 1, id);
-        sqlite3_bind_blob(c.add, 2, w->bytes.data(), static_cast<int>(w->bytes.size()),
-                          SQLITE_STATIC);
+      int added = SQLITE_CONSTRAINT_PRIMARYKEY;
+      int64_t id = ContentId(w->digest);
+      for (int tries = 0; added == SQLITE_CONSTRAINT_PRIMARYKEY && tries < kIdTries; ++tries) {
+        sqlite3_bind_int64(c.add, 1, id++);
+        BindBytes(c.add, 2, w->bytes);
         added = sqlite3_step(c.add);
         sqlite3_reset(c.add);
       }
@@ -299,7 +355,9 @@ Result<std::vector<bool>> SmallBlobs::HasMany(const std::vector<std::string>& di
     out.push_back(rc == SQLITE_ROW);
   }
   Status s = rc == SQLITE_ROW || rc == SQLITE_DONE ? Status::Ok() : Failed(c.db, "look up");
-  if (batch) c.Exec("COMMIT");
+  if (batch && !c.Exec("COMMIT")) c.Exec("ROLLBACK");
+  // A connection still inside its transaction would read an old snapshot from then on.
+  if (sqlite3_get_autocommit(c.db) == 0) lease->conn.reset();
   CAIRN_RETURN_IF_ERROR(s);
   return out;
 }
