@@ -387,6 +387,21 @@ class LimitsTest(unittest.TestCase):
         status, _, body = request(server, "GET", API + "artifacts/list?run_id=" + run["run"]["info"]["run_id"])
         self.assertEqual(status, 200)
         self.assertEqual(json.loads(body).get("files", []), [])
+        # The same limit holds for bytes sent for a dataset, named by the server or not.
+        stored = tl.BlobStore(blobs).blobs()
+        raw = {"Content-Type": "application/octet-stream"}
+        for method, path in (("POST", "/api/cairn/v1/datasets/blobs"),
+                             ("PUT", "/api/cairn/v1/datasets/blobs/" + "ab" * 32)):
+            status, _, body = request(server, method, path, b"d" * (2 << 20), raw)
+            self.assertEqual(status, 413, (method, body))
+            data = (("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream"
+                     "\r\nTransfer-Encoding: chunked\r\n\r\n" % (method, path)).encode()
+                    + (b"%x\r\n%s\r\n" % (len(chunk), chunk)) * 40 + b"0\r\n\r\n")
+            status, _, body = parse_answer(raw_exchange(server.port, data))
+            self.assertEqual(status, 413, (method, body))
+        time.sleep(0.2)
+        self.assertEqual(files(), before, "a refused dataset upload left files behind")
+        self.assertEqual(tl.BlobStore(blobs).blobs(), stored)
         # Under the limit: stored.
         status, _, _ = request(server, "PUT", ARTIFACTS + rel + "/small.bin", b"s" * 1000)
         self.assertEqual(status, 200)
