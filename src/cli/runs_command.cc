@@ -132,22 +132,25 @@ int ListRuns(const RunsFlags& flags) {
   return 0;
 }
 
+// The one run a command names (the first of flags.runs); nullopt after saying why not.
+std::optional<core::Run> ResolveOne(client::TrackingClient& client, const RunsFlags& flags) {
+  auto run = report::ResolveRun(client, flags.runs.front());
+  if (!run.ok()) {
+    PrintError(run.status());
+    return std::nullopt;
+  }
+  return std::move(run).value();
+}
+
 // `runs pin` and `runs unpin`: the tag cairn.pinned, which retention rules leave alone.
 int SetPinned(const RunsFlags& flags, bool pinned) {
   auto client = Connect(flags);
   if (client == nullptr) return 2;
-  auto run = report::ResolveRun(*client, flags.runs.front());
-  if (!run.ok()) {
-    PrintError(run.status());
-    return 1;
-  }
-  const std::string id = run->info.run_id;
-  Status s = pinned ? client->SetTag(id, std::string(core::kPinnedTag), "true")
-                    : client
-                          ->CallJson("POST", "/api/2.0/mlflow/runs/delete-tag",
-                                     "{\"run_id\":\"" + id + "\",\"key\":\"" +
-                                         std::string(core::kPinnedTag) + "\"}")
-                          .status();
+  std::optional<core::Run> run = ResolveOne(*client, flags);
+  if (!run) return 1;
+  const std::string& id = run->info.run_id;
+  const std::string tag(core::kPinnedTag);
+  Status s = pinned ? client->SetTag(id, tag, "true") : client->DeleteTag(id, tag);
   if (!s.ok() && !(s.code() == StatusCode::kNotFound && !pinned)) {
     PrintError(s);
     return 1;
@@ -163,11 +166,8 @@ int UnpinRun(const RunsFlags& flags) { return SetPinned(flags, false); }
 int ShowRun(const RunsFlags& flags) {
   auto client = Connect(flags);
   if (client == nullptr) return 2;
-  auto run = report::ResolveRun(*client, flags.runs.front());
-  if (!run.ok()) {
-    PrintError(run.status());
-    return 1;
-  }
+  std::optional<core::Run> run = ResolveOne(*client, flags);
+  if (!run) return 1;
   auto details = report::FetchRunDetails(*client, *run);
   if (!details.ok()) {
     PrintError(details.status());

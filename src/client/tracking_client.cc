@@ -933,6 +933,10 @@ Status TrackingClient::SetTag(const std::string& run_id, const std::string& key,
   return impl_->Post("runs/set-tag", {{"run_id", run_id}, {"key", key}, {"value", value}}).status();
 }
 
+Status TrackingClient::DeleteTag(const std::string& run_id, const std::string& key) {
+  return impl_->Post("runs/delete-tag", {{"run_id", run_id}, {"key", key}}).status();
+}
+
 Status TrackingClient::LogInputs(const std::string& run_id,
                                  const std::vector<core::DatasetInput>& inputs) {
   return impl_->Post("runs/log-inputs", {{"run_id", run_id}, {"datasets", InputsJson(inputs)}})

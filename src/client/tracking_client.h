@@ -116,6 +116,8 @@ class TrackingClient {
   Status LogBatch(const std::string& run_id, const std::vector<core::Metric>& metrics,
                   const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
   Status SetTag(const std::string& run_id, const std::string& key, const std::string& value);
+  // kNotFound when the run has no such tag (MLflow's RESOURCE_DOES_NOT_EXIST).
+  Status DeleteTag(const std::string& run_id, const std::string& key);
   // Records the datasets the run used (runs/log-inputs).
   Status LogInputs(const std::string& run_id, const std::vector<core::DatasetInput>& inputs);
   Status UpdateRun(const std::string& run_id, core::RunStatus status,

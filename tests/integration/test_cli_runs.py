@@ -239,6 +239,28 @@ class CliRunsTest(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("no run with id or id prefix 'ffffffffff'", p.stderr)
 
+    def test_runs_pin_and_unpin_set_and_clear_the_tag(self):
+        run_id = self.plain["run_id"]
+
+        def tags():
+            r = self.c.get(API + "runs/get", {"run_id": run_id})
+            return {t["key"]: t["value"] for t in r.body["run"]["data"].get("tags", [])}
+
+        p = self.cairn("runs", "pin", run_id[:10])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "run %s pinned: retention rules leave its artifacts alone\n"
+                         % run_id)
+        self.assertEqual(tags().get("cairn.pinned"), "true")
+        self.assertEqual(tags().get("team"), "vision", "other tags stay")
+        for _ in range(2):  # a run not pinned is unpinned already: no error
+            p = self.cairn("runs", "unpin", run_id)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout, "run %s unpinned\n" % run_id)
+            self.assertNotIn("cairn.pinned", tags())
+        p = self.cairn("runs", "pin", "ffffffffff")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no run with id or id prefix 'ffffffffff'", p.stderr)
+
     # --- runs compare ------------------------------------------------------------------------
 
     def test_runs_compare_marks_differing_rows(self):
