@@ -334,6 +334,7 @@ Result<std::vector<FileEntry>> CollectFiles(const std::vector<std::string>& path
   options.threads = Threads(threads);
   options.cache = cache.get();
   options.on_read = on_read;
+  options.name_directory = false;  // the version's manifest names the files
   std::error_code ec;
   const bool one_dir = paths.size() == 1 && fs::is_directory(paths[0], ec);
   std::vector<std::pair<FileEntry, std::string>> all;  // entry, local path
@@ -348,8 +349,10 @@ Result<std::vector<FileEntry>> CollectFiles(const std::vector<std::string>& path
       return InvalidArgument("two of the paths are named " + base +
                              ": a version holds each under its base name");
     }
+    const std::string dir = p.ends_with('/') ? p : p + "/";
+    all.reserve(all.size() + h->files.size());
     for (FileEntry& f : h->files) {
-      std::string local = h->is_directory ? (fs::path(p) / f.path).string() : p;
+      std::string local = h->is_directory ? dir + f.path : p;
       if (f.mode == core::kModeSymlink) {
         return InvalidArgument(local +
                                " is a symbolic link: a dataset holds regular files; "
@@ -359,8 +362,9 @@ Result<std::vector<FileEntry>> CollectFiles(const std::vector<std::string>& path
       all.emplace_back(std::move(f), std::move(local));
     }
   }
-  std::sort(all.begin(), all.end(),
-            [](const auto& a, const auto& b) { return a.first.path < b.first.path; });
+  // One directory's files come sorted already.
+  auto by_path = [](const auto& a, const auto& b) { return a.first.path < b.first.path; };
+  if (!std::is_sorted(all.begin(), all.end(), by_path)) std::sort(all.begin(), all.end(), by_path);
   std::vector<FileEntry> entries;
   entries.reserve(all.size());
   local_paths->clear();

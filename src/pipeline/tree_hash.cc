@@ -332,14 +332,14 @@ int ThreadCount(const HashOptions& options) {
                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-// Sorts a directory's entries and names it by their manifest.
-void SealDirectory(TreeHash* out) {
+// Sorts a directory's entries and names it by their manifest (when asked to).
+void SealDirectory(const HashOptions& options, TreeHash* out) {
   out->is_directory = true;
   out->bytes = 0;
   for (const FileEntry& e : out->files) out->bytes += e.size;
   std::sort(out->files.begin(), out->files.end(),
             [](const FileEntry& a, const FileEntry& b) { return a.path < b.path; });
-  out->digest = Sha256Hex(ManifestJson(out->files));
+  if (options.name_directory) out->digest = Sha256Hex(ManifestJson(out->files));
 }
 
 bool PlainRelativePath(std::string_view path) {
@@ -426,7 +426,7 @@ Result<TreeHash> HashFiles(const std::string& root, const std::vector<std::strin
   }
   CAIRN_RETURN_IF_ERROR(HashJobs(jobs, options, ThreadCount(options), start_nanos));
   out.files_read = static_cast<int64_t>(jobs.size());
-  SealDirectory(&out);
+  SealDirectory(options, &out);
   return out;
 }
 
@@ -471,7 +471,7 @@ Result<TreeHash> HashPath(const std::string& path, const HashOptions& options) {
                            "; only regular files, directories and symlinks can be hashed");
   }
   if (out.is_directory) {
-    SealDirectory(&out);
+    SealDirectory(options, &out);
   } else {
     out.bytes = out.files[0].size;
     out.digest = out.files[0].sha256;

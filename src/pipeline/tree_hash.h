@@ -31,7 +31,8 @@ using core::ParseManifestJson;
 using core::PrintablePath;
 
 struct TreeHash {
-  // A file: the SHA-256 of its bytes. A directory: the SHA-256 of ManifestJson(files).
+  // A file: the SHA-256 of its bytes. A directory: the SHA-256 of ManifestJson(files), unless
+  // HashOptions::name_directory was false (then empty).
   std::string digest;
   bool is_directory = false;
   // A directory: every regular file and symlink under it, sorted by path. A file: one entry.
@@ -53,6 +54,9 @@ struct HashOptions {
   // Optional: called on a hashing thread just before a file's bytes are read, with its path
   // and its size at the walk (files the cache answers are not read). Larger files come first.
   std::function<void(const std::string& path, int64_t size)> on_read = nullptr;
+  // Whether a directory's digest is computed; a caller that names the files its own way (a
+  // dataset's manifest) saves building and hashing a manifest it would not use.
+  bool name_directory = true;
 };
 
 // Hashes a file or a directory tree. `path` itself is followed when it is a symlink (an input

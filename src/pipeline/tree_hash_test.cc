@@ -107,6 +107,24 @@ TEST(TreeHashTest, ManifestBytesOfASmallTreeAreExact) {
   EXPECT_EQ(*parsed, h.files);
 }
 
+// A caller that names the files its own way may skip the directory's digest: the files are
+// the same, sorted the same.
+TEST(TreeHashTest, ADirectoryNeedNotBeNamed) {
+  fakes::TempDir dir;
+  Write(dir / "b.txt", "abc");
+  Write(dir / "a/c.txt", "");
+  HashOptions unnamed;
+  unnamed.name_directory = false;
+  TreeHash named = MustHash(dir.path());
+  TreeHash h = MustHash(dir.path(), unnamed);
+  EXPECT_TRUE(h.digest.empty());
+  EXPECT_FALSE(named.digest.empty());
+  EXPECT_TRUE(h.is_directory);
+  EXPECT_EQ(h.files, named.files);
+  EXPECT_EQ(h.files[0].path, "a/c.txt");
+  EXPECT_EQ(h.bytes, 3);
+}
+
 TEST(TreeHashTest, EmptyDirectoryHashesTheEmptyManifest) {
   fakes::TempDir dir;
   TreeHash h = MustHash(dir.path());
