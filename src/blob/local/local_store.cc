@@ -366,7 +366,7 @@ class LocalContentStore : public ContentStore {
   // the fan-out directories, which each take one removal at a time.
   Status DeleteMany(const std::vector<std::string>& digests) override {
     for (const std::string& digest : digests) CAIRN_RETURN_IF_ERROR(PathOf(digest).status());
-    CAIRN_RETURN_IF_ERROR(small_->Delete(digests, nullptr));
+    CAIRN_RETURN_IF_ERROR(small_->Delete(digests));
     // A row's digest may have a file too (a store from before small blobs had a database, with
     // its file left by a crash): every digest's path goes. One that holds nothing costs a
     // lookup, not a discard.

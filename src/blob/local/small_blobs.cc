@@ -119,7 +119,6 @@ struct SmallBlobs::Write {
   std::string_view bytes;
   int64_t now_ms = 0;
   const std::vector<std::string>* doomed = nullptr;  // or a removal
-  std::vector<bool>* removed = nullptr;
   Status status;
   bool done = false;
 };
@@ -214,87 +213,86 @@ Status SmallBlobs::Apply(Write& write) {
   return write.status;
 }
 
+namespace {
+
+// Runs a statement that returns no row, and makes it ready to run again.
+bool RunOnce(sqlite3_stmt* s) {
+  const int rc = sqlite3_step(s);
+  return sqlite3_reset(s) == SQLITE_OK && rc == SQLITE_DONE;
+}
+
+}  // namespace
+
+// Stores one blob's bytes; the name of the step that failed, or nullptr.
+const char* SmallBlobs::PutRow(Connection& c, const Write& w) {
+  BindText(c.find, 1, w.digest);
+  const int found = sqlite3_step(c.find);
+  const int64_t content = found == SQLITE_ROW ? sqlite3_column_int64(c.find, 0) : -1;
+  sqlite3_reset(c.find);
+  if (found != SQLITE_ROW && found != SQLITE_DONE) return "find";
+  if (found == SQLITE_ROW) {
+    // Written again: the bytes go back in (mending a damaged row, as writing a file again
+    // replaces it) and the time is renewed.
+    sqlite3_bind_int64(c.rewrite, 1, content);
+    BindBytes(c.rewrite, 2, w.bytes);
+    if (!RunOnce(c.rewrite)) return "rewrite";
+    BindText(c.touch, 1, w.digest);
+    sqlite3_bind_int64(c.touch, 2, w.now_ms);
+    return RunOnce(c.touch) ? nullptr : "touch";
+  }
+  // The bytes' row id is the digest's first 60 bits (the next free one in the vanishingly rare
+  // case of two digests sharing them), so that both tables keep blobs in digest order and a
+  // collection's removals, which come in that order, touch a few neighbouring pages rather than
+  // one page per blob.
+  int added = SQLITE_CONSTRAINT_PRIMARYKEY;
+  int64_t id = ContentId(w.digest);
+  for (int tries = 0; added == SQLITE_CONSTRAINT_PRIMARYKEY && tries < kIdTries; ++tries) {
+    sqlite3_bind_int64(c.add, 1, id++);
+    BindBytes(c.add, 2, w.bytes);
+    added = sqlite3_step(c.add);
+    sqlite3_reset(c.add);
+  }
+  if (added != SQLITE_DONE) return "add";
+  BindText(c.name, 1, w.digest);
+  sqlite3_bind_int64(c.name, 2, static_cast<int64_t>(w.bytes.size()));
+  sqlite3_bind_int64(c.name, 3, w.now_ms);
+  sqlite3_bind_int64(c.name, 4, sqlite3_last_insert_rowid(c.db));
+  return RunOnce(c.name) ? nullptr : "name";
+}
+
+// Removes the blobs of `digests` that are here; the name of the step that failed, or nullptr.
+const char* SmallBlobs::RemoveRows(Connection& c, const std::vector<std::string>& digests) {
+  for (const std::string& digest : digests) {
+    BindText(c.unname, 1, digest);
+    const int rc = sqlite3_step(c.unname);
+    const int64_t content = rc == SQLITE_ROW ? sqlite3_column_int64(c.unname, 0) : -1;
+    if (rc == SQLITE_ROW) (void)sqlite3_step(c.unname);
+    if (sqlite3_reset(c.unname) != SQLITE_OK || (rc != SQLITE_ROW && rc != SQLITE_DONE)) {
+      return "remove";
+    }
+    if (content < 0) continue;
+    sqlite3_bind_int64(c.drop, 1, content);
+    if (!RunOnce(c.drop)) return "remove bytes";
+  }
+  return nullptr;
+}
+
 Status SmallBlobs::Commit(const std::vector<Write*>& batch) {
   if (writer_ == nullptr) {  // the last one could not end its transaction
     CAIRN_ASSIGN_OR_RETURN(writer_, Connection::Open(path_, /*create=*/true));
   }
   Connection& c = *writer_;
   if (!c.Exec("BEGIN IMMEDIATE")) return Failed(c.db, "begin");
-  auto step = [&](sqlite3_stmt* s, int want) {
-    const int rc = sqlite3_step(s);
-    return (rc == want || (want == SQLITE_ROW && rc == SQLITE_DONE)) ? rc : -1;
-  };
-  auto fail = [&](std::string_view what) {
-    Status s = Failed(c.db, what);
-    for (sqlite3_stmt* st : {c.find, c.touch, c.rewrite, c.add, c.name, c.unname, c.drop}) {
-      sqlite3_reset(st);
-    }
-    c.Exec("ROLLBACK");
-    if (sqlite3_get_autocommit(c.db) == 0) writer_.reset();  // the next commit opens anew
-    return s;
-  };
-  for (Write* w : batch) {
-    if (w->doomed == nullptr) {
-      BindText(c.find, 1, w->digest);
-      const int found = sqlite3_step(c.find);
-      const int64_t content = found == SQLITE_ROW ? sqlite3_column_int64(c.find, 0) : -1;
-      sqlite3_reset(c.find);
-      if (found != SQLITE_ROW && found != SQLITE_DONE) return fail("find");
-      if (found == SQLITE_ROW) {
-        // Written again: the bytes go back in (mending a damaged row, as writing a file again
-        // replaces it) and the time is renewed.
-        sqlite3_bind_int64(c.rewrite, 1, content);
-        BindBytes(c.rewrite, 2, w->bytes);
-        const int rewritten = step(c.rewrite, SQLITE_DONE);
-        sqlite3_reset(c.rewrite);
-        if (rewritten < 0) return fail("rewrite");
-        BindText(c.touch, 1, w->digest);
-        sqlite3_bind_int64(c.touch, 2, w->now_ms);
-        const int rc = step(c.touch, SQLITE_DONE);
-        sqlite3_reset(c.touch);
-        if (rc < 0) return fail("touch");
-        continue;
-      }
-      // The bytes' row id is the digest's first 60 bits (the next free one in the
-      // vanishingly rare case of two digests sharing them), so that both tables keep blobs in
-      // digest order and a collection's removals, which come in that order, touch a few
-      // neighbouring pages rather than one page per blob.
-      int added = SQLITE_CONSTRAINT_PRIMARYKEY;
-      int64_t id = ContentId(w->digest);
-      for (int tries = 0; added == SQLITE_CONSTRAINT_PRIMARYKEY && tries < kIdTries; ++tries) {
-        sqlite3_bind_int64(c.add, 1, id++);
-        BindBytes(c.add, 2, w->bytes);
-        added = sqlite3_step(c.add);
-        sqlite3_reset(c.add);
-      }
-      if (added != SQLITE_DONE) return fail("add");
-      BindText(c.name, 1, w->digest);
-      sqlite3_bind_int64(c.name, 2, static_cast<int64_t>(w->bytes.size()));
-      sqlite3_bind_int64(c.name, 3, w->now_ms);
-      sqlite3_bind_int64(c.name, 4, sqlite3_last_insert_rowid(c.db));
-      const int named = step(c.name, SQLITE_DONE);
-      sqlite3_reset(c.name);
-      if (named < 0) return fail("name");
-      continue;
-    }
-    if (w->removed != nullptr) w->removed->assign(w->doomed->size(), false);
-    for (size_t i = 0; i < w->doomed->size(); ++i) {
-      BindText(c.unname, 1, (*w->doomed)[i]);
-      const int rc = sqlite3_step(c.unname);
-      const int64_t content = rc == SQLITE_ROW ? sqlite3_column_int64(c.unname, 0) : -1;
-      if (rc == SQLITE_ROW) (void)sqlite3_step(c.unname);
-      const int reset = sqlite3_reset(c.unname);
-      if ((rc != SQLITE_ROW && rc != SQLITE_DONE) || reset != SQLITE_OK) return fail("remove");
-      if (content < 0) continue;
-      sqlite3_bind_int64(c.drop, 1, content);
-      const int dropped = step(c.drop, SQLITE_DONE);
-      sqlite3_reset(c.drop);
-      if (dropped < 0) return fail("remove bytes");
-      if (w->removed != nullptr) (*w->removed)[i] = true;
-    }
+  const char* failed = nullptr;
+  for (const Write* w : batch) {
+    failed = w->doomed != nullptr ? RemoveRows(c, *w->doomed) : PutRow(c, *w);
+    if (failed != nullptr) break;
   }
-  if (!c.Exec("COMMIT")) return fail("commit");
-  return Status::Ok();
+  if (failed == nullptr && c.Exec("COMMIT")) return Status::Ok();
+  Status s = Failed(c.db, failed != nullptr ? failed : "commit");
+  c.Exec("ROLLBACK");
+  if (sqlite3_get_autocommit(c.db) == 0) writer_.reset();  // the next commit opens anew
+  return s;
 }
 
 Status SmallBlobs::Put(std::string_view digest, std::string_view bytes, int64_t now_ms) {
@@ -305,14 +303,10 @@ Status SmallBlobs::Put(std::string_view digest, std::string_view bytes, int64_t 
   return Apply(w);
 }
 
-Status SmallBlobs::Delete(const std::vector<std::string>& digests, std::vector<bool>* removed) {
-  if (digests.empty()) {
-    if (removed != nullptr) removed->clear();
-    return Status::Ok();
-  }
+Status SmallBlobs::Delete(const std::vector<std::string>& digests) {
+  if (digests.empty()) return Status::Ok();
   Write w;
   w.doomed = &digests;
-  w.removed = removed;
   return Apply(w);
 }
 

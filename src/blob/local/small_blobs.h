@@ -42,9 +42,8 @@ class SmallBlobs {
   Result<bool> Has(std::string_view digest);
   // For each of `digests`, whether it is here: one read transaction for all of them.
   Result<std::vector<bool>> HasMany(const std::vector<std::string>& digests);
-  // Removes those of `digests` that are here, in one transaction; `removed`, when given, gets
-  // for each digest whether it was here.
-  Status Delete(const std::vector<std::string>& digests, std::vector<bool>* removed);
+  // Removes those of `digests` that are here, in one transaction.
+  Status Delete(const std::vector<std::string>& digests);
   // Every blob here, a page at a time in digest order: no transaction stays open while `visit`
   // runs, so it may write to the store.
   Status ForEach(const std::function<Status(const BlobInfo&)>& visit);
@@ -58,6 +57,8 @@ class SmallBlobs {
   Result<std::unique_ptr<Lease>> Reader();
   Status Apply(Write& write);
   Status Commit(const std::vector<Write*>& batch);  // on writer_, by one caller at a time
+  static const char* PutRow(Connection& c, const Write& w);
+  static const char* RemoveRows(Connection& c, const std::vector<std::string>& digests);
 
   const std::string path_;
   std::mutex mu_;  // guards everything below
