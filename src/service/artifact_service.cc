@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "store/listing.h"
 #include "util/log.h"
 #include "util/utf8.h"
 
@@ -116,44 +117,19 @@ Result<blob::BlobInfo> ArtifactService::CommitKept(
   return info;
 }
 
-Status ArtifactService::IndexBlobs(const std::vector<store::ArtifactFile>& files) {
+Status ArtifactService::KeepDatasetVersion(const store::ArtifactFile& manifest,
+                                           const std::vector<std::string>& blobs) {
   std::shared_lock lock(gc_mu_);
-  for (const store::ArtifactFile& f : files) {
-    CAIRN_ASSIGN_OR_RETURN(bool have, blobs_->Has(f.digest));
-    if (!have) {
-      return FailedPrecondition("the server does not hold blob " + f.digest + " of " + f.path +
-                                ": send it again");
-    }
-  }
-  return store_->PutArtifacts(files).status();
-}
-
-Status ArtifactService::IndexTree(const std::string& dir,
-                                  const std::vector<store::ArtifactFile>& files,
-                                  const store::ArtifactFile& also,
-                                  const std::unordered_set<std::string>* kept) {
-  std::shared_lock lock(gc_mu_);
-  CAIRN_ASSIGN_OR_RETURN(bool have_also, blobs_->Has(also.digest));
-  if (!have_also) return FailedPrecondition("the server does not hold blob " + also.digest);
-  std::vector<const store::ArtifactFile*> look;
-  for (const store::ArtifactFile& f : files) {
-    if (!look.empty() && f.digest == look.back()->digest) continue;  // equal files side by side
-    if (kept != nullptr && kept->count(f.digest) != 0) continue;
-    look.push_back(&f);
-  }
-  std::vector<std::string> digests;
-  digests.reserve(look.size());
-  for (const store::ArtifactFile* f : look) digests.push_back(f->digest);
-  CAIRN_ASSIGN_OR_RETURN(std::vector<bool> have, blobs_->HasMany(digests));
+  std::vector<std::string> look = blobs;
+  look.push_back(manifest.digest);
+  CAIRN_ASSIGN_OR_RETURN(std::vector<bool> have, blobs_->HasMany(look));
   for (size_t i = 0; i < look.size(); ++i) {
     if (!have[i]) {
-      return FailedPrecondition("the server does not hold blob " + look[i]->digest + " of " +
-                                look[i]->path + ": send it again");
+      return FailedPrecondition("the server does not hold blob " + look[i] + ": send it again");
     }
   }
-  Status s = store_->PutArtifactTree(dir, files, kept);
-  if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
-  return store_->PutArtifact(also).status();
+  CAIRN_RETURN_IF_ERROR(store_->datasets().NoteDataBlobs(blobs));
+  return store_->PutArtifact(manifest).status();
 }
 
 Status ArtifactService::PutBytes(const std::string& path, std::string_view bytes) {
@@ -162,8 +138,24 @@ Status ArtifactService::PutBytes(const std::string& path, std::string_view bytes
   return CommitUpload(path, *w);
 }
 
+Result<store::ArtifactFile> ArtifactService::DatasetFile(const DatasetFileRef& ref,
+                                                         std::string_view path) {
+  auto not_found = [&] { return NotFound("Artifact '" + std::string(path) + "' not found"); };
+  Result<store::ArtifactFile> row =
+      store_->GetArtifact(std::string(kDatasetArtifactRoot) + "/" + std::string(ref.name) + "/" +
+                          std::string(ref.digest) + ".json");
+  if (!row.ok()) return row.status().code() == StatusCode::kNotFound ? not_found() : row.status();
+  CAIRN_ASSIGN_OR_RETURN(ManifestCache::Files files,
+                         manifests_.Get(*blobs_, std::string(ref.digest)));
+  const core::FileEntry* f = FindManifestFile(*files, ref.file);
+  if (f == nullptr) return not_found();
+  return store::ArtifactFile{std::string(path), f->sha256, f->size};
+}
+
 Result<Download> ArtifactService::Open(const std::string& path) {
-  CAIRN_ASSIGN_OR_RETURN(store::ArtifactFile file, store_->GetArtifact(path));
+  std::optional<DatasetFileRef> in_dataset = DatasetFileOf(path);
+  CAIRN_ASSIGN_OR_RETURN(store::ArtifactFile file,
+                         in_dataset ? DatasetFile(*in_dataset, path) : store_->GetArtifact(path));
   Download d;
   CAIRN_ASSIGN_OR_RETURN(d.reader, blobs_->Open(file.digest));
   d.size = d.reader->size();
@@ -196,7 +188,50 @@ Result<std::string> ArtifactService::ReadRunFile(std::string_view artifact_uri,
 }
 
 Result<std::vector<store::ArtifactEntry>> ArtifactService::List(const std::string& path) {
+  if (IsUnder(path, kDatasetArtifactRoot) && path != kDatasetArtifactRoot) {
+    return ListDatasets(path);
+  }
   return store_->ListArtifacts(path);
+}
+
+Result<std::vector<store::ArtifactEntry>> ArtifactService::ListDatasets(const std::string& path) {
+  if (std::optional<DatasetFileRef> ref = DatasetFileOf(path)) {
+    // Inside a version: its manifest's files under the directory.
+    Result<store::ArtifactFile> row =
+        store_->GetArtifact(std::string(kDatasetArtifactRoot) + "/" + std::string(ref->name) + "/" +
+                            std::string(ref->digest) + ".json");
+    if (!row.ok()) {
+      if (row.status().code() == StatusCode::kNotFound) return std::vector<store::ArtifactEntry>();
+      return row.status();
+    }
+    CAIRN_ASSIGN_OR_RETURN(ManifestCache::Files files,
+                           manifests_.Get(*blobs_, std::string(ref->digest)));
+    const std::string top = std::string(kDatasetArtifactRoot) + "/" + std::string(ref->name) + "/" +
+                            std::string(ref->digest) + "/";
+    const std::string under = ref->file.empty() ? "" : std::string(ref->file) + "/";
+    store::ListingBuilder builder(path);
+    auto it =
+        std::lower_bound(files->begin(), files->end(), under,
+                         [](const core::FileEntry& f, const std::string& p) { return f.path < p; });
+    for (; it != files->end() && it->path.starts_with(under); ++it) {
+      builder.Add({top + it->path, it->sha256, it->size});
+    }
+    return builder.Take();
+  }
+  // A dataset's directory: its manifests, and beside each the directory of its version.
+  CAIRN_ASSIGN_OR_RETURN(std::vector<store::ArtifactEntry> entries, store_->ListArtifacts(path));
+  std::vector<store::ArtifactEntry> out;
+  out.reserve(entries.size() * 2);
+  for (store::ArtifactEntry& e : entries) {
+    if (!e.is_dir && DatasetManifestOf(path + "/" + e.name)) {
+      out.push_back({e.name.substr(0, e.name.size() - std::string_view(".json").size()), true, 0});
+    }
+    out.push_back(std::move(e));
+  }
+  std::sort(
+      out.begin(), out.end(),
+      [](const store::ArtifactEntry& a, const store::ArtifactEntry& b) { return a.name < b.name; });
+  return out;
 }
 
 Result<std::vector<store::ArtifactEntry>> ArtifactService::ListRunArtifacts(
@@ -299,12 +334,14 @@ Result<std::vector<store::ArtifactFile>> ArtifactService::ListRunFiles(
   return files;
 }
 
-Result<std::vector<std::string>> ArtifactService::NamedDigests(
-    const std::function<void(const store::ArtifactFile&)>& also) {
+Result<std::vector<std::string>> ArtifactService::NamedDigests() {
   std::vector<std::string> named;
   CAIRN_RETURN_IF_ERROR(store_->ForEachArtifactFile([&](store::ArtifactFile& f) {
-    if (also) also(f);
     named.push_back(std::move(f.digest));
+    return Status::Ok();
+  }));
+  CAIRN_RETURN_IF_ERROR(store_->datasets().ForEachDataBlob([&](const std::string& d) {
+    named.push_back(d);
     return Status::Ok();
   }));
   std::sort(named.begin(), named.end());
@@ -323,7 +360,7 @@ Result<ArtifactService::Collection> ArtifactService::CollectGarbage(int64_t grac
     CAIRN_RETURN_IF_ERROR(store_->datasets().PruneDataUploads(now_ms - kUploadLedgerMs).status());
   }
   // Mark: every digest the index names, read a page at a time without holding the lock.
-  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> marked, NamedDigests(nullptr));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> marked, NamedDigests());
   const double mark_s = seconds_since(t0);
 
   // Sweep, beside the listing: the listing hands the blobs nothing named over a chunk at a
@@ -427,23 +464,23 @@ Result<ArtifactService::Usage> ArtifactService::MeasureUsage() {
   Usage out;
   const std::string dataset_prefix = std::string(kDatasetArtifactRoot) + "/";
   std::map<std::string, std::unordered_set<std::string>> dataset_blobs;
-  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> named,
-                         NamedDigests([&](const store::ArtifactFile& f) {
-                           if (f.path.starts_with(dataset_prefix)) {
-                             const size_t end = f.path.find('/', dataset_prefix.size());
-                             const std::string name =
-                                 f.path.substr(dataset_prefix.size(), end - dataset_prefix.size());
-                             if (dataset_blobs[name].insert(f.digest).second) {
-                               Usage::Part& part = out.by_dataset[name];
-                               ++part.files;
-                               part.bytes += f.size;
-                             }
-                             return;
-                           }
-                           Usage::Part& part = out.by_root[f.path.substr(0, f.path.find('/'))];
-                           ++part.files;
-                           part.bytes += f.size;
-                         }));
+  CAIRN_RETURN_IF_ERROR(ForEachIndexedFile(*store_, *blobs_, [&](store::ArtifactFile& f) {
+    if (f.path.starts_with(dataset_prefix)) {
+      const size_t end = f.path.find('/', dataset_prefix.size());
+      const std::string name = f.path.substr(dataset_prefix.size(), end - dataset_prefix.size());
+      if (dataset_blobs[name].insert(f.digest).second) {
+        Usage::Part& part = out.by_dataset[name];
+        ++part.files;
+        part.bytes += f.size;
+      }
+      return Status::Ok();
+    }
+    Usage::Part& part = out.by_root[f.path.substr(0, f.path.find('/'))];
+    ++part.files;
+    part.bytes += f.size;
+    return Status::Ok();
+  }));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> named, NamedDigests());
   CAIRN_RETURN_IF_ERROR(blobs_->ForEach([&](const blob::BlobInfo& b) {
     ++out.blobs.files;
     out.blobs.bytes += b.size;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "blob/content_store.h"
+#include "service/dataset_files.h"
 #include "store/metadata_store.h"
 
 namespace cairn::service {
@@ -23,9 +24,10 @@ namespace cairn::service {
 // Where the model registry keeps versions' files ("models/<id>/..."): clients read them, and
 // only the registry writes or removes them.
 inline constexpr std::string_view kRegistryArtifactRoot = "models";
-// Where datasets keep their versions' files ("datasets/<name>/<version digest>/<path>") and
-// manifests ("datasets/<name>/<version digest>.json"): read through the dataset's permission,
-// written only by the dataset service.
+// Where datasets keep their versions' manifests ("datasets/<name>/<version digest>.json", rows
+// of the index) and files ("datasets/<name>/<version digest>/<path>", read through the manifest:
+// service/dataset_files.h): read through the dataset's permission, written only by the dataset
+// service.
 inline constexpr std::string_view kDatasetArtifactRoot = "datasets";
 
 // Checks and normalises an artifact path (a trailing '/' is dropped). An empty path is the
@@ -100,20 +102,15 @@ class ArtifactService {
   // it in the upload ledger) before a collection can see it.
   Result<blob::BlobInfo> CommitKept(blob::BlobWriter& writer,
                                     const std::function<Status(const blob::BlobInfo&)>& keep);
-  // Records `files`, which name blobs sent before, all or none, with no collection in between
-  // (a dataset's new version). kFailedPrecondition naming the first blob the store lacks, with
+  // Records a dataset's new version: notes `blobs` (its files' blobs, sent before) among the
+  // dataset blobs and names `manifest` (datasets/<name>/<digest>.json) in the index, with no
+  // collection in between. kFailedPrecondition naming the first blob the store lacks, with
   // nothing recorded.
-  Status IndexBlobs(const std::vector<store::ArtifactFile>& files);
-  // The same for a directory written whole, named by its content (`dir` holding `files`, then
-  // `also`): when `dir` holds files already, they are these, and only `also` is recorded.
-  // Blobs in `kept` (a dataset's earlier version's, so not collectable and among datasets'
-  // blobs already) are not looked for.
-  Status IndexTree(const std::string& dir, const std::vector<store::ArtifactFile>& files,
-                   const store::ArtifactFile& also,
-                   const std::unordered_set<std::string>* kept = nullptr);
-  // Removes the blobs no artifact file names (mark and sweep), but those written in the last
-  // `grace_ms` (uploads still on their way to the index), and forgets the upload ledger's
-  // records older than kUploadLedgerMs. With `dry_run`, only counts the blobs.
+  Status KeepDatasetVersion(const store::ArtifactFile& manifest,
+                            const std::vector<std::string>& blobs);
+  // Removes the blobs no artifact file names and no dataset notes (mark and sweep), but those
+  // written in the last `grace_ms` (uploads still on their way to the index), and forgets the
+  // upload ledger's records older than kUploadLedgerMs. With `dry_run`, only counts the blobs.
   struct Collection {
     int64_t blobs = 0;       // seen
     int64_t collected = 0;   // removed (or, in a dry run, that would be)
@@ -144,9 +141,13 @@ class ArtifactService {
   Status DeleteRegistryFiles(const std::string& storage);
 
  private:
-  // Every digest the index names, sorted and without repeats; `also` sees each file first.
-  Result<std::vector<std::string>> NamedDigests(
-      const std::function<void(const store::ArtifactFile&)>& also);
+  // Every digest the index names or the datasets note, sorted and without repeats.
+  Result<std::vector<std::string>> NamedDigests();
+  // A dataset version's file (`path` is "datasets/<name>/<digest>/<file>"), read through the
+  // manifest the index names for that version.
+  Result<store::ArtifactFile> DatasetFile(const DatasetFileRef& ref, std::string_view path);
+  // The listing of a directory under kDatasetArtifactRoot.
+  Result<std::vector<store::ArtifactEntry>> ListDatasets(const std::string& path);
   // Every file under directory `dir`, with full paths; kResourceExhausted past `max_files`.
   Result<std::vector<store::ArtifactFile>> FilesUnder(const std::string& dir, int64_t max_files);
   Result<Freed> DeleteFiles(const std::string& path);
@@ -160,6 +161,7 @@ class ArtifactService {
   // Held shared from a blob's commit until it is indexed, exclusively while collecting blobs,
   // so a blob is never deleted between an upload's commit and its index entry.
   std::shared_mutex gc_mu_;
+  ManifestCache manifests_;
 };
 
 }  // namespace cairn::service

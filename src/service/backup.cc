@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "service/dataset_files.h"
 #include "util/parallel.h"
 
 namespace cairn::service {
@@ -12,9 +13,14 @@ Result<BlobCopy> CopyNamedBlobs(store::MetadataStore& snapshot, blob::ContentSto
                                 blob::ContentStore& to, const BlobCopyOptions& options) {
   BlobCopy out;
   std::unordered_map<std::string, int64_t> sizes;
-  CAIRN_RETURN_IF_ERROR(snapshot.ForEachArtifactFile([&](store::ArtifactFile& f) {
+  CAIRN_RETURN_IF_ERROR(ForEachIndexedFile(snapshot, from, [&](store::ArtifactFile& f) {
     ++out.files;
     sizes.emplace(std::move(f.digest), f.size);
+    return Status::Ok();
+  }));
+  // A blob a dataset notes is kept too, also when no manifest the copy can read names it.
+  CAIRN_RETURN_IF_ERROR(snapshot.datasets().ForEachDataBlob([&](const std::string& d) {
+    sizes.emplace(d, 0);
     return Status::Ok();
   }));
   std::vector<std::string> named;

@@ -1,6 +1,6 @@
 // The blobs of a backup (`cairn backup`, `cairn restore`): every blob a metadata snapshot names
-// in its artifact index (runs' artifacts, model versions' files, datasets' files and
-// manifests), copied from one content store to another unless the other has it already. Blobs
+// in its artifact index (runs' artifacts, model versions' files, datasets' manifests and the
+// files they list) or among its dataset blobs, copied from one content store to another unless the other has it already. Blobs
 // never change, so a copy is incremental: what an earlier backup copied is not copied again.
 // Each blob is hashed on its way, so a damaged source blob is found rather than copied.
 #pragma once

@@ -22,30 +22,13 @@ DatasetService::DatasetService(store::MetadataStore* store, blob::ContentStore* 
                                ArtifactService* artifacts, IdentityService* identity, Clock* clock)
     : store_(store), blobs_(blobs), artifacts_(artifacts), identity_(identity), clock_(clock) {}
 
-std::string DatasetService::FilePath(const core::DataVersion& v, std::string_view path) {
-  return std::string(kDatasetArtifactRoot) + "/" + v.name + "/" + v.digest + "/" +
-         std::string(path);
-}
-
 std::string DatasetService::ManifestPath(std::string_view name, std::string_view digest) {
   return std::string(kDatasetArtifactRoot) + "/" + std::string(name) + "/" + std::string(digest) +
          ".json";
 }
 
 Result<std::vector<core::FileEntry>> DatasetService::ReadManifest(std::string_view digest) {
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobReader> r, blobs_->Open(digest));
-  if (r->size() > kMaxManifestBytes) {
-    return InvalidArgument("the manifest " + std::string(digest) + " is " +
-                           std::to_string(r->size()) + " bytes, over the limit of " +
-                           std::to_string(kMaxManifestBytes));
-  }
-  CAIRN_ASSIGN_OR_RETURN(std::string bytes, blob::ReadAllBytes(*r, digest));
-  Result<std::vector<core::FileEntry>> files = core::ParseManifestJson(bytes);
-  if (!files.ok()) {
-    return InvalidArgument("blob " + std::string(digest) +
-                           " is not a dataset manifest: " + files.status().message());
-  }
-  return files;
+  return ReadDatasetManifest(*blobs_, digest);
 }
 
 Result<std::shared_ptr<const std::unordered_set<std::string>>> DatasetService::LatestBlobs(
@@ -183,8 +166,6 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
   v.name = req.name;
   v.digest = req.digest;
   auto named = std::make_shared<std::unordered_set<std::string>>();
-  std::vector<store::ArtifactFile> index;
-  index.reserve(files.size());
   named->reserve(files.size() + 1);
   for (const core::FileEntry& f : files) {
     if (f.mode == core::kModeSymlink) {
@@ -193,7 +174,6 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
     }
     CAIRN_RETURN_IF_ERROR(NormalizeArtifactPath(f.path, /*allow_root=*/false).status());
     named->insert(f.sha256);
-    index.push_back(store::ArtifactFile{FilePath(v, f.path), f.sha256, f.size});
     v.bytes += f.size;
   }
   std::vector<std::string> digests;  // sorted, so that a refusal names the same blob each time
@@ -206,11 +186,9 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
     return FailedPrecondition("send blob " + unsent + " before naming it in a version");
   }
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobReader> manifest, blobs_->Open(req.digest));
-  // The directory is named by the version's content: when it is there, it holds these files.
-  CAIRN_RETURN_IF_ERROR(artifacts_->IndexTree(
-      std::string(kDatasetArtifactRoot) + "/" + v.name + "/" + v.digest, index,
-      store::ArtifactFile{ManifestPath(v.name, v.digest), v.digest, manifest->size()},
-      known.get()));
+  // The latest version's blobs are noted already: only the others are.
+  CAIRN_RETURN_IF_ERROR(artifacts_->KeepDatasetVersion(
+      store::ArtifactFile{ManifestPath(v.name, v.digest), v.digest, manifest->size()}, digests));
 
   v.files = static_cast<int64_t>(files.size());
   v.parent = exists ? latest->version : 0;

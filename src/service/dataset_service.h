@@ -3,9 +3,10 @@
 // A client adds a version in three steps: it asks which of its files' blobs it must send
 // (MissingBlobs), sends those (each recorded in the upload ledger as it lands), then names the
 // version by its manifest's digest (CreateVersion). The server reads the manifest from the
-// content store, checks it, and records every file in the artifact index under
-// kDatasetArtifactRoot ("datasets/<name>/<digest>/<path>"), so that the collector, the store
-// check and the storage report see datasets' blobs as they see any artifact.
+// content store, checks it, names it in the artifact index (kDatasetArtifactRoot/<name>/
+// <digest>.json) and notes its files' blobs among the dataset blobs, which the collector keeps.
+// The files are read through the manifest (service/dataset_files.h): a version costs one row
+// of the index, however many files it holds.
 //
 // A client may name only blobs it has shown it holds: ones it sent (the ledger of its account)
 // or ones in the dataset's latest version when it may read that dataset. Knowing a digest is
@@ -33,8 +34,7 @@ namespace cairn::service {
 
 // How many digests one MissingBlobs call takes.
 inline constexpr size_t kMaxDigestsPerQuery = 100'000;
-// A version's manifest: at most this many bytes and files.
-inline constexpr int64_t kMaxManifestBytes = 512LL << 20;
+// A version's manifest: at most kMaxManifestBytes (service/dataset_files.h) and this many files.
 inline constexpr int64_t kMaxDataVersionFiles = 2'000'000;
 // A version's message and metadata (a JSON object's text), in bytes.
 inline constexpr size_t kMaxDataMessage = 5000;
@@ -90,8 +90,7 @@ class DatasetService {
   // The version's manifest, as its bytes and parsed.
   Result<std::string> ManifestBytes(const core::DataVersion& v);
   Result<std::vector<core::FileEntry>> Files(const core::DataVersion& v);
-  // Where a version's file and its manifest are in the artifact index.
-  static std::string FilePath(const core::DataVersion& v, std::string_view path);
+  // Where a version's manifest is in the artifact index.
   static std::string ManifestPath(std::string_view name, std::string_view digest);
 
  private:

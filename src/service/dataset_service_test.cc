@@ -60,7 +60,7 @@ class DatasetServiceTest : public ::testing::Test {
   core::Principal bob_;
 };
 
-TEST_F(DatasetServiceTest, AVersionIndexesItsFilesAndManifestUnderTheDataset) {
+TEST_F(DatasetServiceTest, AVersionIsOneManifestRowAndItsFilesAreReadThroughIt) {
   const std::string m = Manifest(alice_, {{"a.csv", "1,2\n"}, {"sub/b.bin", "bb"}});
   auto v = Create(alice_, "mnist", m);
   ASSERT_TRUE(v.ok()) << v.status().ToString();
@@ -69,14 +69,46 @@ TEST_F(DatasetServiceTest, AVersionIndexesItsFilesAndManifestUnderTheDataset) {
   EXPECT_EQ(v->version.bytes, 6);
   EXPECT_EQ(v->version.creator, "alice");
   EXPECT_EQ(v->version.digest, m);
-  auto a = store_->GetArtifact("datasets/mnist/" + m + "/a.csv");
-  ASSERT_TRUE(a.ok());
-  EXPECT_EQ(a->digest, Sha256Hex("1,2\n"));
+  // The index holds the manifest only; the files are read through it.
   EXPECT_TRUE(store_->GetArtifact("datasets/mnist/" + m + ".json").ok());
-  // Nothing indexed is collectable.
-  auto gc = artifacts_.CollectGarbage(0, false, clock_.NowMillis() + 10'000);
+  EXPECT_EQ(store_->GetArtifact("datasets/mnist/" + m + "/a.csv").status().code(),
+            StatusCode::kNotFound);
+  auto read = [&](const std::string& path) -> std::string {
+    auto d = artifacts_.Open(path);
+    if (!d.ok()) return "error: " + d.status().ToString();
+    auto bytes = blob::ReadAllBytes(*d->reader, path);
+    return bytes.ok() ? *bytes : "error: " + bytes.status().ToString();
+  };
+  EXPECT_EQ(read("datasets/mnist/" + m + "/a.csv"), "1,2\n");
+  EXPECT_EQ(read("datasets/mnist/" + m + "/sub/b.bin"), "bb");
+  for (const std::string& absent :
+       {"datasets/mnist/" + m + "/sub", "datasets/mnist/" + m + "/nope",
+        "datasets/other/" + m + "/a.csv", "datasets/mnist/" + std::string(64, 'a') + "/a.csv"}) {
+    EXPECT_EQ(artifacts_.Open(absent).status().code(), StatusCode::kNotFound) << absent;
+  }
+  // Listed as if the files were rows: the version's directory beside its manifest.
+  auto names = [&](const std::string& dir) {
+    std::vector<std::string> out;
+    auto entries = artifacts_.List(dir);
+    EXPECT_TRUE(entries.ok()) << entries.status().ToString();
+    if (entries.ok()) {
+      for (const store::ArtifactEntry& e : *entries) {
+        out.push_back(e.name + (e.is_dir ? "/" : ":" + std::to_string(e.size)));
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(names("datasets/mnist"),
+            (std::vector<std::string>{
+                m + "/", m + ".json:" + std::to_string(blob::ReadAllBytes(*blobs_, m)->size())}));
+  EXPECT_EQ(names("datasets/mnist/" + m), (std::vector<std::string>{"a.csv:4", "sub/"}));
+  EXPECT_EQ(names("datasets/mnist/" + m + "/sub"), (std::vector<std::string>{"b.bin:2"}));
+  EXPECT_TRUE(names("datasets/mnist/" + std::string(64, 'a')).empty());
+  // Nothing a version names is collectable, also once the upload ledger forgot the blobs.
+  auto gc = artifacts_.CollectGarbage(0, false, clock_.NowMillis() + 2 * kUploadLedgerMs);
   ASSERT_TRUE(gc.ok());
   EXPECT_EQ(gc->collected, 0);
+  EXPECT_EQ(read("datasets/mnist/" + m + "/sub/b.bin"), "bb");
 }
 
 TEST_F(DatasetServiceTest, TheSameContentAgainAddsNoVersion) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <climits>
 
+#include "service/dataset_files.h"
 #include "util/hash.h"
 
 namespace cairn::service {
@@ -99,9 +100,13 @@ Result<StoreCheck> CheckStores(store::MetadataStore& metadata, blob::ContentStor
   std::sort(known.begin(), known.end());
   std::vector<bool> referenced(known.size(), false);
 
-  // Every file of the artifact index.
+  auto is_corrupt = [&](const std::string& digest) {
+    return std::any_of(out.corrupt.begin(), out.corrupt.end(),
+                       [&](const BlobProblem& c) { return c.digest == digest; });
+  };
+  // Every file of the artifact index, datasets' versions' files read from their manifests.
   p = {"references", 0, 0, 0};
-  CAIRN_RETURN_IF_ERROR(metadata.ForEachArtifactFile([&](store::ArtifactFile& f) {
+  auto visit = [&](store::ArtifactFile& f) -> Status {
     p.done = ++out.references;
     pacer.Tick(p);
     if (!IsSha256Hex(f.digest)) {
@@ -111,16 +116,31 @@ Result<StoreCheck> CheckStores(store::MetadataStore& metadata, blob::ContentStor
     const Key key = KeyOf(f.digest);
     auto it = std::lower_bound(known.begin(), known.end(), std::make_pair(key, INT64_MIN));
     if (it == known.end() || it->first != key) {
-      const bool corrupt =
-          std::any_of(out.corrupt.begin(), out.corrupt.end(),
-                      [&](const BlobProblem& c) { return c.digest == f.digest; });
-      out.missing.push_back({f, corrupt ? "its blob is corrupt" : "no such blob"});
+      out.missing.push_back({f, is_corrupt(f.digest) ? "its blob is corrupt" : "no such blob"});
       return Status::Ok();
     }
     referenced[static_cast<size_t>(it - known.begin())] = true;
     if (it->second != f.size) {
       out.missing.push_back({f, "the blob holds " + std::to_string(it->second) +
                                     " bytes, the index says " + std::to_string(f.size)});
+    }
+    return Status::Ok();
+  };
+  // A manifest that is missing or corrupt is reported as its row; one that holds no manifest
+  // is reported here.
+  auto unreadable = [&](const store::ArtifactFile& manifest, const Status& why) -> Status {
+    if (why.code() == StatusCode::kInvalidArgument && !is_corrupt(manifest.digest)) {
+      out.missing.push_back({manifest, "its files cannot be listed: " + why.message()});
+    }
+    return Status::Ok();
+  };
+  CAIRN_RETURN_IF_ERROR(ForEachIndexedFile(metadata, blobs, visit, unreadable));
+  // The blobs datasets note are kept by a collection as those the index names are.
+  CAIRN_RETURN_IF_ERROR(metadata.datasets().ForEachDataBlob([&](const std::string& digest) {
+    const Key key = KeyOf(digest);
+    auto it = std::lower_bound(known.begin(), known.end(), std::make_pair(key, INT64_MIN));
+    if (it != known.end() && it->first == key) {
+      referenced[static_cast<size_t>(it - known.begin())] = true;
     }
     return Status::Ok();
   }));

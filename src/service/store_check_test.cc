@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "blob/local/local_store.h"
+#include "core/tree_manifest.h"
 #include "store/memory/memory_store.h"
 #include "util/hash.h"
 
@@ -89,6 +90,40 @@ TEST_F(StoreCheckTest, AFlippedByteAMissingBlobAndAWrongSizeAreFound) {
   EXPECT_EQ(check->missing[2].file.path, "1/r/artifacts/short.txt");
   EXPECT_EQ(check->missing[2].what, "the blob holds 4 bytes, the index says 99");
   EXPECT_EQ(check->references, 4);
+}
+
+TEST_F(StoreCheckTest, ADatasetVersionsFilesAreCheckedThroughItsManifest) {
+  // A version as the dataset service records it: its manifest in the index, its files' blobs
+  // noted among the dataset blobs.
+  const blob::BlobInfo a = blob::PutBytes(*blobs_, "alpha").value();
+  const std::string gone = Sha256Hex("never stored");
+  const std::string manifest = core::ManifestJson(
+      {{"a.csv", 5, core::kModeFile, a.digest}, {"b.csv", 12, core::kModeFile, gone}});
+  const std::string m = Put("datasets/d/" + Sha256Hex(manifest) + ".json", manifest);
+  ASSERT_TRUE(metadata_->datasets().NoteDataBlobs({a.digest, gone}).ok());
+  const std::string not_manifest = Put("datasets/e/" + Sha256Hex("{}") + ".json", "{}");
+
+  Result<StoreCheck> check = CheckStores(*metadata_, *blobs_);
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_EQ(check->references, 4);  // two manifests, two files
+  EXPECT_EQ(check->unreferenced, 0);
+  ASSERT_EQ(check->missing.size(), 2u);
+  EXPECT_EQ(check->missing[0].file.path, "datasets/d/" + m + "/b.csv");
+  EXPECT_EQ(check->missing[0].what, "no such blob");
+  EXPECT_EQ(check->missing[1].file.path, "datasets/e/" + not_manifest + ".json");
+  EXPECT_NE(check->missing[1].what.find("its files cannot be listed"), std::string::npos)
+      << check->missing[1].what;
+}
+
+TEST_F(StoreCheckTest, ABlobADatasetNotesIsNotUnreferenced) {
+  const blob::BlobInfo kept = blob::PutBytes(*blobs_, "a dataset's file").value();
+  ASSERT_TRUE(blob::PutBytes(*blobs_, "nobody's").ok());
+  ASSERT_TRUE(metadata_->datasets().NoteDataBlobs({kept.digest}).ok());
+  Result<StoreCheck> check = CheckStores(*metadata_, *blobs_);
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_TRUE(check->ok());
+  EXPECT_EQ(check->unreferenced, 1);
+  EXPECT_EQ(check->unreferenced_bytes, 8);
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 // Every MetadataStore backend holds one, in the same database (MetadataStore::datasets()), and
 // passes one conformance suite (dataset_store_conformance_test.cc). The contracts of
 // MetadataStore hold here too: every method may be called from many threads at once, and one
-// that returns OK has committed. Versions are rows only: their manifests and files are blobs,
-// named in the artifact index under kDatasetArtifactRoot by the dataset service.
+// that returns OK has committed. Versions are rows only: their manifests and files are blobs.
+// The dataset service names each manifest in the artifact index under kDatasetArtifactRoot and
+// notes every file's blob once in the set of dataset blobs, which keeps it from collection.
 //
 // The upload ledger records which blobs each account has sent: a client may name in a new
 // version only blobs it has shown it holds (by sending them, or through a version of the same
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +42,19 @@ class DatasetStore {
   virtual Result<std::vector<core::DataVersion>> DataVersionsOfRun(std::string_view run_id) = 0;
   // Every distinct version digest of every dataset, in no set order.
   virtual Result<std::vector<std::string>> DataVersionDigests() = 0;
+
+  // --- Dataset blobs ---------------------------------------------------------------------------
+  // Every blob a version names, once: datasets' versions are never removed, so a digest stays
+  // once noted. Notes `digests` (each may be noted already).
+  virtual Status NoteDataBlobs(const std::vector<std::string>& digests) = 0;
+  // Whether `digest` is noted.
+  virtual Result<bool> DataBlobNoted(std::string_view digest) = 0;
+  // A page of the noted digests: up to `limit` that sort after `after` ("" for the first page),
+  // in order.
+  virtual Result<std::vector<std::string>> ListDataBlobs(std::string_view after, int64_t limit) = 0;
+  // Calls `visit` with every noted digest, a page at a time, holding no lock between pages,
+  // until it returns an error, which this returns.
+  Status ForEachDataBlob(const std::function<Status(const std::string&)>& visit);
 
   // --- The upload ledger ---------------------------------------------------------------------
   // Records that `username` sent these blobs at `now` (ms); a digest recorded before gets the

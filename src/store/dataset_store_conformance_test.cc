@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -166,6 +167,34 @@ TYPED_TEST(DatasetStoreTest, TheLedgerIsPerAccountAndPrunedByAge) {
   EXPECT_EQ(*pruned, 2);  // alice's d1 and bob's d3
   EXPECT_THAT(*this->d().DataUploaded("alice", {"d1", "d2"}), ElementsAre(false, true));
   EXPECT_THAT(*this->d().DataUploaded("bob", {"d3"}), ElementsAre(false));
+}
+
+TYPED_TEST(DatasetStoreTest, DataBlobsAreNotedOnceAndListedInPages) {
+  std::vector<std::string> digests;
+  for (char c : std::string("fedcba")) digests.push_back(std::string(64, c));
+  ASSERT_TRUE(this->d().NoteDataBlobs({digests[0], digests[1], digests[2]}).ok());
+  ASSERT_TRUE(this->d().NoteDataBlobs({digests[2], digests[3], digests[4], digests[5]}).ok());
+  ASSERT_TRUE(this->d().NoteDataBlobs({}).ok());
+  EXPECT_TRUE(*this->d().DataBlobNoted(digests[3]));
+  EXPECT_FALSE(*this->d().DataBlobNoted(std::string(64, '0')));
+  auto page = this->d().ListDataBlobs("", 4);
+  ASSERT_TRUE(page.ok());
+  EXPECT_THAT(*page, ElementsAre(std::string(64, 'a'), std::string(64, 'b'), std::string(64, 'c'),
+                                 std::string(64, 'd')));
+  EXPECT_THAT(*this->d().ListDataBlobs(page->back(), 4),
+              ElementsAre(std::string(64, 'e'), std::string(64, 'f')));
+  std::vector<std::string> all;
+  ASSERT_TRUE(this->d()
+                  .ForEachDataBlob([&](const std::string& d) {
+                    all.push_back(d);
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(all.size(), 6u);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  // A noted blob is referenced: the collector keeps it.
+  EXPECT_TRUE(*this->store_->BlobReferenced(digests[5]));
+  EXPECT_FALSE(*this->store_->BlobReferenced(std::string(64, '0')));
 }
 
 }  // namespace

@@ -26,6 +26,16 @@ Status MetadataStore::ForEachArtifactFile(const std::function<Status(ArtifactFil
   }
 }
 
+Status DatasetStore::ForEachDataBlob(const std::function<Status(const std::string&)>& visit) {
+  std::string after;
+  for (;;) {
+    CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> page, ListDataBlobs(after, 10'000));
+    if (page.empty()) return Status::Ok();
+    after = page.back();
+    for (const std::string& d : page) CAIRN_RETURN_IF_ERROR(visit(d));
+  }
+}
+
 Result<std::unique_ptr<MetadataStore>> OpenMetadataStore(std::string_view uri,
                                                          const StoreOptions& options) {
   if (uri == "memory:" || uri == "memory://") return NewMemoryMetadataStore(options);

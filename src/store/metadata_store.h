@@ -188,14 +188,6 @@ class MetadataStore {
   // call and nothing is recorded. Returns every entry replaced.
   virtual Result<std::vector<ArtifactFile>> PutArtifacts(
       const std::vector<ArtifactFile>& files) = 0;
-  // Records `files`, every one under directory `dir`, in one commit, when `dir` holds nothing
-  // yet: the bulk form of PutArtifacts for a directory written whole (a dataset version). The
-  // caller guarantees that no file lies inside another of them. kAlreadyExists, with nothing
-  // written, when `dir` holds any file; kFailedPrecondition when `dir` lies under a file.
-  // `noted` (optional) holds digests a dataset's earlier version named, which the store keeps
-  // among datasets' blobs already.
-  virtual Status PutArtifactTree(std::string_view dir, const std::vector<ArtifactFile>& files,
-                                 const std::unordered_set<std::string>* noted = nullptr) = 0;
   // kNotFound when no file is recorded at path.
   virtual Result<ArtifactFile> GetArtifact(std::string_view path) = 0;
   // Immediate children of directory `dir` ("" is the root), sorted by name. Empty when the

@@ -569,20 +569,6 @@ TYPED_TEST(MetadataStoreTest, PutArtifactsRecordsAllOrNone) {
   EXPECT_EQ(this->store_->GetArtifact("d/x")->size, 2);
 }
 
-TYPED_TEST(MetadataStoreTest, PutArtifactTreeFillsAnEmptyDirectoryOnly) {
-  const std::string a(64, 'a');
-  ASSERT_TRUE(this->store_->PutArtifactTree("t/v1", {{"t/v1/x", a, 1}, {"t/v1/d/y", a, 2}}).ok());
-  EXPECT_EQ(this->store_->GetArtifact("t/v1/d/y")->size, 2);
-  EXPECT_EQ(this->store_->PutArtifactTree("t/v1", {{"t/v1/z", a, 1}}).code(),
-            StatusCode::kAlreadyExists);
-  EXPECT_EQ(this->store_->GetArtifact("t/v1/z").status().code(), StatusCode::kNotFound);
-  ASSERT_TRUE(this->store_->PutArtifact({"f", a, 1}).ok());
-  EXPECT_EQ(this->store_->PutArtifactTree("f/under", {{"f/under/x", a, 1}}).code(),
-            StatusCode::kFailedPrecondition);
-  EXPECT_EQ(this->store_->PutArtifactTree("t/v2", {{"elsewhere", a, 1}}).code(),
-            StatusCode::kInvalidArgument);
-}
-
 TYPED_TEST(MetadataStoreTest, ArtifactIndexListsDirectoriesAndDeletesTrees) {
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/a.txt", std::string(64, 'a'), 3}).ok());
   ASSERT_TRUE(this->store_->PutArtifact({"1/r/artifacts/d/x", std::string(64, 'b'), 4}).ok());

@@ -100,6 +100,27 @@ class MemoryDatasetStore : public DatasetStore {
     return out;
   }
 
+  Status NoteDataBlobs(const std::vector<std::string>& digests) override {
+    std::lock_guard lock(mu_);
+    blobs_.insert(digests.begin(), digests.end());
+    return Status::Ok();
+  }
+
+  Result<bool> DataBlobNoted(std::string_view digest) override {
+    std::lock_guard lock(mu_);
+    return blobs_.count(digest) != 0;
+  }
+
+  Result<std::vector<std::string>> ListDataBlobs(std::string_view after, int64_t limit) override {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (auto it = blobs_.upper_bound(after);
+         it != blobs_.end() && static_cast<int64_t>(out.size()) < limit; ++it) {
+      out.push_back(*it);
+    }
+    return out;
+  }
+
   Result<bool> AnyUploaded(std::string_view digest) override {
     std::lock_guard lock(mu_);
     for (const auto& [key, time] : uploads_) {
@@ -131,6 +152,7 @@ class MemoryDatasetStore : public DatasetStore {
   std::mutex mu_;
   std::map<std::string, Set, std::less<>> sets_;
   std::map<std::pair<std::string, std::string>, int64_t> uploads_;  // (user, digest) -> time
+  std::set<std::string, std::less<>> blobs_;                        // noted dataset blobs
 };
 
 }  // namespace

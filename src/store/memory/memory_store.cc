@@ -338,28 +338,6 @@ class MemoryStore : public MetadataStore {
     return replaced;
   }
 
-  Status PutArtifactTree(std::string_view dir, const std::vector<ArtifactFile>& files,
-                         const std::unordered_set<std::string>*) override {
-    std::unique_lock lock(mu_);
-    const std::string inside = std::string(dir) + "/x";  // ParentDirs views into it
-    for (std::string_view parent : ParentDirs(inside)) {
-      if (artifacts_.count(parent) != 0) return ArtifactPathTaken(dir, parent);
-    }
-    const std::string prefix = DirPrefix(dir);
-    auto under = artifacts_.lower_bound(prefix);
-    if (artifacts_.count(dir) != 0 ||
-        (under != artifacts_.end() && under->first.starts_with(prefix))) {
-      return AlreadyExists("artifact directory " + std::string(dir) + " holds files already");
-    }
-    for (const ArtifactFile& f : files) {
-      if (!f.path.starts_with(prefix)) {
-        return InvalidArgument(f.path + " is not under " + std::string(dir));
-      }
-    }
-    for (const ArtifactFile& f : files) artifacts_[f.path] = f;
-    return Status::Ok();
-  }
-
   Result<std::optional<ArtifactFile>> PutArtifactLocked(const ArtifactFile& file) {
     for (std::string_view dir : ParentDirs(file.path)) {
       if (artifacts_.count(dir) != 0) return ArtifactPathTaken(file.path, dir);
@@ -452,6 +430,8 @@ class MemoryStore : public MetadataStore {
         if (f.digest == digest) return true;
       }
     }
+    CAIRN_ASSIGN_OR_RETURN(bool noted, datasets_->DataBlobNoted(digest));
+    if (noted) return true;
     return datasets_->AnyUploaded(digest);
   }
 

@@ -193,6 +193,41 @@ class SqliteDatasetStore : public DatasetStore {
     });
   }
 
+  Status NoteDataBlobs(const std::vector<std::string>& digests) override {
+    if (digests.empty()) return Status::Ok();
+    return db_->Write([&](Connection& c) -> Status {
+      for (const std::string& d : digests) {
+        CAIRN_RETURN_IF_ERROR(
+            ExecStmt(c, "INSERT OR IGNORE INTO data_blobs (digest) VALUES (?)", d));
+      }
+      return Status::Ok();
+    });
+  }
+
+  Result<bool> DataBlobNoted(std::string_view digest) override {
+    return db_->Read<bool>([&](Connection& c) -> Result<bool> {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("SELECT 1 FROM data_blobs WHERE digest = ?"));
+      s->Bind(1, digest);
+      const bool found = s->Step();
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return found;
+    });
+  }
+
+  Result<std::vector<std::string>> ListDataBlobs(std::string_view after, int64_t limit) override {
+    using Digests = std::vector<std::string>;
+    return db_->Read<Digests>([&](Connection& c) -> Result<Digests> {
+      CAIRN_ASSIGN_OR_RETURN(
+          Stmt * s, c.Prepare("SELECT digest FROM data_blobs WHERE digest > ? ORDER BY digest "
+                              "LIMIT ?"));
+      s->Bind(1, after).Bind(2, limit);
+      Digests out;
+      while (s->Step()) out.push_back(s->Str(0));
+      CAIRN_RETURN_IF_ERROR(s->status());
+      return out;
+    });
+  }
+
   Result<bool> AnyUploaded(std::string_view digest) override {
     return db_->Read<bool>([&](Connection& c) -> Result<bool> {
       CAIRN_ASSIGN_OR_RETURN(Stmt * s,

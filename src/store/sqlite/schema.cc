@@ -375,6 +375,14 @@ CREATE INDEX data_uploads_by_time ON data_uploads (time);
 -- first blobs are there when its version is named.
 CREATE INDEX data_uploads_by_digest ON data_uploads (digest);
 )sql",
+    // 9: a dataset version's files are read from its manifest, not listed in the artifact index:
+    // only the manifest keeps a row (datasets/NAME/DIGEST.json), and data_blobs the files' blobs.
+    R"sql(
+INSERT OR IGNORE INTO data_blobs SELECT digest FROM artifacts
+  WHERE substr(path, 1, 9) = 'datasets/' AND length(path) - length(replace(path, '/', '')) > 2;
+DELETE FROM artifacts
+  WHERE substr(path, 1, 9) = 'datasets/' AND length(path) - length(replace(path, '/', '')) > 2;
+)sql",
 };
 
 }  // namespace

@@ -508,39 +508,6 @@ class SqliteStore : public MetadataStore {
     return replaced;
   }
 
-  Status PutArtifactTree(std::string_view dir, const std::vector<ArtifactFile>& files,
-                         const std::unordered_set<std::string>* noted) override {
-    const std::string prefix = DirPrefix(dir);
-    for (const ArtifactFile& f : files) {
-      if (!f.path.starts_with(prefix)) {
-        return InvalidArgument(f.path + " is not under " + std::string(dir));
-      }
-    }
-    return Write([&](Connection& c) -> Status {
-      const std::string inside = std::string(dir) + "/x";  // ParentDirs views into it
-      for (std::string_view parent : ParentDirs(inside)) {
-        CAIRN_ASSIGN_OR_RETURN(Stmt * f, c.Prepare("SELECT 1 FROM artifacts WHERE path = ?"));
-        f->Bind(1, parent);
-        if (f->Step()) return ArtifactPathTaken(dir, parent);
-        CAIRN_RETURN_IF_ERROR(f->status());
-      }
-      CAIRN_ASSIGN_OR_RETURN(Stmt * under, SelectUnder(c, prefix));
-      if (under->Step()) {
-        return AlreadyExists("artifact directory " + std::string(dir) + " holds files already");
-      }
-      CAIRN_RETURN_IF_ERROR(under->status());
-      for (const ArtifactFile& f : files) {
-        CAIRN_RETURN_IF_ERROR(
-            ExecStmt(c, "INSERT INTO artifacts (path, digest, size) VALUES (?, ?, ?)", f.path,
-                     f.digest, f.size));
-        if (noted == nullptr || noted->count(f.digest) == 0) {
-          CAIRN_RETURN_IF_ERROR(NoteDatasetBlob(c, f));
-        }
-      }
-      return Status::Ok();
-    });
-  }
-
   Result<ArtifactFile> GetArtifact(std::string_view path) override {
     return Read<ArtifactFile>([&](Connection& c) -> Result<ArtifactFile> {
       CAIRN_ASSIGN_OR_RETURN(Stmt * s,

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/search.h"
 #include "store/sqlite/schema.h"
@@ -72,6 +73,49 @@ TEST_F(SqliteMigrationTest, VersionOneDatabaseIsUpgradedWithItsRuns) {
   EXPECT_EQ((*runs)[0].info.run_id, "aaaa");
   EXPECT_EQ((*runs)[0].info.run_name, "old");
   EXPECT_EQ((*runs)[0].info.status, core::RunStatus::kFinished);
+  store->reset();
+  EXPECT_EQ(Version(), static_cast<int64_t>(sqlite::Migrations().size()));
+}
+
+TEST_F(SqliteMigrationTest, DatasetFilesLeaveTheIndexAndTheirBlobsStayNoted) {
+  // A schema 8 database: a version's files were rows beside its manifest.
+  std::string sql = "CREATE TABLE schema_version (version INTEGER NOT NULL);";
+  for (size_t v = 0; v < 8; ++v) sql += sqlite::Migrations()[v];
+  const std::string m(64, 'm'), a(64, 'a'), b(64, 'b'), r(64, 'r');
+  sql +=
+      "INSERT INTO schema_version VALUES (8);"
+      "INSERT INTO artifacts (path, digest, size) VALUES "
+      "('datasets/d/" +
+      m + ".json', '" + m +
+      "', 300), "
+      "('datasets/d/" +
+      m + "/x.csv', '" + a +
+      "', 1), "
+      "('datasets/d/" +
+      m + "/sub/y.json', '" + b +
+      "', 2), "
+      "('0/run/artifacts/datasets/d/e/f', '" +
+      r +
+      "', 3);"
+      "INSERT INTO data_blobs VALUES ('" +
+      a + "');";
+  Exec(sql);
+
+  auto store = OpenSqliteMetadataStore(path_, StoreOptions{});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::vector<std::string> paths;
+  ASSERT_TRUE((*store)
+                  ->ForEachArtifactFile([&](ArtifactFile& f) {
+                    paths.push_back(f.path);
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(paths, (std::vector<std::string>{"0/run/artifacts/datasets/d/e/f",
+                                             "datasets/d/" + m + ".json"}));
+  EXPECT_TRUE(*(*store)->datasets().DataBlobNoted(a));
+  EXPECT_TRUE(*(*store)->datasets().DataBlobNoted(b));
+  EXPECT_FALSE(*(*store)->datasets().DataBlobNoted(r));
+  EXPECT_TRUE(*(*store)->BlobReferenced(b));
   store->reset();
   EXPECT_EQ(Version(), static_cast<int64_t>(sqlite::Migrations().size()));
 }
