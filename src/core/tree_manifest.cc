@@ -155,19 +155,19 @@ std::optional<std::vector<FileEntry>> ScanCanonical(std::string_view text) {
 }
 
 // kInvalidArgument when a path in `entries` (sorted) lies under another listed as a file: that
-// tree could not exist on disk.
+// tree could not exist on disk. The paths that start with a path P sort together, right after
+// P, so one pass keeps the chain of earlier paths that prefix the current one.
 Status CheckNoFileIsADirectory(const std::vector<FileEntry>& entries) {
-  std::unordered_set<std::string_view> files;
-  files.reserve(entries.size());
-  for (const FileEntry& e : entries) files.insert(e.path);
+  std::vector<std::string_view> chain;  // each a prefix of the next
   for (const FileEntry& e : entries) {
-    for (size_t slash = e.path.find('/'); slash != std::string::npos;
-         slash = e.path.find('/', slash + 1)) {
-      if (files.count(std::string_view(e.path).substr(0, slash))) {
-        return InvalidArgument("manifest: \"" + e.path + "\" is inside \"" +
-                               e.path.substr(0, slash) + "\", which is listed as a file");
+    while (!chain.empty() && !std::string_view(e.path).starts_with(chain.back())) chain.pop_back();
+    for (std::string_view file : chain) {
+      if (e.path[file.size()] == '/') {
+        return InvalidArgument("manifest: \"" + e.path + "\" is inside \"" + std::string(file) +
+                               "\", which is listed as a file");
       }
     }
+    chain.push_back(e.path);
   }
   return Status::Ok();
 }

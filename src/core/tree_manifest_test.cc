@@ -95,6 +95,9 @@ TEST(TreeManifestTest, TheCanonicalFormReadsAsAnyOtherDoes) {
            "\",\"sha256\":\"" + sha + "\"}";
   };
   EXPECT_TRUE(ParseManifestJson(canonical({line("a"), line("b/c")})).ok());
+  // Paths that share a start without one holding the other.
+  EXPECT_TRUE(ParseManifestJson(canonical({line("a"), line("a!"), line("ab/c"), line("b")})).ok());
+  EXPECT_TRUE(ParseManifestJson(canonical({line("a!"), line("a/b"), line("a0")})).ok());
   struct Case {
     std::string text;
     std::string message;
@@ -105,6 +108,9 @@ TEST(TreeManifestTest, TheCanonicalFormReadsAsAnyOtherDoes) {
       {canonical({line("a/../b")}), "'..'"},
       {canonical({line("")}), "is empty"},
       {canonical({line("a"), line("a/b")}), "listed as a file"},
+      {canonical({line("a"), line("a!"), line("a!b"), line("a-b"), line("a/b")}),
+       "\"a/b\" is inside \"a\""},
+      {canonical({line("d/e"), line("d/e.txt"), line("d/e/f/g")}), "\"d/e/f/g\" is inside \"d/e\""},
       {canonical({line("a", "-1")}), "\"size\" must be"},
       {canonical({line("a", "01")}), "not valid JSON"},
       {canonical({line("a", "1", "100600")}), "\"mode\" must be"},

@@ -413,26 +413,30 @@ Result<AddResult> AddVersion(DatasetClient& client, const std::string& name,
   }
 
   // The blobs the latest version holds stay on the server, and a caller who may read the
-  // dataset may name them: only the others are asked about. Its manifest is in the cache when
-  // this machine made or fetched it; otherwise every blob is asked about.
-  std::unordered_set<std::string> held;
+  // dataset may name them: a file at the same path with the same bytes as there is not asked
+  // about. The latest version's manifest is in the cache when this machine made or fetched it;
+  // otherwise every blob is asked about. Both lists are sorted by path: one merge pairs them.
+  std::vector<FileEntry> before;
   if (latest.ok()) {
     Result<std::string> text = ReadFile(ManifestCachePath(cache, latest->digest));
-    Result<std::vector<FileEntry>> before =
+    Result<std::vector<FileEntry>> parsed =
         text.ok() ? core::ParseManifestJson(*text) : Result<std::vector<FileEntry>>(text.status());
-    if (before.ok()) {
-      held.reserve(before->size());
-      for (FileEntry& f : *before) held.insert(std::move(f.sha256));
-    }
+    if (parsed.ok()) before = std::move(*parsed);
   }
-  std::unordered_map<std::string, size_t> first;  // digest -> a file with those bytes
+  std::unordered_map<std::string_view, size_t> first;  // digest asked about -> a file with it
   std::vector<std::string> digests;
-  int64_t distinct = 0;
+  std::vector<std::string_view> all;  // every file's digest, to count the distinct ones
+  all.reserve(files.size());
+  size_t b = 0;
   for (size_t i = 0; i < files.size(); ++i) {
-    if (!first.emplace(files[i].sha256, i).second) continue;
-    ++distinct;
-    if (held.count(files[i].sha256) == 0) digests.push_back(files[i].sha256);
+    const FileEntry& f = files[i];
+    all.push_back(f.sha256);
+    while (b < before.size() && before[b].path < f.path) ++b;
+    if (b < before.size() && before[b].path == f.path && before[b].sha256 == f.sha256) continue;
+    if (first.emplace(f.sha256, i).second) digests.push_back(f.sha256);
   }
+  std::sort(all.begin(), all.end());
+  const int64_t distinct = std::unique(all.begin(), all.end()) - all.begin();
   digests.push_back(digest);
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> missing, client.Missing(name, digests));
   std::unordered_set<std::string> needed;

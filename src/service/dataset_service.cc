@@ -1,6 +1,8 @@
 #include "service/dataset_service.h"
 
 #include <algorithm>
+#include <iterator>
+#include <unordered_set>
 #include <utility>
 
 #include "util/hash.h"
@@ -31,35 +33,45 @@ Result<std::vector<core::FileEntry>> DatasetService::ReadManifest(std::string_vi
   return ReadDatasetManifest(*blobs_, digest);
 }
 
-Result<std::shared_ptr<const std::unordered_set<std::string>>> DatasetService::LatestBlobs(
-    const std::string& name) {
-  using Set = std::unordered_set<std::string>;
+std::shared_ptr<const DatasetService::VersionBlobs> DatasetService::VersionBlobs::Of(
+    std::string manifest, std::vector<core::FileEntry> files) {
+  auto out = std::make_shared<VersionBlobs>();
+  out->manifest = std::move(manifest);
+  out->files = std::move(files);
+  out->digests.reserve(out->files.size());
+  for (const core::FileEntry& f : out->files) out->digests.push_back(f.sha256);
+  std::sort(out->digests.begin(), out->digests.end());
+  out->digests.erase(std::unique(out->digests.begin(), out->digests.end()), out->digests.end());
+  return out;
+}
+
+bool DatasetService::VersionBlobs::Has(std::string_view digest) const {
+  return digest == manifest || std::binary_search(digests.begin(), digests.end(), digest);
+}
+
+Result<DatasetService::Blobs> DatasetService::LatestBlobs(const std::string& name) {
   Result<core::DataVersion> latest = store_->datasets().GetDataVersion(name, 0);
   if (!latest.ok()) {
-    if (latest.status().code() == StatusCode::kNotFound) return std::make_shared<const Set>();
+    if (latest.status().code() == StatusCode::kNotFound) return Blobs();
     return latest.status();
   }
   {
     std::lock_guard lock(cache_mu_);
     for (const CachedBlobs& c : cache_) {
-      if (c.name == name && c.digest == latest->digest) return c.blobs;
+      if (c.name == name && c.blobs->manifest == latest->digest) return c.blobs;
     }
   }
   CAIRN_ASSIGN_OR_RETURN(std::vector<core::FileEntry> files, ReadManifest(latest->digest));
-  auto blobs = std::make_shared<Set>();
-  blobs->reserve(files.size() + 1);
-  for (core::FileEntry& f : files) blobs->insert(std::move(f.sha256));
-  blobs->insert(latest->digest);
-  RememberLatest(name, latest->digest, blobs);
-  return std::shared_ptr<const Set>(std::move(blobs));
+  Blobs blobs = VersionBlobs::Of(latest->digest, std::move(files));
+  RememberLatest(name, blobs);
+  return blobs;
 }
 
-void DatasetService::RememberLatest(const std::string& name, const std::string& digest,
-                                    std::shared_ptr<const std::unordered_set<std::string>> blobs) {
+void DatasetService::RememberLatest(const std::string& name, Blobs blobs) {
   std::lock_guard lock(cache_mu_);
   std::erase_if(cache_, [&](const CachedBlobs& c) { return c.name == name; });
   if (cache_.size() >= kCachedDatasets) cache_.erase(cache_.begin());
-  cache_.push_back(CachedBlobs{name, digest, std::move(blobs)});
+  cache_.push_back(CachedBlobs{name, std::move(blobs)});
 }
 
 Result<std::vector<std::string>> DatasetService::MissingBlobs(
@@ -72,7 +84,7 @@ Result<std::vector<std::string>> DatasetService::MissingBlobs(
                            std::to_string(digests.size()));
   }
   for (const std::string& d : digests) CAIRN_RETURN_IF_ERROR(CheckDigest(d));
-  std::shared_ptr<const std::unordered_set<std::string>> known;
+  Blobs known;
   if (may_read) {
     CAIRN_ASSIGN_OR_RETURN(known, LatestBlobs(name));
   }
@@ -82,7 +94,7 @@ Result<std::vector<std::string>> DatasetService::MissingBlobs(
   // A blob the latest version names is kept by it; one only sent may have been collected.
   std::vector<std::string> look;
   for (const std::string& d : digests) {
-    if (unshown.count(d) == 0 && (known == nullptr || known->count(d) == 0)) look.push_back(d);
+    if (unshown.count(d) == 0 && (known == nullptr || !known->Has(d))) look.push_back(d);
   }
   CAIRN_ASSIGN_OR_RETURN(std::vector<bool> have, blobs_->HasMany(look));
   std::unordered_set<std::string> gone;
@@ -101,12 +113,12 @@ Result<std::vector<std::string>> DatasetService::MissingBlobs(
   return missing;
 }
 
-Result<std::vector<std::string>> DatasetService::NotShown(
-    const std::string& username, const std::unordered_set<std::string>* known,
-    const std::vector<std::string>& digests) {
+Result<std::vector<std::string>> DatasetService::NotShown(const std::string& username,
+                                                          const VersionBlobs* known,
+                                                          const std::vector<std::string>& digests) {
   std::vector<std::string> ask;  // not in the latest version: the ledger decides
   for (const std::string& d : digests) {
-    if (known == nullptr || known->count(d) == 0) ask.push_back(d);
+    if (known == nullptr || !known->Has(d)) ask.push_back(d);
   }
   CAIRN_ASSIGN_OR_RETURN(std::vector<bool> sent, store_->datasets().DataUploaded(username, ask));
   std::vector<std::string> out;
@@ -143,7 +155,7 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
   if (exists && latest->digest == req.digest) return CreatedDataVersion{*latest, true};
 
   // Every blob named must be one the caller has shown it holds.
-  std::shared_ptr<const std::unordered_set<std::string>> known;
+  Blobs known;
   if (exists && may_read) {
     CAIRN_ASSIGN_OR_RETURN(known, LatestBlobs(req.name));
   }
@@ -165,22 +177,29 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
   core::DataVersion v;
   v.name = req.name;
   v.digest = req.digest;
-  auto named = std::make_shared<std::unordered_set<std::string>>();
-  named->reserve(files.size() + 1);
   for (const core::FileEntry& f : files) {
     if (f.mode == core::kModeSymlink) {
       return InvalidArgument("the manifest holds a symbolic link, " + f.path +
                              ": a dataset holds regular files only");
     }
     CAIRN_RETURN_IF_ERROR(NormalizeArtifactPath(f.path, /*allow_root=*/false).status());
-    named->insert(f.sha256);
     v.bytes += f.size;
   }
-  std::vector<std::string> digests;  // sorted, so that a refusal names the same blob each time
-  for (const std::string& d : *named) {
-    if (known == nullptr || known->count(d) == 0) digests.push_back(d);
+  v.files = static_cast<int64_t>(files.size());
+  Blobs named = VersionBlobs::Of(req.digest, std::move(files));
+  // Those the latest version does not hold (both lists are sorted), in order, so that a
+  // refusal names the same blob each time.
+  std::vector<std::string> digests;
+  if (known == nullptr) {
+    digests.assign(named->digests.begin(), named->digests.end());
+  } else {
+    std::vector<std::string_view> fresh;
+    std::set_difference(named->digests.begin(), named->digests.end(), known->digests.begin(),
+                        known->digests.end(), std::back_inserter(fresh));
+    for (std::string_view d : fresh) {
+      if (d != known->manifest) digests.emplace_back(d);
+    }
   }
-  std::sort(digests.begin(), digests.end());
   CAIRN_ASSIGN_OR_RETURN(std::string unsent, not_shown(digests));
   if (!unsent.empty()) {
     return FailedPrecondition("send blob " + unsent + " before naming it in a version");
@@ -190,7 +209,6 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
   CAIRN_RETURN_IF_ERROR(artifacts_->KeepDatasetVersion(
       store::ArtifactFile{ManifestPath(v.name, v.digest), v.digest, manifest->size()}, digests));
 
-  v.files = static_cast<int64_t>(files.size());
   v.parent = exists ? latest->version : 0;
   v.message = req.message;
   v.creator = creator.username;
@@ -200,8 +218,7 @@ Result<CreatedDataVersion> DatasetService::CreateVersion(const core::Principal& 
   CAIRN_ASSIGN_OR_RETURN(core::DataVersion added,
                          store_->datasets().AddDataVersion(v, /*expect_new=*/!exists));
   // The next version's checks start from this one's blobs.
-  named->insert(v.digest);
-  RememberLatest(v.name, v.digest, std::move(named));
+  RememberLatest(v.name, std::move(named));
   if (!exists && identity_ != nullptr) {
     CAIRN_RETURN_IF_ERROR(identity_->GrantCreator(creator, core::ResourceKind::kDataset, req.name));
   }

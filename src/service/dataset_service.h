@@ -18,7 +18,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "blob/content_store.h"
@@ -94,20 +93,28 @@ class DatasetService {
   static std::string ManifestPath(std::string_view name, std::string_view digest);
 
  private:
-  // The blobs of the dataset's latest version (files and manifest), from a small cache; empty
-  // when the dataset has none.
-  Result<std::shared_ptr<const std::unordered_set<std::string>>> LatestBlobs(
-      const std::string& name);
+  // The blobs a version names: its manifest and its files' blobs, these sorted and distinct
+  // (views into `files`, which it keeps).
+  struct VersionBlobs {
+    std::string manifest;
+    std::vector<core::FileEntry> files;
+    std::vector<std::string_view> digests;
+    static std::shared_ptr<const VersionBlobs> Of(std::string manifest,
+                                                  std::vector<core::FileEntry> files);
+    bool Has(std::string_view digest) const;
+  };
+  using Blobs = std::shared_ptr<const VersionBlobs>;
+  // The blobs of the dataset's latest version, from a small cache; null when the dataset has
+  // none.
+  Result<Blobs> LatestBlobs(const std::string& name);
   Result<std::vector<core::FileEntry>> ReadManifest(std::string_view digest);
   // Of `digests`, in their order, those `username` has not shown it holds: neither in `known`
   // (the latest version's blobs, which a reader of the dataset may name; null: none) nor sent
   // by that account within the upload ledger's window. Knowing a digest never gives its bytes.
-  Result<std::vector<std::string>> NotShown(const std::string& username,
-                                            const std::unordered_set<std::string>* known,
+  Result<std::vector<std::string>> NotShown(const std::string& username, const VersionBlobs* known,
                                             const std::vector<std::string>& digests);
-  // Keeps `blobs` as the blobs of `name`'s latest version, `digest`.
-  void RememberLatest(const std::string& name, const std::string& digest,
-                      std::shared_ptr<const std::unordered_set<std::string>> blobs);
+  // Keeps `blobs` as the blobs of `name`'s latest version.
+  void RememberLatest(const std::string& name, Blobs blobs);
 
   store::MetadataStore* store_;
   blob::ContentStore* blobs_;
@@ -120,8 +127,7 @@ class DatasetService {
   std::mutex cache_mu_;
   struct CachedBlobs {
     std::string name;
-    std::string digest;
-    std::shared_ptr<const std::unordered_set<std::string>> blobs;
+    Blobs blobs;
   };
   std::vector<CachedBlobs> cache_;  // the latest few, newest last
 };

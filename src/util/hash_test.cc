@@ -33,5 +33,21 @@ TEST(HashTest, RandomHexHasRequestedLength) {
   EXPECT_FALSE(IsSha256Hex("XYZ"));
 }
 
+TEST(HashTest, Sha256HexIsSixtyFourLowercaseHexDigits) {
+  EXPECT_TRUE(IsSha256Hex(std::string(64, '0')));
+  EXPECT_TRUE(IsSha256Hex("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+  EXPECT_FALSE(IsSha256Hex(std::string(63, 'a')));
+  EXPECT_FALSE(IsSha256Hex(std::string(65, 'a')));
+  EXPECT_FALSE(IsSha256Hex(""));
+  // Each character just outside the two ranges, at every position.
+  for (char bad : {'/', ':', '`', 'g', 'A', 'F', '\0', '\xff', ' '}) {
+    for (size_t at = 0; at < 64; ++at) {
+      std::string s(64, 'a');
+      s[at] = bad;
+      EXPECT_FALSE(IsSha256Hex(s)) << "char " << static_cast<int>(bad) << " at " << at;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cairn
