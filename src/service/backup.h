@@ -1,7 +1,8 @@
 // The blobs of a backup (`cairn backup`, `cairn restore`): every blob a metadata snapshot names
 // in its artifact index (runs' artifacts, model versions' files, datasets' manifests and the
-// files they list) or among its dataset blobs, copied from one content store to another unless the other has it already. Blobs
-// never change, so a copy is incremental: what an earlier backup copied is not copied again.
+// files they list) or among its dataset blobs, copied from one content store to another unless
+// the other has it already. Blobs never change, so a copy is incremental: what an earlier
+// backup copied is not copied again.
 // Each blob is hashed on its way, so a damaged source blob is found rather than copied.
 #pragma once
 
@@ -28,7 +29,7 @@ struct BlobCopyOptions {
 };
 
 struct BlobCopy {
-  int64_t files = 0;   // files in the snapshot's index
+  int64_t files = 0;   // files the snapshot names (datasets' read from their manifests)
   int64_t blobs = 0;   // distinct blobs they name
   int64_t copied = 0;  // of those, copied now (the rest were there)
   int64_t bytes_copied = 0;

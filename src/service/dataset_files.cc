@@ -1,6 +1,7 @@
 #include "service/dataset_files.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "service/artifact_service.h"
 #include "util/hash.h"
@@ -90,22 +91,44 @@ Status ForEachIndexedFile(
 
 Result<ManifestCache::Files> ManifestCache::Get(blob::ContentStore& blobs,
                                                 const std::string& digest) {
+  std::promise<Result<Files>> reading;
+  std::optional<std::shared_future<Result<Files>>> pending;
   {
     std::lock_guard lock(mu_);
-    for (auto it = kept_.begin(); it != kept_.end(); ++it) {
-      if (it->first != digest) continue;
-      Files files = it->second;
+    auto it = std::find_if(kept_.begin(), kept_.end(),
+                           [&](const Entry& e) { return e.digest == digest; });
+    if (it != kept_.end()) {
+      pending = it->files;
       std::rotate(it, it + 1, kept_.end());
-      return files;
+    } else {
+      kept_.push_back({digest, reading.get_future().share(), 0});
     }
   }
-  CAIRN_ASSIGN_OR_RETURN(std::vector<core::FileEntry> read, ReadDatasetManifest(blobs, digest));
-  Files files = std::make_shared<const std::vector<core::FileEntry>>(std::move(read));
+  if (pending) return pending->get();  // read by the request that first wanted it
+  Result<std::vector<core::FileEntry>> read = ReadDatasetManifest(blobs, digest);
+  Result<Files> out =
+      read.ok()
+          ? Result<Files>(std::make_shared<const std::vector<core::FileEntry>>(std::move(*read)))
+          : Result<Files>(read.status());
+  reading.set_value(out);
   std::lock_guard lock(mu_);
-  std::erase_if(kept_, [&](const auto& k) { return k.first == digest; });
-  if (kept_.size() >= kKept) kept_.erase(kept_.begin());
-  kept_.emplace_back(digest, files);
-  return files;
+  auto mine =
+      std::find_if(kept_.begin(), kept_.end(), [&](const Entry& e) { return e.digest == digest; });
+  if (mine != kept_.end()) {
+    if (!out.ok()) {
+      kept_.erase(mine);  // the next request tries again
+    } else {
+      mine->count = (*out)->size();
+    }
+  }
+  // The oldest go while there are too many, or too many files past the newest.
+  size_t files = 0;
+  for (const Entry& e : kept_) files += e.count;
+  while (kept_.size() > 1 && (kept_.size() > kKept || files - kept_.back().count > kKeptFiles)) {
+    files -= kept_.front().count;
+    kept_.erase(kept_.begin());
+  }
+  return out;
 }
 
 const core::FileEntry* FindManifestFile(const std::vector<core::FileEntry>& files,

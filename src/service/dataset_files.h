@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -53,17 +54,24 @@ Status ForEachIndexedFile(
     store::MetadataStore& metadata, blob::ContentStore& blobs, const VisitFile& visit,
     const std::function<Status(const store::ArtifactFile&, const Status&)>& unreadable = nullptr);
 
-// The last few manifests read, parsed, by digest: a `data get` of many files reads one
-// manifest, not one per file.
+// The manifests read last, parsed, by digest: a `data get` of many files reads one manifest,
+// not one per file, and requests that want the same manifest at once wait for one read of it.
+// Keeps at most kKept manifests and, past the newest one, kKeptFiles files in all.
 class ManifestCache {
  public:
   using Files = std::shared_ptr<const std::vector<core::FileEntry>>;
   Result<Files> Get(blob::ContentStore& blobs, const std::string& digest);
 
  private:
-  static constexpr size_t kKept = 4;
+  static constexpr size_t kKept = 16;
+  static constexpr size_t kKeptFiles = 4'000'000;
+  struct Entry {
+    std::string digest;
+    std::shared_future<Result<Files>> files;  // ready once read
+    size_t count = 0;                         // files, once read
+  };
   std::mutex mu_;
-  std::vector<std::pair<std::string, Files>> kept_;  // most recently used last
+  std::vector<Entry> kept_;  // most recently used last
 };
 
 // The entry of `files` (sorted by path, as a manifest is) at `path`, or nullptr.

@@ -96,6 +96,9 @@ class DatasetService {
   // The blobs a version names: its manifest and its files' blobs, these sorted and distinct
   // (views into `files`, which it keeps).
   struct VersionBlobs {
+    VersionBlobs() = default;
+    VersionBlobs(const VersionBlobs&) = delete;  // `digests` views into this one's `files`
+    VersionBlobs& operator=(const VersionBlobs&) = delete;
     std::string manifest;
     std::vector<core::FileEntry> files;
     std::vector<std::string_view> digests;

@@ -377,11 +377,14 @@ CREATE INDEX data_uploads_by_digest ON data_uploads (digest);
 )sql",
     // 9: a dataset version's files are read from its manifest, not listed in the artifact index:
     // only the manifest keeps a row (datasets/NAME/DIGEST.json), and data_blobs the files' blobs.
+    // A version's file rows are those under datasets/NAME/DIGEST/ ('0' follows '/').
     R"sql(
-INSERT OR IGNORE INTO data_blobs SELECT digest FROM artifacts
-  WHERE substr(path, 1, 9) = 'datasets/' AND length(path) - length(replace(path, '/', '')) > 2;
-DELETE FROM artifacts
-  WHERE substr(path, 1, 9) = 'datasets/' AND length(path) - length(replace(path, '/', '')) > 2;
+CREATE TEMP TABLE version_files AS SELECT a.path, a.digest FROM data_versions v
+  JOIN artifacts a ON a.path >= 'datasets/' || v.name || '/' || v.digest || '/'
+                  AND a.path < 'datasets/' || v.name || '/' || v.digest || '0';
+INSERT OR IGNORE INTO data_blobs SELECT digest FROM version_files;
+DELETE FROM artifacts WHERE path IN (SELECT path FROM version_files);
+DROP TABLE version_files;
 )sql",
 };
 

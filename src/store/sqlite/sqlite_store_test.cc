@@ -82,23 +82,16 @@ TEST_F(SqliteMigrationTest, DatasetFilesLeaveTheIndexAndTheirBlobsStayNoted) {
   std::string sql = "CREATE TABLE schema_version (version INTEGER NOT NULL);";
   for (size_t v = 0; v < 8; ++v) sql += sqlite::Migrations()[v];
   const std::string m(64, 'm'), a(64, 'a'), b(64, 'b'), r(64, 'r');
-  sql +=
-      "INSERT INTO schema_version VALUES (8);"
-      "INSERT INTO artifacts (path, digest, size) VALUES "
-      "('datasets/d/" +
-      m + ".json', '" + m +
-      "', 300), "
-      "('datasets/d/" +
-      m + "/x.csv', '" + a +
-      "', 1), "
-      "('datasets/d/" +
-      m + "/sub/y.json', '" + b +
-      "', 2), "
-      "('0/run/artifacts/datasets/d/e/f', '" +
-      r +
-      "', 3);"
-      "INSERT INTO data_blobs VALUES ('" +
-      a + "');";
+  auto row = [](const std::string& path, const std::string& digest, int size) {
+    return "('" + path + "', '" + digest + "', " + std::to_string(size) + ")";
+  };
+  sql += "INSERT INTO schema_version VALUES (8);";
+  sql += "INSERT INTO artifacts (path, digest, size) VALUES " +
+         row("datasets/d/" + m + ".json", m, 300) + ", " + row("datasets/d/" + m + "/x.csv", a, 1) +
+         ", " + row("datasets/d/" + m + "/sub/y.json", b, 2) + ", " +
+         row("datasets/d/other/f", r, 3) + ", " + row("0/run/artifacts/datasets/d/e/f", r, 3) + ";";
+  sql += "INSERT INTO data_versions VALUES ('d', 1, '" + m + "', 0, '', 'u', 1, '{}', 2, 3, '');";
+  sql += "INSERT INTO data_blobs VALUES ('" + a + "');";
   Exec(sql);
 
   auto store = OpenSqliteMetadataStore(path_, StoreOptions{});
@@ -110,8 +103,9 @@ TEST_F(SqliteMigrationTest, DatasetFilesLeaveTheIndexAndTheirBlobsStayNoted) {
                     return Status::Ok();
                   })
                   .ok());
+  // Only the version's files leave; a row that is no version's file stays.
   EXPECT_EQ(paths, (std::vector<std::string>{"0/run/artifacts/datasets/d/e/f",
-                                             "datasets/d/" + m + ".json"}));
+                                             "datasets/d/" + m + ".json", "datasets/d/other/f"}));
   EXPECT_TRUE(*(*store)->datasets().DataBlobNoted(a));
   EXPECT_TRUE(*(*store)->datasets().DataBlobNoted(b));
   EXPECT_FALSE(*(*store)->datasets().DataBlobNoted(r));
