@@ -52,20 +52,6 @@ bool Match(const std::vector<std::string_view>& p, size_t pi,
   return si < s.size() && SegmentMatches(p[pi], s[si]) && Match(p, pi + 1, s, si + 1);
 }
 
-std::string_view KindName(RetentionKind k) {
-  switch (k) {
-    case RetentionKind::kKeepLast:
-      return "keep_last";
-    case RetentionKind::kKeepBest:
-      return "keep_best";
-    case RetentionKind::kMaxAge:
-      return "max_age";
-    case RetentionKind::kPurgeDeleted:
-      return "purge_deleted_after";
-  }
-  return "";
-}
-
 std::string AgeText(int64_t ms) {
   if (ms % 86'400'000 == 0) return std::to_string(ms / 86'400'000) + "d";
   if (ms % 3'600'000 == 0) return std::to_string(ms / 3'600'000) + "h";

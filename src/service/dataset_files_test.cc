@@ -99,7 +99,9 @@ TEST_F(ManifestCacheTest, TheLeastRecentlyUsedGoFirst) {
   const ManifestCache::Files second = cache_.Get(*blobs_, digests[1]).value();
   for (size_t i = 2; i < digests.size(); ++i) {
     ASSERT_TRUE(cache_.Get(*blobs_, digests[i]).ok());
-    if (i == 8) EXPECT_EQ(cache_.Get(*blobs_, digests[1]).value(), second);  // used again
+    if (i == 8) {
+      EXPECT_EQ(cache_.Get(*blobs_, digests[1]).value(), second);  // used again
+    }
   }
   // Seventeen read, sixteen kept: the first went; the second, used since, stayed.
   EXPECT_EQ(cache_.Get(*blobs_, digests[1]).value(), second);
