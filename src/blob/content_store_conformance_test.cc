@@ -81,7 +81,7 @@ TYPED_TEST(ContentStoreTest, StreamedWritesEqualOneWrite) {
   ASSERT_TRUE(w.ok());
   std::string all;
   for (int i = 0; i < 100; ++i) {
-    // Small pieces and, every tenth, one of 300,000 bytes (large enough to be hashed apart).
+    // Small pieces and, every tenth, one of 300,000 bytes.
     std::string chunk(i % 10 == 9 ? 300000 : 1000 + i, static_cast<char>('a' + i % 26));
     all += chunk;
     ASSERT_TRUE((*w)->Write(chunk).ok());

@@ -34,7 +34,7 @@ bool IsLowerHexPair(const char* s) {
 // need not push other data out of memory.
 constexpr int64_t kDirectFromBytes = 8 << 20;
 constexpr size_t kAlign = 4096;          // O_DIRECT's unit on the disks cairn runs on
-constexpr size_t kStageBytes = 1 << 20;  // a multiple of kAlign
+constexpr size_t kStageBytes = 2 << 20;  // a multiple of kAlign
 
 struct FreeAligned {
   void operator()(char* p) const { std::free(p); }
@@ -58,19 +58,19 @@ fs::path BlobPath(const fs::path& root, std::string_view digest) {
 // Writes a blob. A small one is held in memory and committed as a row of the small-blob
 // database; once a blob outgrows that, it goes into a temporary file that is fsynced and
 // renamed to the blob's path at commit. Past kDirectFromBytes, the rest of it goes past the page
-// cache (O_DIRECT) from an aligned buffer: a large upload then costs the disk's time rather than
+// cache (O_DIRECT) from two aligned stages, one written by a thread beside while the caller
+// fills and hashes the other: a large upload then costs the disk's time rather than
 // the kernel's copying into page-cache pages that nobody reads soon, and it does not fill memory
 // with dirty pages. Where the file system refuses O_DIRECT, writes stay buffered.
 class LocalWriter : public BlobWriter {
  public:
   LocalWriter(fs::path root, SmallBlobs* small) : root_(std::move(root)), small_(small) {}
   ~LocalWriter() override {
+    (void)WaitFlush();  // the write beside uses fd_
     if (fd_ >= 0) ::close(fd_);
     if (!committed_ && !tmp_.empty()) ::unlink(tmp_.c_str());
   }
 
-  // A large piece is hashed on a thread beside the write: a large blob arrives as fast as the
-  // slower of the two, not their sum.
   Status Write(std::string_view bytes) override {
     if (fd_ < 0) {
       if (static_cast<int64_t>(held_.size() + bytes.size()) <= SmallBlobs::kMaxBytes) {
@@ -82,21 +82,15 @@ class LocalWriter : public BlobWriter {
       CAIRN_RETURN_IF_ERROR(Spill());
     }
     size_ += static_cast<int64_t>(bytes.size());
-    if (bytes.size() < kHashBesideBytes) {
-      hasher_.Update(bytes);
-      return Put(bytes);
-    }
-    if (beside_ == nullptr) beside_ = std::make_unique<SideThread>();
-    beside_->Start([this, bytes] { hasher_.Update(bytes); });
-    Status s = Put(bytes);
-    beside_->Wait();
-    return s;
+    hasher_.Update(bytes);
+    return Put(bytes);
   }
 
   Result<BlobInfo> Commit() override {
     if (fd_ < 0) return CommitSmall();
-    beside_.reset();
-    CAIRN_RETURN_IF_ERROR(FlushStage(/*last=*/true));
+    CAIRN_RETURN_IF_ERROR(WaitFlush());
+    CAIRN_RETURN_IF_ERROR(WriteStage(stage_.get(), staged_, /*last=*/true));
+    staged_ = 0;
     if (::fsync(fd_) != 0) return ErrnoStatus("fsync", tmp_);
     ::close(fd_);
     fd_ = -1;
@@ -111,8 +105,6 @@ class LocalWriter : public BlobWriter {
   }
 
  private:
-  static constexpr size_t kHashBesideBytes = 128 << 10;
-
   Result<BlobInfo> CommitSmall() {
     BlobInfo info{hasher_.HexDigest(), size_};
     // The same bytes kept whole as a file (by a store from before small blobs had a database)
@@ -164,7 +156,8 @@ class LocalWriter : public BlobWriter {
     return Put(held);
   }
 
-  // Buffered until the blob is large, then staged and written directly.
+  // Buffered until the blob is large, then staged and written directly: a full stage by a
+  // thread beside while the next one fills, so that the disk's time and the hashing overlap.
   Status Put(std::string_view bytes) {
     if (stage_ == nullptr && written_ + static_cast<int64_t>(bytes.size()) >= kDirectFromBytes &&
         !buffered_only_) {
@@ -181,9 +174,36 @@ class LocalWriter : public BlobWriter {
       std::memcpy(stage_.get() + staged_, bytes.data(), take);
       staged_ += take;
       bytes.remove_prefix(take);
-      if (staged_ == kStageBytes) CAIRN_RETURN_IF_ERROR(FlushStage(/*last=*/false));
+      if (staged_ == kStageBytes) CAIRN_RETURN_IF_ERROR(SendStage());
     }
     return Status::Ok();
+  }
+
+  // Hands the full stage to the thread beside, once it has written the one before, and fills
+  // the other. Without memory for a second stage, writes it here.
+  Status SendStage() {
+    CAIRN_RETURN_IF_ERROR(WaitFlush());
+    if (spare_ == nullptr) spare_ = NewAligned(kStageBytes);
+    if (spare_ == nullptr) {
+      CAIRN_RETURN_IF_ERROR(WriteStage(stage_.get(), staged_, /*last=*/false));
+      staged_ = 0;
+      return Status::Ok();
+    }
+    std::swap(stage_, spare_);
+    const size_t full = staged_;
+    staged_ = 0;
+    if (flusher_ == nullptr) flusher_ = std::make_unique<SideThread>();
+    flushing_ = true;
+    flusher_->Start([this, full] { flushed_ = WriteStage(spare_.get(), full, /*last=*/false); });
+    return Status::Ok();
+  }
+
+  // The outcome of the write beside, once it is done.
+  Status WaitFlush() {
+    if (!flushing_) return Status::Ok();
+    flusher_->Wait();
+    flushing_ = false;
+    return flushed_;
   }
 
   void StartDirect() {
@@ -196,12 +216,13 @@ class LocalWriter : public BlobWriter {
     stage_ = std::move(stage);
   }
 
-  // Writes what is staged: its aligned part directly, and on the last flush the rest through
-  // the page cache. A file system that takes the flag but refuses the write gets it buffered.
-  Status FlushStage(bool last) {
-    if (stage_ == nullptr || staged_ == 0) return Status::Ok();
-    const size_t aligned = staged_ - staged_ % kAlign;
-    std::string_view all(stage_.get(), staged_);
+  // Writes `size` staged bytes from `stage`: the aligned part directly, and on the last write
+  // the rest through the page cache. A file system that takes the flag but refuses the write
+  // gets it buffered.
+  Status WriteStage(const char* stage, size_t size, bool last) {
+    if (stage == nullptr || size == 0) return Status::Ok();
+    const size_t aligned = size - size % kAlign;
+    std::string_view all(stage, size);
     if (aligned > 0) {
       const int64_t start = written_;
       Status s = WriteAll(all.substr(0, aligned));
@@ -211,12 +232,11 @@ class LocalWriter : public BlobWriter {
       }
       CAIRN_RETURN_IF_ERROR(s);
     }
-    if (aligned < staged_) {
+    if (aligned < size) {
       if (!last) return Internal("a partial stage flushed before the end");
       if (!StopDirect()) return ErrnoStatus("fcntl", tmp_);
       CAIRN_RETURN_IF_ERROR(WriteAll(all.substr(aligned)));
     }
-    staged_ = 0;
     return Status::Ok();
   }
 
@@ -239,11 +259,14 @@ class LocalWriter : public BlobWriter {
   fs::path tmp_;      // then its file
   int fd_ = -1;
   Sha256Hasher hasher_;
-  std::unique_ptr<SideThread> beside_;  // made for the first large piece
   int64_t size_ = 0;                    // bytes given
   int64_t written_ = 0;                 // bytes written to the file
-  AlignedBuffer stage_;                 // once writes are direct
+  AlignedBuffer stage_;                 // once writes are direct: the one filling
+  AlignedBuffer spare_;                 // the one the thread beside writes
   size_t staged_ = 0;
+  std::unique_ptr<SideThread> flusher_;  // made for the first full stage
+  bool flushing_ = false;
+  Status flushed_;
   bool buffered_only_ = false;  // O_DIRECT was refused
   bool direct_failed_ = false;  // the last write was refused as a direct one
   bool committed_ = false;

@@ -67,6 +67,26 @@ TEST_F(LocalStoreTest, SmallBlobsAreRowsAndLargerOnesFiles) {
   EXPECT_EQ(ReadAllBytes(*store_, large->digest)->size(), size_t{(64 << 10) + 1});
 }
 
+TEST_F(LocalStoreTest, ALargeWriteLeftUnfinishedLeavesNothing) {
+  // Past the size where the rest is staged and written beside: a writer dropped while a stage
+  // may still be on its way to the disk removes its file, and the store holds nothing.
+  {
+    auto w = store_->NewWriter();
+    ASSERT_TRUE(w.ok());
+    const std::string piece(3 << 20, 'p');
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE((*w)->Write(piece).ok());
+  }
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp"));
+  int64_t blobs = 0;
+  ASSERT_TRUE(store_
+                  ->ForEach([&](const BlobInfo&) {
+                    ++blobs;
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(blobs, 0);
+}
+
 TEST_F(LocalStoreTest, WritingASmallBlobAgainRenewsItsTime) {
   auto first = PutBytes(*store_, "again");
   ASSERT_TRUE(first.ok());
