@@ -24,6 +24,10 @@ namespace fs = std::filesystem;
 constexpr size_t kLogChunkBytes = 1 << 20;
 // How long Finish waits for the server before leaving records to `cairn sync`.
 constexpr int64_t kFinishPatienceMs = 5'000;
+// While the server cannot be reached, the worker tries one delivery this often to see whether
+// it is back, and leaves the other records in their journals: each try of an unreachable
+// server costs the client's retries (seconds), which must not add up step by step.
+constexpr int64_t kProbeEveryMs = 10'000;
 // MLflow refuses longer tag values.
 constexpr size_t kMaxTagValue = 4'900;
 
@@ -58,12 +62,14 @@ struct Tracker::Impl {
   std::deque<RunRecords*> queue;
   bool stopping = false;
   std::thread worker;
+  int64_t next_probe_ms = 0;  // while the server is down: when the worker may try it again
 
   Status Deliver(RunRecords& journal) {
     std::lock_guard<std::mutex> lock(deliver_mu);
     Status s = journal.Deliver();
     if (!s.ok() && server_up) {
       server_up = false;
+      next_probe_ms = SystemClock()->NowMillis() + kProbeEveryMs;
       if (!warned) {
         warned = true;
         progress->Warning("the tracking server at " + sink->tracking_uri() +
@@ -131,6 +137,9 @@ struct Tracker::Impl {
     return j.AppendRegister(reg.model, "runs:/" + j.run_id() + "/" + artifact, reg.alias, kept);
   }
 
+  // Delivers the records of steps that ended, one journal at a time, until stopped with
+  // nothing left. While the server is down, only a probe now and then: the other journals are
+  // passed over, for Finish or `cairn sync`.
   void Work() {
     for (;;) {
       RunRecords* journal = nullptr;
@@ -141,8 +150,20 @@ struct Tracker::Impl {
         journal = queue.front();
         queue.pop_front();
       }
+      if (!MayTry()) continue;  // it waits in its journal
       (void)Deliver(*journal);
     }
+  }
+
+  // Whether a delivery should be tried now: always while the server answers, else as a probe
+  // every kProbeEveryMs.
+  bool MayTry() {
+    std::lock_guard<std::mutex> lock(deliver_mu);
+    if (server_up) return true;
+    const int64_t now = SystemClock()->NowMillis();
+    if (now < next_probe_ms) return false;
+    next_probe_ms = now + kProbeEveryMs;
+    return true;
   }
 
   void Enqueue(RunRecords* journal) {
@@ -309,7 +330,9 @@ void Tracker::Finish(bool ok, bool interrupted) {
                             SystemClock()->NowMillis());
   }
   if (!s.ok()) d.progress->Warning("cannot record the pipeline run's end: " + s.message());
-  // Let the worker finish what it has, then deliver the rest here, for a few seconds at most.
+  // Let the worker finish what it has (quickly while the server is down), then deliver the
+  // rest here, for a few seconds at most, and not past the first sign that the server cannot
+  // be reached.
   {
     std::lock_guard<std::mutex> lock(d.queue_mu);
     d.stopping = true;
@@ -319,9 +342,12 @@ void Tracker::Finish(bool ok, bool interrupted) {
   std::vector<RunRecords*> all = {d.parent.get()};
   for (auto& [id, j] : d.steps) all.push_back(j.get());
   const int64_t give_up = SystemClock()->NowMillis() + kFinishPatienceMs;
+  bool reachable = true;
   size_t pending = 0;
   for (RunRecords* j : all) {
-    if (!j->complete() && SystemClock()->NowMillis() < give_up) (void)d.Deliver(*j);
+    if (!j->complete() && reachable && SystemClock()->NowMillis() < give_up) {
+      reachable = d.Deliver(*j).code() != StatusCode::kUnavailable;
+    }
     if (j->complete()) {
       (void)j->Remove();
     } else {

@@ -210,6 +210,30 @@ TEST(TrackerTest, AServerThatIsDownKeepsTheRecordsAndWarnsOnce) {
   EXPECT_THAT(f.progress.warnings[1], HasSubstr("2 run(s) of this pipeline are not on the"));
 }
 
+TEST(TrackerTest, ADownServerIsNotTriedOncePerStep) {
+  // Each try of an unreachable server costs the client's retries: a long pipeline must not pay
+  // them step by step, during the run or at its end.
+  Fixture f;
+  for (int i = 0; i < 200; ++i) {
+    Step s;
+    s.id = "s" + std::to_string(i);
+    s.command = "true";
+    f.pipeline.steps.push_back(s);
+  }
+  f.server->SetUp(false);
+  std::unique_ptr<Tracker> tracker = f.Start();
+  ASSERT_NE(tracker, nullptr);
+  for (const Step& s : f.pipeline.steps) {
+    tracker->StepRun(s);
+    tracker->StepEnded(s, Record("done"));
+  }
+  tracker->Finish(true, false);
+  EXPECT_LE(f.server->deliveries, 4u) << "the start, a probe or two, and one try at the end";
+  EXPECT_THAT(f.server->Removed(), IsEmpty()) << "every run kept for `cairn sync`";
+  ASSERT_THAT(f.progress.warnings, SizeIs(2));
+  EXPECT_THAT(f.progress.warnings[1], HasSubstr("203 run(s) of this pipeline are not on the"));
+}
+
 TEST(TrackerTest, AStepThatRanRegistersItsOutputFromItsOwnRun) {
   fakes::TempDir dir("tracker-register");
   std::filesystem::create_directories(dir / "model" / "sub");

@@ -63,6 +63,7 @@ class FakeRecords : public pipeline::RunRecords {
 
   Status Deliver() override {
     std::lock_guard<std::mutex> lock(server_->mu);
+    ++server_->deliveries;
     if (!server_->up) return Unavailable("the fake tracking server is down");
     while (!records_.empty()) {
       FakeRun& run = server_->runs[run_id_];

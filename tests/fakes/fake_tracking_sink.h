@@ -68,6 +68,7 @@ struct FakeTrackingSink::Server {
   std::map<std::string, std::string> experiments;  // name -> id
   std::map<std::string, size_t> pending;           // run id -> records not delivered
   std::vector<std::string> removed;
+  size_t deliveries = 0;  // calls of Deliver, up or down
 };
 
 }  // namespace cairn::fakes
