@@ -604,6 +604,14 @@ std::vector<std::string> RunJournal::List(const std::string& dir) {
   return ids;
 }
 
+Status RunJournal::Keep() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (synced_) return Status::Ok();
+  if (fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", dir_ + "/" + run_id_ + ".journal");
+  synced_ = true;
+  return Status::Ok();
+}
+
 SyncResult SyncJournals(
     const std::vector<std::string>& dirs, TrackingClient& client,
     const std::function<void(const std::string&, size_t, size_t, const Status&)>& progress) {

@@ -95,6 +95,9 @@ class RunJournal {
   // Delivers the records not yet acknowledged, in order, stopping at the first that fails
   // (its error is returned). One delivery at a time; thread-safe.
   Status Deliver(TrackingClient& client);
+  // Makes the records survive a crash of the machine (fdatasync, once), as a failed delivery
+  // does: for records left to wait without a delivery being tried.
+  Status Keep();
   // Records appended but not yet acknowledged.
   size_t pending() const;
   // True once every record is acknowledged and the run's end is among them: the journal's

@@ -60,22 +60,24 @@ struct Tracker::Impl {
   std::mutex queue_mu;
   std::condition_variable queue_cv;
   std::deque<RunRecords*> queue;
+  std::vector<RunRecords*> passed_over;  // while the server was down; queued again once it is up
   bool stopping = false;
   std::thread worker;
   int64_t next_probe_ms = 0;  // while the server is down: when the worker may try it again
 
+  // Marks the server down when it cannot be reached (a record it refuses is not that).
   Status Deliver(RunRecords& journal) {
     std::lock_guard<std::mutex> lock(deliver_mu);
     Status s = journal.Deliver();
-    if (!s.ok() && server_up) {
+    if (!s.ok() && !warned) {
+      warned = true;
+      progress->Warning("the tracking server at " + sink->tracking_uri() +
+                        " cannot take the pipeline's records (" + s.message() +
+                        "); they wait in journals for `cairn sync`");
+    }
+    if (s.code() == StatusCode::kUnavailable && server_up) {
       server_up = false;
       next_probe_ms = SystemClock()->NowMillis() + kProbeEveryMs;
-      if (!warned) {
-        warned = true;
-        progress->Warning("the tracking server at " + sink->tracking_uri() +
-                          " cannot take the pipeline's records (" + s.message() +
-                          "); they wait in journals for `cairn sync`");
-      }
     } else if (s.ok()) {
       server_up = true;
     }
@@ -150,8 +152,19 @@ struct Tracker::Impl {
         journal = queue.front();
         queue.pop_front();
       }
-      if (!MayTry()) continue;  // it waits in its journal
-      (void)Deliver(*journal);
+      if (!MayTry()) {
+        // It waits in its journal, on disk, until the server is back.
+        (void)journal->Keep();
+        std::lock_guard<std::mutex> lock(queue_mu);
+        passed_over.push_back(journal);
+        continue;
+      }
+      if (Deliver(*journal).ok()) {
+        // The server is back: the journals passed over go again.
+        std::lock_guard<std::mutex> lock(queue_mu);
+        queue.insert(queue.end(), passed_over.begin(), passed_over.end());
+        passed_over.clear();
+      }
     }
   }
 
@@ -347,6 +360,8 @@ void Tracker::Finish(bool ok, bool interrupted) {
   for (RunRecords* j : all) {
     if (!j->complete() && reachable && SystemClock()->NowMillis() < give_up) {
       reachable = d.Deliver(*j).code() != StatusCode::kUnavailable;
+    } else if (!j->complete()) {
+      (void)j->Keep();  // left for `cairn sync`: on disk
     }
     if (j->complete()) {
       (void)j->Remove();

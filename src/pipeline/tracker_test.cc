@@ -230,8 +230,25 @@ TEST(TrackerTest, ADownServerIsNotTriedOncePerStep) {
   tracker->Finish(true, false);
   EXPECT_LE(f.server->deliveries, 4u) << "the start, a probe or two, and one try at the end";
   EXPECT_THAT(f.server->Removed(), IsEmpty()) << "every run kept for `cairn sync`";
+  EXPECT_GE(f.server->kept, 200u) << "the runs left to wait are made durable without a try";
   ASSERT_THAT(f.progress.warnings, SizeIs(2));
   EXPECT_THAT(f.progress.warnings[1], HasSubstr("203 run(s) of this pipeline are not on the"));
+}
+
+TEST(TrackerTest, AServerBackBeforeTheEndGetsTheRecordsPassedOver) {
+  Fixture f;
+  f.server->SetUp(false);
+  std::unique_ptr<Tracker> tracker = f.Start();
+  ASSERT_NE(tracker, nullptr);
+  for (const Step& s : f.pipeline.steps) {
+    tracker->StepRun(s);
+    tracker->StepEnded(s, Record("done"));
+  }
+  f.server->SetUp(true);
+  tracker->Finish(true, false);
+  EXPECT_EQ(f.server->Pending(), 0u);
+  EXPECT_THAT(ChildRuns(f.server->Runs(), RunOf().id), SizeIs(2));
+  EXPECT_THAT(f.progress.warnings, SizeIs(1)) << "the warning that the server was away, only";
 }
 
 TEST(TrackerTest, AStepThatRanRegistersItsOutputFromItsOwnRun) {

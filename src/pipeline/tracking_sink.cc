@@ -42,6 +42,7 @@ class JournalRecords : public RunRecords {
     return journal_->AppendEnd(status, end_ms);
   }
   Status Deliver() override { return journal_->Deliver(client_); }
+  Status Keep() override { return journal_->Keep(); }
   bool complete() const override { return journal_->complete(); }
   Status Remove() override { return journal_->Remove(); }
 

@@ -52,6 +52,9 @@ class RunRecords {
   // Delivers the records not yet acknowledged, in order, stopping at the first the server
   // refuses or cannot take (its error is returned; the rest stay for later).
   virtual Status Deliver() = 0;
+  // Makes the records not yet acknowledged durable without trying to deliver them (records
+  // left for later must survive a crash of the machine).
+  virtual Status Keep() = 0;
   // Every record acknowledged, the run's end among them.
   virtual bool complete() const = 0;
   // Forgets the records (after complete()).

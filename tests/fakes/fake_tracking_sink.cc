@@ -61,6 +61,12 @@ class FakeRecords : public pipeline::RunRecords {
     return Append([=](Server&, FakeRun& run) { run.status = status; }, /*end=*/true);
   }
 
+  Status Keep() override {
+    std::lock_guard<std::mutex> lock(server_->mu);
+    ++server_->kept;
+    return Status::Ok();
+  }
+
   Status Deliver() override {
     std::lock_guard<std::mutex> lock(server_->mu);
     ++server_->deliveries;

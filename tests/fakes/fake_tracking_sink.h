@@ -69,6 +69,7 @@ struct FakeTrackingSink::Server {
   std::map<std::string, size_t> pending;           // run id -> records not delivered
   std::vector<std::string> removed;
   size_t deliveries = 0;  // calls of Deliver, up or down
+  size_t kept = 0;        // calls of Keep
 };
 
 }  // namespace cairn::fakes
