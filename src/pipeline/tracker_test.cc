@@ -210,6 +210,14 @@ TEST(TrackerTest, AServerThatIsDownKeepsTheRecordsAndWarnsOnce) {
   EXPECT_THAT(f.progress.warnings[1], HasSubstr("2 run(s) of this pipeline are not on the"));
 }
 
+// Each step of `p` starts and ends done.
+void RunEveryStep(Tracker& tracker, const Pipeline& p) {
+  for (const Step& s : p.steps) {
+    tracker.StepRun(s);
+    tracker.StepEnded(s, Record("done"));
+  }
+}
+
 TEST(TrackerTest, ADownServerIsNotTriedOncePerStep) {
   // Each try of an unreachable server costs the client's retries: a long pipeline must not pay
   // them step by step, during the run or at its end.
@@ -223,10 +231,7 @@ TEST(TrackerTest, ADownServerIsNotTriedOncePerStep) {
   f.server->SetUp(false);
   std::unique_ptr<Tracker> tracker = f.Start();
   ASSERT_NE(tracker, nullptr);
-  for (const Step& s : f.pipeline.steps) {
-    tracker->StepRun(s);
-    tracker->StepEnded(s, Record("done"));
-  }
+  RunEveryStep(*tracker, f.pipeline);
   tracker->Finish(true, false);
   EXPECT_LE(f.server->deliveries, 4u) << "the start, a probe or two, and one try at the end";
   EXPECT_THAT(f.server->Removed(), IsEmpty()) << "every run kept for `cairn sync`";
@@ -240,10 +245,7 @@ TEST(TrackerTest, AServerBackBeforeTheEndGetsTheRecordsPassedOver) {
   f.server->SetUp(false);
   std::unique_ptr<Tracker> tracker = f.Start();
   ASSERT_NE(tracker, nullptr);
-  for (const Step& s : f.pipeline.steps) {
-    tracker->StepRun(s);
-    tracker->StepEnded(s, Record("done"));
-  }
+  RunEveryStep(*tracker, f.pipeline);
   f.server->SetUp(true);
   tracker->Finish(true, false);
   EXPECT_EQ(f.server->Pending(), 0u);
