@@ -138,16 +138,19 @@ Status ArtifactService::PutBytes(const std::string& path, std::string_view bytes
   return CommitUpload(path, *w);
 }
 
+Result<ManifestCache::Files> ArtifactService::VersionFiles(const DatasetFileRef& ref) {
+  CAIRN_RETURN_IF_ERROR(store_->GetArtifact(DatasetManifestPath(ref.name, ref.digest)).status());
+  return manifests_.Get(*blobs_, std::string(ref.digest));
+}
+
 Result<store::ArtifactFile> ArtifactService::DatasetFile(const DatasetFileRef& ref,
                                                          std::string_view path) {
   auto not_found = [&] { return NotFound("Artifact '" + std::string(path) + "' not found"); };
-  Result<store::ArtifactFile> row =
-      store_->GetArtifact(std::string(kDatasetArtifactRoot) + "/" + std::string(ref.name) + "/" +
-                          std::string(ref.digest) + ".json");
-  if (!row.ok()) return row.status().code() == StatusCode::kNotFound ? not_found() : row.status();
-  CAIRN_ASSIGN_OR_RETURN(ManifestCache::Files files,
-                         manifests_.Get(*blobs_, std::string(ref.digest)));
-  const core::FileEntry* f = FindManifestFile(*files, ref.file);
+  Result<ManifestCache::Files> files = VersionFiles(ref);
+  if (!files.ok()) {
+    return files.status().code() == StatusCode::kNotFound ? not_found() : files.status();
+  }
+  const core::FileEntry* f = FindManifestFile(**files, ref.file);
   if (f == nullptr) return not_found();
   return store::ArtifactFile{std::string(path), f->sha256, f->size};
 }
@@ -197,17 +200,14 @@ Result<std::vector<store::ArtifactEntry>> ArtifactService::List(const std::strin
 Result<std::vector<store::ArtifactEntry>> ArtifactService::ListDatasets(const std::string& path) {
   if (std::optional<DatasetFileRef> ref = DatasetFileOf(path)) {
     // Inside a version: its manifest's files under the directory.
-    Result<store::ArtifactFile> row =
-        store_->GetArtifact(std::string(kDatasetArtifactRoot) + "/" + std::string(ref->name) + "/" +
-                            std::string(ref->digest) + ".json");
-    if (!row.ok()) {
-      if (row.status().code() == StatusCode::kNotFound) return std::vector<store::ArtifactEntry>();
-      return row.status();
+    Result<ManifestCache::Files> read = VersionFiles(*ref);
+    if (!read.ok()) {
+      if (read.status().code() == StatusCode::kNotFound) return std::vector<store::ArtifactEntry>();
+      return read.status();
     }
-    CAIRN_ASSIGN_OR_RETURN(ManifestCache::Files files,
-                           manifests_.Get(*blobs_, std::string(ref->digest)));
-    const std::string top = std::string(kDatasetArtifactRoot) + "/" + std::string(ref->name) + "/" +
-                            std::string(ref->digest) + "/";
+    const ManifestCache::Files& files = *read;
+    const std::string top =
+        path.substr(0, path.size() - ref->file.size()) + (ref->file.empty() ? "/" : "");
     const std::string under = ref->file.empty() ? "" : std::string(ref->file) + "/";
     store::ListingBuilder builder(path);
     auto it =

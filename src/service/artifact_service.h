@@ -146,6 +146,9 @@ class ArtifactService {
   // A dataset version's file (`path` is "datasets/<name>/<digest>/<file>"), read through the
   // manifest the index names for that version.
   Result<store::ArtifactFile> DatasetFile(const DatasetFileRef& ref, std::string_view path);
+  // The files of the version `ref` names, when the index names its manifest under that
+  // dataset (kNotFound otherwise).
+  Result<ManifestCache::Files> VersionFiles(const DatasetFileRef& ref);
   // The listing of a directory under kDatasetArtifactRoot.
   Result<std::vector<store::ArtifactEntry>> ListDatasets(const std::string& path);
   // Every file under directory `dir`, with full paths; kResourceExhausted past `max_files`.

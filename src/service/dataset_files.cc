@@ -34,6 +34,11 @@ std::optional<DatasetManifestRef> DatasetManifestOf(std::string_view path) {
   return DatasetManifestRef{std::string(parts->first), std::string(digest)};
 }
 
+std::string DatasetManifestPath(std::string_view name, std::string_view digest) {
+  return std::string(kDatasetArtifactRoot) + "/" + std::string(name) + "/" + std::string(digest) +
+         std::string(kManifestSuffix);
+}
+
 std::optional<DatasetFileRef> DatasetFileOf(std::string_view path) {
   auto parts = SplitDataset(path);
   if (!parts) return std::nullopt;

@@ -31,6 +31,8 @@ struct DatasetManifestRef {
   std::string digest;
 };
 std::optional<DatasetManifestRef> DatasetManifestOf(std::string_view path);
+// The other way: the path of the row naming version `digest`'s manifest of dataset `name`.
+std::string DatasetManifestPath(std::string_view name, std::string_view digest);
 
 // "datasets/<name>/<digest>/<file>" as its parts (file may be "" for the version's top
 // directory); nullopt for any other path.

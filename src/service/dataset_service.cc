@@ -25,8 +25,7 @@ DatasetService::DatasetService(store::MetadataStore* store, blob::ContentStore* 
     : store_(store), blobs_(blobs), artifacts_(artifacts), identity_(identity), clock_(clock) {}
 
 std::string DatasetService::ManifestPath(std::string_view name, std::string_view digest) {
-  return std::string(kDatasetArtifactRoot) + "/" + std::string(name) + "/" + std::string(digest) +
-         ".json";
+  return DatasetManifestPath(name, digest);
 }
 
 Result<std::vector<core::FileEntry>> DatasetService::ReadManifest(std::string_view digest) {
