@@ -154,12 +154,13 @@ std::optional<pipeline::Budget> SizeBudget(const Pipeline& p, const PipelineFlag
   return *budget;
 }
 
+// Runs the pipeline: a new run, or a resume (`completed` set: the steps it keeps).
 int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
-            const pipeline::Budget& budget, std::map<std::string, StepEvent> completed,
-            const std::string& cwd) {
+            const pipeline::Budget& budget,
+            std::optional<std::map<std::string, StepEvent>> completed, const std::string& cwd) {
   TerminalProgress progress(p.steps.size());
   Result<std::unique_ptr<pipeline::Tracker>> tracker =
-      pipeline::StartTracker(p, state.info(), progress);
+      pipeline::StartTracker(p, state.info(), progress, completed ? &*completed : nullptr);
   if (!tracker.ok()) return Error(tracker.status(), 2);
   if (*tracker == nullptr &&
       std::any_of(p.steps.begin(), p.steps.end(),
@@ -170,14 +171,15 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
   data::ServerDataSource data(!state.info().tracking_uri.empty()
                                   ? state.info().tracking_uri
                                   : client::ResolveTrackingUri(flags.tracking_uri));
-  pipeline::RunnerOptions options{.budget = budget,
-                                  .cwd = cwd,
-                                  .sbatch_args = flags.sbatch_args,
-                                  .no_cache = flags.no_cache,
-                                  .completed = std::move(completed),
-                                  .tracker = tracker->get(),
-                                  .data = &data,
-                                  .interrupted = &g_interrupted};
+  pipeline::RunnerOptions options{
+      .budget = budget,
+      .cwd = cwd,
+      .sbatch_args = flags.sbatch_args,
+      .no_cache = flags.no_cache,
+      .completed = completed.value_or(std::map<std::string, StepEvent>{}),
+      .tracker = tracker->get(),
+      .data = &data,
+      .interrupted = &g_interrupted};
   Result<std::unique_ptr<pipeline::Runner>> runner =
       pipeline::Runner::Create(p, state, std::move(options), progress);
   if (!runner.ok()) return Error(runner.status(), 1);
@@ -235,7 +237,7 @@ int Run(const PipelineFlags& flags) {
   if (!flags.no_track) info.tracking_uri = client::ResolveTrackingUri(flags.tracking_uri);
   Result<std::unique_ptr<RunState>> state = pipeline::CreateRun(p, info, loaded->text);
   if (!state.ok()) return Error(state.status(), 1);
-  return Execute(p, **state, flags, *budget, {}, pipeline::PipelineDir(flags.file));
+  return Execute(p, **state, flags, *budget, std::nullopt, pipeline::PipelineDir(flags.file));
 }
 
 int Resume(const PipelineFlags& flags) {

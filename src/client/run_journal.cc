@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "client/json_fields.h"
 #include "core/mlflow_json.h"
@@ -77,22 +78,59 @@ Status PrivateDir(const std::string& dir) {
 // What the records of one delivery share.
 struct Delivery {
   TrackingClient& client;
-  const std::string& run_id;
-  fs::path files;  // where artifact_file records' files are kept
+  std::string run_id;  // the run of the record being delivered
+  fs::path files;      // where artifact_file records' files are kept
   const RunJournal::Notice& notice;
-  std::string artifact_uri;  // the run's, once looked up
+  std::map<std::string, std::string> artifact_uris;  // by run, once looked up
 };
+
+constexpr std::string_view kRunPrefix = R"({"run_id":")";
+
+// The run a journal line is for: the one it names first, else the journal's own.
+std::string_view RunOfLine(std::string_view line, std::string_view own) {
+  if (!line.starts_with(kRunPrefix) || line.size() < kRunPrefix.size() + 34) return own;
+  const std::string_view id = line.substr(kRunPrefix.size(), 32);
+  if (line.substr(kRunPrefix.size() + 32, 2) != "\"," ||
+      id.find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+    return own;
+  }
+  return id;
+}
+
+// The line's op, for the kinds a batch carries ("" for the others).
+std::string_view BatchOp(std::string_view line) {
+  if (line.starts_with(kRunPrefix)) {
+    if (line.size() < kRunPrefix.size() + 34) return {};
+    line.remove_prefix(kRunPrefix.size() + 34);
+  }
+  for (std::string_view op : {"create", "batch", "log", "start", "end"}) {
+    const std::string head = std::string(R"("op":")") + std::string(op) + "\"";
+    if (line.substr(line.starts_with('{') ? 1 : 0).starts_with(head)) return op;
+  }
+  return {};
+}
 
 // The artifact URI a record names, or, for one recorded before the run existed on the
 // server, the run's (looked up once per delivery).
 Result<std::string> ArtifactUriOf(Delivery& d, const json& record) {
   std::string artifact_uri = record.value("artifact_uri", "");
   if (!artifact_uri.empty()) return artifact_uri;
-  if (d.artifact_uri.empty()) {
+  std::string& known = d.artifact_uris[d.run_id];
+  if (known.empty()) {
     CAIRN_ASSIGN_OR_RETURN(core::Run run, d.client.GetRun(d.run_id));
-    d.artifact_uri = run.info.artifact_uri;
+    known = run.info.artifact_uri;
   }
-  return d.artifact_uri;
+  return known;
+}
+
+// A create record's heartbeat, recorded at the start, may be old by now: the server would
+// fail the run for it at once.
+void RefreshHeartbeat(json& record) {
+  for (json& t : record["tags"]) {
+    if (t.value("key", "") == "cairn.heartbeat") {
+      t["value"] = std::to_string(SystemClock()->NowMillis());
+    }
+  }
 }
 
 // Kept files are named by RandomHex(16): anything else in a record is not one of ours.
@@ -280,17 +318,15 @@ Status DeliverRecord(Delivery& d, std::string_view line) {
   if (op == "inputs")
     return client.LogInputs(run_id, DecodeInputs(record.value("datasets", json::array())));
   if (op == "create") {
-    std::vector<core::Tag> tags = KeyValues<core::Tag>(record, "tags");
-    // The heartbeat recorded at the start may be old by now; the server would fail the run
-    // for it at once.
-    for (core::Tag& t : tags) {
-      if (t.key == "cairn.heartbeat") t.value = std::to_string(SystemClock()->NowMillis());
-    }
+    RefreshHeartbeat(record);
     return client
         .CreateRunWithId(run_id, "", record.value("experiment_name", ""),
-                         record.value("run_name", ""), record.value("start_time", int64_t{0}), tags)
+                         record.value("run_name", ""), record.value("start_time", int64_t{0}),
+                         KeyValues<core::Tag>(record, "tags"),
+                         record.value("status", "") == "SCHEDULED")
         .status();
   }
+  if (op == "start") return client.UpdateRun(run_id, core::RunStatus::kRunning, std::nullopt);
   if (op == "end") {
     core::RunStatus status = core::RunStatus::kFinished;
     core::ParseRunStatus(record.value("status", "FINISHED"), &status);
@@ -404,18 +440,21 @@ Status RunJournal::Write(const std::string& lines) {
   return Status::Ok();
 }
 
-Status RunJournal::Append(const std::string& record) {
+Status RunJournal::Append(const std::string& run, const std::string& record) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t offset = end_;
-  CAIRN_RETURN_IF_ERROR(Write(record + "\n"));
-  records_.push_back({offset, record.size()});
-  if (record.starts_with(kEndPrefix)) ended_ = true;
+  // Another run's records name it first, so that only the journal's own end looks like one.
+  const std::string line =
+      run == run_id_ ? record : R"({"run_id":")" + run + "\"," + record.substr(1);
+  CAIRN_RETURN_IF_ERROR(Write(line + "\n"));
+  records_.push_back({offset, line.size()});
+  if (line.starts_with(kEndPrefix)) ended_ = true;
   return Status::Ok();
 }
 
-Status RunJournal::AppendBatch(const std::vector<core::Metric>& metrics,
-                               const std::vector<core::Param>& params,
-                               const std::vector<core::Tag>& tags) {
+Status RunJournal::Records::AppendBatch(const std::vector<core::Metric>& metrics,
+                                        const std::vector<core::Param>& params,
+                                        const std::vector<core::Tag>& tags) {
   JsonWriter w;
   w.BeginObject().Key("op").String("batch");
   w.Key("metrics").BeginArray();
@@ -426,29 +465,30 @@ Status RunJournal::AppendBatch(const std::vector<core::Metric>& metrics,
   w.Key("tags");
   core::WriteTags(w, tags);
   w.EndObject();
-  return Append(w.Take());
+  return journal_->Append(run_id_, w.Take());
 }
 
-Status RunJournal::AppendLog(const std::vector<core::ConsoleChunk>& chunks) {
+Status RunJournal::Records::AppendLog(const std::vector<core::ConsoleChunk>& chunks) {
   JsonWriter w;
   w.BeginObject().Key("op").String("log").Key("chunks").BeginArray();
   for (const core::ConsoleChunk& c : chunks) core::WriteConsoleChunk(w, c);
   w.EndArray().EndObject();
-  return Append(w.Take());
+  return journal_->Append(run_id_, w.Take());
 }
 
-Status RunJournal::AppendArtifact(const std::string& artifact_uri, const std::string& path,
-                                  const std::string& content) {
+Status RunJournal::Records::AppendArtifact(const std::string& artifact_uri, const std::string& path,
+                                           const std::string& content) {
   JsonWriter w;
   w.BeginObject().Key("op").String("artifact").Key("artifact_uri").String(artifact_uri);
   w.Key("path").String(path).Key("content").String(content).EndObject();
-  return Append(w.Take());
+  return journal_->Append(run_id_, w.Take());
 }
 
-Result<int64_t> RunJournal::AppendArtifactFile(const std::string& artifact_uri,
-                                               const std::string& path,
-                                               const std::string& local_path) {
-  const fs::path files = fs::path(dir_) / (run_id_ + std::string(kFilesSuffix));
+Result<int64_t> RunJournal::Records::AppendArtifactFile(const std::string& artifact_uri,
+                                                        const std::string& path,
+                                                        const std::string& local_path) {
+  const RunJournal& j = *journal_;
+  const fs::path files = fs::path(j.dir_) / (j.run_id_ + std::string(kFilesSuffix));
   CAIRN_RETURN_IF_ERROR(MakeDirs(files.string()));
   const std::string name = RandomHex(16);
   const fs::path kept = files / name;
@@ -469,13 +509,13 @@ Result<int64_t> RunJournal::AppendArtifactFile(const std::string& artifact_uri,
   JsonWriter w;
   w.BeginObject().Key("op").String("artifact_file").Key("artifact_uri").String(artifact_uri);
   w.Key("path").String(path).Key("file").String(name).EndObject();
-  CAIRN_RETURN_IF_ERROR(Append(w.Take()));
+  CAIRN_RETURN_IF_ERROR(journal_->Append(run_id_, w.Take()));
   return static_cast<int64_t>(size);
 }
 
-Status RunJournal::AppendRegister(const std::string& model, const std::string& source,
-                                  const std::string& alias,
-                                  const std::vector<RegisteredFile>& files) {
+Status RunJournal::Records::AppendRegister(const std::string& model, const std::string& source,
+                                           const std::string& alias,
+                                           const std::vector<RegisteredFile>& files) {
   JsonWriter w;
   w.BeginObject().Key("op").String("register").Key("model").String(model);
   w.Key("source").String(source).Key("alias").String(alias).Key("files").BeginArray();
@@ -483,7 +523,60 @@ Status RunJournal::AppendRegister(const std::string& model, const std::string& s
     w.BeginObject().Key("path").String(f.path).Key("size").Int(f.size).EndObject();
   }
   w.EndArray().EndObject();
-  return Append(w.Take());
+  return journal_->Append(run_id_, w.Take());
+}
+
+Status RunJournal::Records::AppendEnd(core::RunStatus status, int64_t end_time) {
+  JsonWriter w;
+  w.BeginObject().Key("op").String("end").Key("status").String(core::RunStatusName(status));
+  w.Key("end_time").Int(end_time).EndObject();
+  return journal_->Append(run_id_, w.Take());
+}
+
+Status RunJournal::Records::AppendCreate(const std::string& experiment_name,
+                                         const std::string& run_name, int64_t start_time,
+                                         const std::vector<core::Tag>& tags, bool scheduled) {
+  JsonWriter w;
+  w.BeginObject().Key("op").String("create").Key("experiment_name").String(experiment_name);
+  w.Key("run_name").String(run_name).Key("start_time").Int(start_time);
+  if (scheduled) w.Key("status").String("SCHEDULED");
+  w.Key("tags");
+  core::WriteTags(w, tags);
+  w.EndObject();
+  return journal_->Append(run_id_, w.Take());
+}
+
+Status RunJournal::Records::AppendStart(int64_t start_time) {
+  JsonWriter w;
+  w.BeginObject().Key("op").String("start").Key("start_time").Int(start_time).EndObject();
+  return journal_->Append(run_id_, w.Take());
+}
+
+Status RunJournal::AppendBatch(const std::vector<core::Metric>& metrics,
+                               const std::vector<core::Param>& params,
+                               const std::vector<core::Tag>& tags) {
+  return ForRun(run_id_).AppendBatch(metrics, params, tags);
+}
+
+Status RunJournal::AppendLog(const std::vector<core::ConsoleChunk>& chunks) {
+  return ForRun(run_id_).AppendLog(chunks);
+}
+
+Status RunJournal::AppendArtifact(const std::string& artifact_uri, const std::string& path,
+                                  const std::string& content) {
+  return ForRun(run_id_).AppendArtifact(artifact_uri, path, content);
+}
+
+Result<int64_t> RunJournal::AppendArtifactFile(const std::string& artifact_uri,
+                                               const std::string& path,
+                                               const std::string& local_path) {
+  return ForRun(run_id_).AppendArtifactFile(artifact_uri, path, local_path);
+}
+
+Status RunJournal::AppendRegister(const std::string& model, const std::string& source,
+                                  const std::string& alias,
+                                  const std::vector<RegisteredFile>& files) {
+  return ForRun(run_id_).AppendRegister(model, source, alias, files);
 }
 
 void RunJournal::SetNotice(Notice notice) {
@@ -493,25 +586,81 @@ void RunJournal::SetNotice(Notice notice) {
 
 Status RunJournal::AppendInputs(const std::vector<core::DatasetInput>& inputs) {
   if (inputs.empty()) return Status::Ok();
-  return Append(json({{"op", "inputs"}, {"datasets", InputsJson(inputs)}}).dump());
+  return Append(run_id_, json({{"op", "inputs"}, {"datasets", InputsJson(inputs)}}).dump());
 }
 
 Status RunJournal::AppendEnd(core::RunStatus status, int64_t end_time) {
-  JsonWriter w;
-  w.BeginObject().Key("op").String("end").Key("status").String(core::RunStatusName(status));
-  w.Key("end_time").Int(end_time).EndObject();
-  return Append(w.Take());
+  return ForRun(run_id_).AppendEnd(status, end_time);
 }
 
 Status RunJournal::AppendCreate(const std::string& experiment_name, const std::string& run_name,
                                 int64_t start_time, const std::vector<core::Tag>& tags) {
-  JsonWriter w;
-  w.BeginObject().Key("op").String("create").Key("experiment_name").String(experiment_name);
-  w.Key("run_name").String(run_name).Key("start_time").Int(start_time);
-  w.Key("tags");
-  core::WriteTags(w, tags);
-  w.EndObject();
-  return Append(w.Take());
+  return ForRun(run_id_).AppendCreate(experiment_name, run_name, start_time, tags);
+}
+
+namespace {
+
+// Records of a batch: at most this many, and about this many bytes.
+constexpr size_t kBatchRecords = 1000;
+constexpr size_t kBatchBytes = 4 << 20;
+
+// Whether a record the server refused is refused for good (a bad param name, a value too
+// long): sending it again cannot help, and holding it would hold back every record after it,
+// the run's end included. Refusals of who is asking are not: with the credentials fixed,
+// `cairn sync` delivers.
+bool RefusedForGood(const Status& s) {
+  return !s.ok() && s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kInternal &&
+         s.code() != StatusCode::kUnauthenticated && s.code() != StatusCode::kPermissionDenied;
+}
+
+void WarnRefused(std::string_view run_id, const Status& s) {
+  std::fprintf(stderr, "cairn: warning: the server refused a record of run %.*s: %s\n",
+               static_cast<int>(run_id.size()), run_id.data(), s.message().c_str());
+}
+
+}  // namespace
+
+std::pair<size_t, Status> RunJournal::DeliverBatch(TrackingClient& client, size_t from, size_t to) {
+  std::string span;
+  std::vector<std::pair<uint64_t, size_t>> places;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    places.assign(records_.begin() + static_cast<ptrdiff_t>(from),
+                  records_.begin() + static_cast<ptrdiff_t>(to));
+  }
+  // Records lie one after another in the file: one read takes them all.
+  const uint64_t start = places.front().first;
+  span.resize(places.back().first + places.back().second - start);
+  if (pread(fd_, span.data(), span.size(), static_cast<off_t>(start)) !=
+      static_cast<ssize_t>(span.size())) {
+    return {0, ErrnoStatus("read", fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)))};
+  }
+  std::vector<std::string> wire;
+  std::vector<std::string> runs;
+  wire.reserve(places.size());
+  for (const auto& [offset, length] : places) {
+    std::string_view line(span.data() + (offset - start), length);
+    const std::string run(RunOfLine(line, run_id_));
+    std::string out = line.starts_with(kRunPrefix)
+                          ? std::string(line)
+                          : std::string(kRunPrefix) + run + "\"," + std::string(line.substr(1));
+    if (BatchOp(line) == "create" && line.find("cairn.heartbeat") != std::string_view::npos) {
+      json record = json::parse(out, nullptr, /*allow_exceptions=*/false);
+      if (record.is_object()) {
+        RefreshHeartbeat(record);
+        out = record.dump();
+      }
+    }
+    wire.push_back(std::move(out));
+    runs.push_back(run);
+  }
+  Result<std::vector<TrackingClient::RecordFailure>> failures = client.ApplyRunRecords(wire);
+  if (!failures.ok()) return {0, failures.status()};
+  for (const TrackingClient::RecordFailure& f : *failures) {
+    if (!RefusedForGood(f.status)) return {f.index, f.status};
+    WarnRefused(runs[f.index], f.status);
+  }
+  return {places.size(), Status::Ok()};
 }
 
 Status RunJournal::Deliver(TrackingClient& client) {
@@ -523,41 +672,68 @@ Status RunJournal::Deliver(TrackingClient& client) {
     std::lock_guard<std::mutex> lock(mu_);
     notice = notice_;
   }
-  Delivery d{client, run_id_, fs::path(dir_) / (run_id_ + std::string(kFilesSuffix)), notice, ""};
+  Delivery d{client, run_id_, fs::path(dir_) / (run_id_ + std::string(kFilesSuffix)), notice, {}};
   for (;;) {
+    // The next records: a run of those a batch carries, or one of another kind.
     std::string record;
+    size_t from = 0, to = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (sent_ >= records_.size()) break;
-      // Records are read back from the file: only their places are kept in memory.
-      record.resize(records_[sent_].second);
-      ssize_t got =
-          pread(fd_, record.data(), record.size(), static_cast<off_t>(records_[sent_].first));
-      if (got != static_cast<ssize_t>(record.size())) {
-        result = ErrnoStatus("read", fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)));
+      from = to = sent_;
+      size_t bytes = 0;
+      while (batches_ && to < records_.size() && to - from < kBatchRecords && bytes < kBatchBytes) {
+        // Only the line's first bytes are needed to tell its kind.
+        std::string head(std::min<size_t>(records_[to].second, 64), '\0');
+        if (pread(fd_, head.data(), head.size(), static_cast<off_t>(records_[to].first)) !=
+                static_cast<ssize_t>(head.size()) ||
+            BatchOp(head).empty()) {
+          break;
+        }
+        bytes += records_[to].second;
+        ++to;
+      }
+      if (to == from) {
+        // Records are read back from the file: only their places are kept in memory.
+        record.resize(records_[sent_].second);
+        ssize_t got =
+            pread(fd_, record.data(), record.size(), static_cast<off_t>(records_[sent_].first));
+        if (got != static_cast<ssize_t>(record.size())) {
+          result = ErrnoStatus("read", fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)));
+          break;
+        }
+      }
+    }
+    size_t taken = 0;
+    if (to > from) {
+      std::tie(taken, result) = DeliverBatch(client, from, to);
+      // A server without the batch endpoint: one record at a time, as before it.
+      if (taken == 0 &&
+          (result.code() == StatusCode::kNotFound || result.code() == StatusCode::kUnimplemented)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        batches_ = false;
+        result = Status::Ok();
+        continue;
+      }
+    } else {
+      d.run_id = std::string(RunOfLine(record, run_id_));
+      result = DeliverRecord(d, record);
+      if (RefusedForGood(result)) {
+        WarnRefused(d.run_id, result);
+        result = Status::Ok();
+      }
+      if (result.ok()) taken = 1;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sent_ += taken;
+      delivered += taken;
+      if (!result.ok()) {
+        // These records will wait: from now on they must survive a crash of the machine too.
+        if (!synced_ && fdatasync(fd_) == 0) synced_ = true;
         break;
       }
     }
-    result = DeliverRecord(d, record);
-    // Refusals of who is asking are kept: with the credentials fixed, `cairn sync` delivers.
-    if (!result.ok() && result.code() != StatusCode::kUnavailable &&
-        result.code() != StatusCode::kInternal && result.code() != StatusCode::kUnauthenticated &&
-        result.code() != StatusCode::kPermissionDenied) {
-      // Refused for good (a bad param name, a value too long): sending it again cannot help,
-      // and holding it would hold back every record after it, the run's end included.
-      std::fprintf(stderr, "cairn: warning: the server refused a record of run %s: %s\n",
-                   run_id_.c_str(), result.message().c_str());
-      result = Status::Ok();
-    }
-    if (!result.ok()) {
-      // These records will wait: from now on they must survive a crash of the machine too.
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!synced_ && fdatasync(fd_) == 0) synced_ = true;
-      break;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    ++sent_;
-    ++delivered;
   }
   if (delivered > 0) {
     size_t sent;
@@ -574,6 +750,16 @@ Status RunJournal::Deliver(TrackingClient& client) {
 size_t RunJournal::pending() const {
   std::lock_guard<std::mutex> lock(mu_);
   return records_.size() - sent_;
+}
+
+size_t RunJournal::appended() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return records_.size();
+}
+
+size_t RunJournal::acknowledged() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sent_;
 }
 
 bool RunJournal::complete() const {

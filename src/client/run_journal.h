@@ -25,7 +25,14 @@
 // [{"path", "size"}]},
 // {"op": "end", "status", "end_time"}, and first, for a run started while the server was
 // unreachable, {"op": "create", "experiment_name", "run_name", "start_time", "tags"} (the run
-// id is the journal's).
+// id is the journal's), with "status": "SCHEDULED" for a run made before it starts, which
+// {"op": "start", "start_time"} then starts.
+//
+// A journal may also hold the records of other runs, each starting with {"run_id": "...":
+// the step runs of a pipeline share the pipeline run's journal, so that a pipeline of any
+// size keeps one file open and delivers its records in order. Consecutive records of these
+// kinds (create, batch, log, start, end) go to a cairn server in batches, one request for up
+// to 1,000 records (POST /api/cairn/v1/runs/records); the others go one by one.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +71,36 @@ class RunJournal {
   // The server the records are for; empty when the journal does not say (any server).
   const std::string& tracking_uri() const { return tracking_uri_; }
 
+  // The records of run `run_id` in this journal (another run's, or its own), appended as the
+  // journal's own methods append theirs. Valid while the journal is.
+  class Records {
+   public:
+    Records(RunJournal* journal, std::string run_id)
+        : journal_(journal), run_id_(std::move(run_id)) {}
+    const std::string& run_id() const { return run_id_; }
+    // As RunJournal's methods of the same names.
+    Status AppendCreate(const std::string& experiment_name, const std::string& run_name,
+                        int64_t start_time, const std::vector<core::Tag>& tags,
+                        bool scheduled = false);
+    // A run created SCHEDULED starts: RUNNING, from `start_time`.
+    Status AppendStart(int64_t start_time);
+    Status AppendBatch(const std::vector<core::Metric>& metrics,
+                       const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
+    Status AppendLog(const std::vector<core::ConsoleChunk>& chunks);
+    Status AppendArtifact(const std::string& artifact_uri, const std::string& path,
+                          const std::string& content);
+    Result<int64_t> AppendArtifactFile(const std::string& artifact_uri, const std::string& path,
+                                       const std::string& local_path);
+    Status AppendRegister(const std::string& model, const std::string& source,
+                          const std::string& alias, const std::vector<RegisteredFile>& files);
+    Status AppendEnd(core::RunStatus status, int64_t end_time);
+
+   private:
+    RunJournal* journal_;
+    std::string run_id_;
+  };
+  Records ForRun(std::string run_id) { return Records(this, std::move(run_id)); }
+
   // Appends a record durably. Thread-safe.
   Status AppendBatch(const std::vector<core::Metric>& metrics,
                      const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
@@ -100,6 +137,9 @@ class RunJournal {
   Status Keep();
   // Records appended but not yet acknowledged.
   size_t pending() const;
+  // Records appended, and of those acknowledged, over the journal's life.
+  size_t appended() const;
+  size_t acknowledged() const;
   // True once every record is acknowledged and the run's end is among them: the journal's
   // files can go.
   bool complete() const;
@@ -111,7 +151,12 @@ class RunJournal {
 
  private:
   RunJournal(std::string dir, std::string run_id);
-  Status Append(const std::string& record);
+  // Appends `record` (a JSON object) for run `run`.
+  Status Append(const std::string& run, const std::string& record);
+  // Sends records_[from, to) (all of the batchable kinds) in one request; returns how many
+  // the server took (those it refused for good count as taken), and the error that stopped
+  // it there.
+  std::pair<size_t, Status> DeliverBatch(TrackingClient& client, size_t from, size_t to);
   // Writes whole lines at the end of the file (mu_ held, or before the journal is shared).
   Status Write(const std::string& lines);
 
@@ -125,6 +170,7 @@ class RunJournal {
   size_t sent_ = 0;
   bool ended_ = false;
   bool synced_ = true;  // everything written is on disk
+  bool batches_ = true;  // the server takes batches of records (an older one does not)
   Notice notice_ = [](const std::string& text) {
     std::fprintf(stderr, "cairn: %s\n", text.c_str());
   };

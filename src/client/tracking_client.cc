@@ -950,6 +950,27 @@ Status TrackingClient::UpdateRun(const std::string& run_id, core::RunStatus stat
   return impl_->Post("runs/update", body).status();
 }
 
+Result<std::vector<TrackingClient::RecordFailure>> TrackingClient::ApplyRunRecords(
+    const std::vector<std::string>& records) {
+  std::string body = R"({"records":[)";
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (i > 0) body += ',';
+    body += records[i];
+  }
+  body += "]}";
+  CAIRN_ASSIGN_OR_RETURN(
+      json r, impl_->PostText("run records", impl_->prefix + "/api/cairn/v1/runs/records", body));
+  std::vector<RecordFailure> failures;
+  for (const json& f : r.value("failures", json::array())) {
+    const size_t index = f.value("index", size_t{0});
+    if (index >= records.size()) return Internal("the server named a record it was not sent");
+    // An error code this client does not know (the server's own trouble) is one to retry.
+    failures.push_back(
+        {index, Status(CodeOfMlflowError(f.value("error_code", ""), 500), f.value("message", ""))});
+  }
+  return failures;
+}
+
 Result<int64_t> TrackingClient::AppendRunLog(const std::string& run_id,
                                              const std::vector<core::ConsoleChunk>& chunks) {
   JsonWriter w;

@@ -124,6 +124,14 @@ class TrackingClient {
                    std::optional<int64_t> end_time);
   // Appends chunks to the run's console log (cairn API; see docs/api/cairn.md); returns the
   // log's length. Idempotent: chunks the server already holds are skipped.
+  // Many runs' records in one request (cairn's POST runs/records; the records are JSON
+  // objects, each with run_id and op), applied in order. Returns the records the server did
+  // not take, by index, with why.
+  struct RecordFailure {
+    size_t index = 0;
+    Status status;
+  };
+  Result<std::vector<RecordFailure>> ApplyRunRecords(const std::vector<std::string>& records);
   Result<int64_t> AppendRunLog(const std::string& run_id,
                                const std::vector<core::ConsoleChunk>& chunks);
   struct LogPage {

@@ -81,9 +81,10 @@ std::map<std::string, StepEvent> CompletedSteps(const RunState& state) {
 }
 
 Result<std::unique_ptr<Tracker>> StartTracker(const Pipeline& pipeline, const RunInfo& run,
-                                              Progress& progress) {
+                                              Progress& progress,
+                                              const std::map<std::string, StepEvent>* resumed) {
   if (run.tracking_uri.empty()) return std::unique_ptr<Tracker>();
-  return Tracker::Start(run.tracking_uri, pipeline, run, progress);
+  return Tracker::Start(run.tracking_uri, pipeline, run, progress, resumed);
 }
 
 Runner::Runner(const Pipeline& pipeline, RunState& state, RunnerOptions options)

@@ -58,10 +58,12 @@ Leftovers StopLeftovers(const RunInfo& run);
 // Steps the run completed (done or cached), with their last events: a resume keeps them.
 std::map<std::string, StepEvent> CompletedSteps(const RunState& state);
 
-// The run's tracker, started (the parent run created or continued); null when the run is not
-// tracked. An error when the tracking URI cannot be used.
-Result<std::unique_ptr<Tracker>> StartTracker(const Pipeline& pipeline, const RunInfo& run,
-                                              Progress& progress);
+// The run's tracker, started (the parent run created, or for a resume continued: `resumed`
+// holds the steps it keeps); null when the run is not tracked. An error when the tracking URI
+// cannot be used.
+Result<std::unique_ptr<Tracker>> StartTracker(
+    const Pipeline& pipeline, const RunInfo& run, Progress& progress,
+    const std::map<std::string, StepEvent>* resumed = nullptr);
 
 struct RunnerOptions {
   Budget budget;

@@ -328,9 +328,7 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
   e.state = StepStateName(state);
   e.reason = reason;
   if (state == StepState::kFailed) e.exit_code = last_exit_[index];
-  // Steps that ran or were restored have a run in the tracking store; skipped and cancelled
-  // ones that never started do not.
-  if (options_.tracker != nullptr && (started_.count(index) != 0 || state == StepState::kCached)) {
+  if (options_.tracker != nullptr) {
     StepRecord r;
     r.state = e.state;
     r.exit_code = state == StepState::kDone ? 0 : last_exit_[index];
@@ -342,7 +340,7 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
     if (state == StepState::kDone && step.registration)
       r.registered_output = RegisteredOutput(step);
     options_.tracker->StepEnded(step, r);
-    e.run_id = options_.tracker->StepRun(step);
+    e.run_id = options_.tracker->StepRunId(step);
   }
   Record(e);
   progress_.Event(StepStateName(state), step.id, detail);

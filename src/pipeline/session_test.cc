@@ -449,8 +449,13 @@ TEST_F(SessionTest, TheTrackerSeesOneParentRunAndAChildPerStepThatRan) {
   EXPECT_EQ(parent.status, core::RunStatus::kFailed);
   EXPECT_THAT(parent.tags, Contains(Pair("cairn.pipeline.state", "failed")));
   std::map<std::string, fakes::FakeRun> children = Children(runs, "11111111aaaaaaaa");
-  ASSERT_THAT(children, SizeIs(2)) << "skipped steps never started and have no run";
-  EXPECT_EQ(runs.size(), 3u);
+  ASSERT_THAT(children, SizeIs(4)) << "a run for every step, those that did not run too";
+  EXPECT_EQ(runs.size(), 5u);
+  for (const char* skipped : {"child", "grandchild"}) {
+    EXPECT_THAT(children.at(skipped).tags, Contains(Pair("cairn.step.state", "skipped")));
+    EXPECT_EQ(children.at(skipped).status, core::RunStatus::kKilled) << skipped;
+    EXPECT_EQ(children.at(skipped).console, "") << "nothing ran";
+  }
 
   const fakes::FakeRun& other = children.at("other");
   EXPECT_THAT(other.tags, Contains(Pair("cairn.step.state", "done")));

@@ -24,10 +24,12 @@ namespace fs = std::filesystem;
 constexpr size_t kLogChunkBytes = 1 << 20;
 // How long Finish waits for the server before leaving records to `cairn sync`.
 constexpr int64_t kFinishPatienceMs = 5'000;
-// While the server cannot be reached, the worker tries one delivery this often to see whether
-// it is back, and leaves the other records in their journals: each try of an unreachable
-// server costs the client's retries (seconds), which must not add up step by step.
+// While the server cannot be reached, the worker tries a delivery this often to see whether it
+// is back, and leaves the records in the journal meanwhile: each try of an unreachable server
+// costs the client's retries (seconds), which must not add up step by step.
 constexpr int64_t kProbeEveryMs = 10'000;
+// The longest a step waits for the creation of the steps' runs before it starts anyway.
+constexpr int64_t kCreateWaitMs = 30'000;
 // MLflow refuses longer tag values.
 constexpr size_t kMaxTagValue = 4'900;
 
@@ -38,50 +40,157 @@ std::string Cut(std::string value) {
 
 core::RunStatus StatusOf(const std::string& state) {
   if (state == "done" || state == "cached") return core::RunStatus::kFinished;
-  if (state == "cancelled") return core::RunStatus::kKilled;
-  return core::RunStatus::kFailed;
+  if (state == "failed") return core::RunStatus::kFailed;
+  return core::RunStatus::kKilled;  // skipped, cancelled: it did not run
 }
 
 }  // namespace
 
 struct Tracker::Impl {
+  // A step's run.
+  struct StepRun {
+    std::unique_ptr<RunRecords> records;
+    bool kept = false;     // completed in the run being resumed: no new run
+    bool created = false;  // its creation is in the journal
+    bool started = false;
+    bool ended = false;
+  };
+
   std::unique_ptr<TrackingSink> sink;
-  std::mutex deliver_mu;  // one delivery at a time
   Progress* progress = nullptr;
-  std::string experiment;
-  std::string experiment_id;
+  const Pipeline* pipeline = nullptr;
   RunInfo run;
   std::unique_ptr<RunRecords> parent;
-  std::map<std::string, std::unique_ptr<RunRecords>> steps;  // step id -> its run's journal
-  std::vector<std::string> step_ids;                         // by index in the pipeline
+  std::vector<StepRun> steps;           // by index in the pipeline
+  std::map<std::string, size_t> index;  // step id -> index
+
+  mutable std::mutex mu;              // guards the fields below
+  std::condition_variable wake;       // the worker: records to deliver, or stop
+  std::condition_variable delivered;  // a delivery ended
+  bool dirty = false;                 // records appended since the last delivery began
+  bool stopping = false;
   bool server_up = true;
   bool warned = false;
-
-  std::mutex queue_mu;
-  std::condition_variable queue_cv;
-  std::deque<RunRecords*> queue;
-  std::vector<RunRecords*> passed_over;  // while the server was down; queued again once it is up
-  bool stopping = false;
+  int64_t next_probe_ms = 0;  // while the server is down: when the worker tries it again
+  size_t attempts = 0;        // deliveries tried
+  std::string experiment_id;
   std::thread worker;
-  int64_t next_probe_ms = 0;  // while the server is down: when the worker may try it again
 
-  // Marks the server down when it cannot be reached (a record it refuses is not that).
-  Status Deliver(RunRecords& journal) {
-    std::lock_guard<std::mutex> lock(deliver_mu);
-    Status s = journal.Deliver();
+  // Notes how a delivery went (mu held): the server is down only when it cannot be reached
+  // (a record it refuses is not that).
+  void Note(const Status& s) {
     if (!s.ok() && !warned) {
       warned = true;
       progress->Warning("the tracking server at " + sink->tracking_uri() +
                         " cannot take the pipeline's records (" + s.message() +
-                        "); they wait in journals for `cairn sync`");
+                        "); they wait in a journal for `cairn sync`");
     }
-    if (s.code() == StatusCode::kUnavailable && server_up) {
+    if (s.code() == StatusCode::kUnavailable) {
+      if (server_up) next_probe_ms = SystemClock()->NowMillis() + kProbeEveryMs;
       server_up = false;
-      next_probe_ms = SystemClock()->NowMillis() + kProbeEveryMs;
     } else if (s.ok()) {
       server_up = true;
     }
-    return s;
+    ++attempts;
+  }
+
+  // Delivers what is appended, in batches, until stopped. While the server is down, only a try
+  // every kProbeEveryMs; meanwhile the records are made durable where they wait.
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      if (server_up) {
+        wake.wait(lock, [this] { return stopping || dirty; });
+      } else {
+        const int64_t wait_ms =
+            std::clamp<int64_t>(next_probe_ms - SystemClock()->NowMillis(), 0, 1'000);
+        wake.wait_for(lock, std::chrono::milliseconds(wait_ms), [this] { return stopping; });
+      }
+      if (stopping) return;
+      if (!server_up && SystemClock()->NowMillis() < next_probe_ms) {
+        lock.unlock();
+        (void)sink->Keep();
+        lock.lock();
+        continue;
+      }
+      if (!server_up) next_probe_ms = SystemClock()->NowMillis() + kProbeEveryMs;
+      dirty = false;
+      lock.unlock();
+      Status s = sink->Deliver();
+      std::optional<Result<std::string>> experiment;
+      if (s.ok() && ExperimentIdUnknown()) experiment = sink->ExperimentOf(run.id);
+      lock.lock();
+      Note(s);
+      if (experiment && experiment->ok()) experiment_id = **experiment;
+      delivered.notify_all();
+    }
+  }
+
+  bool ExperimentIdUnknown() {
+    std::lock_guard<std::mutex> lock(mu);
+    return experiment_id.empty();
+  }
+
+  void Poke() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      dirty = true;
+    }
+    wake.notify_one();
+  }
+
+  std::vector<core::Tag> StepTags(const Step& step) const {
+    std::vector<core::Tag> tags = {
+        {"mlflow.parentRunId", run.id},           {"mlflow.runName", step.id},
+        {"mlflow.source.type", "LOCAL"},          {"cairn.pipeline.run", run.id},
+        {"cairn.pipeline.name", pipeline->name},  {"cairn.step.id", step.id},
+        {"cairn.step.command", Cut(step.command)}};
+    if (!step.item.empty()) tags.push_back({"cairn.step.item", Cut(step.item)});
+    // The steps it waits for, as a JSON array of ids: with these the DAG can be drawn.
+    nlohmann::json needs = nlohmann::json::array();
+    for (size_t dep : step.deps) {
+      if (dep < pipeline->steps.size()) needs.push_back(pipeline->steps[dep].id);
+    }
+    if (!needs.empty()) tags.push_back({"cairn.step.needs", Cut(needs.dump())});
+    return tags;
+  }
+
+  // Appends the step's creation, with `extra` tags; a `scheduled` run waits for its start.
+  Status Create(size_t i, bool scheduled, const std::vector<core::Tag>& extra = {}) {
+    const Step& step = pipeline->steps[i];
+    StepRun& s = steps[i];
+    std::vector<core::Tag> tags = StepTags(step);
+    tags.insert(tags.end(), extra.begin(), extra.end());
+    CAIRN_RETURN_IF_ERROR(s.records->AppendCreate(pipeline->name, step.id,
+                                                  SystemClock()->NowMillis(), tags, scheduled));
+    s.created = true;
+    if (step.params.empty()) return Status::Ok();
+    std::vector<core::Param> params;
+    for (const auto& [k, v] : step.params) params.push_back({k, Cut(v)});
+    return s.records->AppendBatch(params, {});
+  }
+
+  // Creates the runs of every step that has none yet, SCHEDULED, and waits until the server
+  // has them (or cannot be reached, or kCreateWaitMs passed).
+  void CreateAll() {
+    bool any = false;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].kept || steps[i].created) continue;
+      if (Status s = Create(i, /*scheduled=*/true); !s.ok()) {
+        progress->Warning("cannot record step " + pipeline->steps[i].id + ": " + s.message());
+      }
+      any = true;
+    }
+    if (!any) return;
+    const size_t target = sink->appended();
+    std::unique_lock<std::mutex> lock(mu);
+    if (!server_up) return;
+    const size_t attempts_before = attempts;
+    dirty = true;
+    wake.notify_one();
+    delivered.wait_for(lock, std::chrono::milliseconds(kCreateWaitMs), [&] {
+      return !server_up || (attempts > attempts_before && sink->acknowledged() >= target);
+    });
   }
 
   // The output's files as the run's artifacts under outputs/, then a version made of them.
@@ -138,101 +247,56 @@ struct Tracker::Impl {
     }
     return j.AppendRegister(reg.model, "runs:/" + j.run_id() + "/" + artifact, reg.alias, kept);
   }
-
-  // Delivers the records of steps that ended, one journal at a time, until stopped with
-  // nothing left. While the server is down, only a probe now and then: the other journals are
-  // passed over, for Finish or `cairn sync`.
-  void Work() {
-    for (;;) {
-      RunRecords* journal = nullptr;
-      {
-        std::unique_lock<std::mutex> lock(queue_mu);
-        queue_cv.wait(lock, [this] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;
-        journal = queue.front();
-        queue.pop_front();
-      }
-      if (!MayTry()) {
-        // It waits in its journal, on disk, until the server is back.
-        (void)journal->Keep();
-        std::lock_guard<std::mutex> lock(queue_mu);
-        passed_over.push_back(journal);
-        continue;
-      }
-      if (Deliver(*journal).ok()) {
-        // The server is back: the journals passed over go again.
-        std::lock_guard<std::mutex> lock(queue_mu);
-        queue.insert(queue.end(), passed_over.begin(), passed_over.end());
-        passed_over.clear();
-      }
-    }
-  }
-
-  // Whether a delivery should be tried now: always while the server answers, else as a probe
-  // every kProbeEveryMs.
-  bool MayTry() {
-    std::lock_guard<std::mutex> lock(deliver_mu);
-    if (server_up) return true;
-    const int64_t now = SystemClock()->NowMillis();
-    if (now < next_probe_ms) return false;
-    next_probe_ms = now + kProbeEveryMs;
-    return true;
-  }
-
-  void Enqueue(RunRecords* journal) {
-    {
-      std::lock_guard<std::mutex> lock(queue_mu);
-      queue.push_back(journal);
-    }
-    queue_cv.notify_one();
-  }
-
-  Result<std::unique_ptr<RunRecords>> Open(const std::string& run_id) {
-    return sink->OpenRun(run_id);
-  }
 };
 
 Tracker::Tracker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Tracker::~Tracker() {
   {
-    std::lock_guard<std::mutex> lock(impl_->queue_mu);
+    std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->stopping = true;
   }
-  impl_->queue_cv.notify_all();
+  impl_->wake.notify_all();
   if (impl_->worker.joinable()) impl_->worker.join();
 }
 
 const std::string& Tracker::tracking_uri() const { return impl_->sink->tracking_uri(); }
 
-std::string Tracker::ExperimentId() const { return impl_->experiment_id; }
+std::string Tracker::ExperimentId() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->experiment_id;
+}
 
 Result<std::unique_ptr<Tracker>> Tracker::Start(const std::string& tracking_uri,
                                                 const Pipeline& pipeline, const RunInfo& run,
-                                                Progress& progress) {
-  CAIRN_ASSIGN_OR_RETURN(
-      std::unique_ptr<TrackingSink> sink,
-      NewJournalSink(tracking_uri, [&progress](const std::string& text) { progress.Note(text); }));
-  return Start(std::move(sink), pipeline, run, progress);
+                                                Progress& progress,
+                                                const std::map<std::string, StepEvent>* resumed) {
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingSink> sink,
+                         NewJournalSink(tracking_uri, run.id, [&progress](const std::string& text) {
+                           progress.Note(text);
+                         }));
+  return Start(std::move(sink), pipeline, run, progress, resumed);
 }
 
 Result<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<TrackingSink> sink,
                                                 const Pipeline& pipeline, const RunInfo& run,
-                                                Progress& progress) {
+                                                Progress& progress,
+                                                const std::map<std::string, StepEvent>* resumed) {
   auto impl = std::make_unique<Impl>();
   impl->sink = std::move(sink);
   impl->progress = &progress;
-  impl->experiment = pipeline.name;
+  impl->pipeline = &pipeline;
   impl->run = run;
-  for (const Step& step : pipeline.steps) impl->step_ids.push_back(step.id);
-  CAIRN_ASSIGN_OR_RETURN(impl->parent, impl->Open(run.id));
-  // A resumed run continues its parent run; a new one creates it.
-  Result<std::string> existing = [&]() -> Result<std::string> {
-    std::lock_guard<std::mutex> lock(impl->deliver_mu);
-    return impl->sink->ExperimentOf(run.id);
-  }();
-  if (existing.ok()) {
-    impl->experiment_id = *existing;
+  impl->parent = impl->sink->Run(run.id);
+  impl->steps.resize(pipeline.steps.size());
+  for (size_t i = 0; i < pipeline.steps.size(); ++i) {
+    const Step& step = pipeline.steps[i];
+    impl->index[step.id] = i;
+    Impl::StepRun& s = impl->steps[i];
+    s.kept = resumed != nullptr && resumed->count(step.id) != 0;
+    s.records = impl->sink->Run(s.kept ? resumed->at(step.id).run_id : RandomHex(16));
+  }
+  if (resumed != nullptr) {
     CAIRN_RETURN_IF_ERROR(impl->parent->AppendBatch({}, {{"cairn.pipeline.state", "resumed"}}));
   } else {
     std::vector<core::Tag> tags = {{"mlflow.runName", pipeline.name},
@@ -246,60 +310,42 @@ Result<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<TrackingSink> si
     if (const char* user = std::getenv("USER"); user != nullptr) {
       tags.push_back({"mlflow.user", user});
     }
-    CAIRN_RETURN_IF_ERROR(
-        impl->parent->AppendCreate(pipeline.name, pipeline.name, run.started_ms, tags));
+    CAIRN_RETURN_IF_ERROR(impl->parent->AppendCreate(pipeline.name, pipeline.name, run.started_ms,
+                                                     tags, /*scheduled=*/false));
     std::vector<core::Param> params;
     for (const auto& [k, v] : pipeline.params) params.push_back({k, Cut(v)});
-    CAIRN_RETURN_IF_ERROR(impl->parent->AppendBatch(params, {}));
-  }
-  (void)impl->Deliver(*impl->parent);
-  if (impl->experiment_id.empty() && impl->server_up) {
-    std::lock_guard<std::mutex> lock(impl->deliver_mu);
-    if (Result<std::string> created = impl->sink->ExperimentOf(run.id); created.ok()) {
-      impl->experiment_id = *created;
-    }
+    if (!params.empty()) CAIRN_RETURN_IF_ERROR(impl->parent->AppendBatch(params, {}));
   }
   std::unique_ptr<Tracker> tracker(new Tracker(std::move(impl)));
-  tracker->impl_->worker = std::thread([t = tracker->impl_.get()] { t->Work(); });
+  Impl* d = tracker->impl_.get();
+  d->worker = std::thread([d] { d->Work(); });
+  d->Poke();
   return tracker;
+}
+
+std::string Tracker::StepRunId(const Step& step) const {
+  return impl_->steps.at(impl_->index.at(step.id)).records->run_id();
 }
 
 std::string Tracker::StepRun(const Step& step) {
   Impl& d = *impl_;
-  if (auto it = d.steps.find(step.id); it != d.steps.end()) return it->second->run_id();
-  const std::string run_id = RandomHex(16);
-  Result<std::unique_ptr<RunRecords>> journal = d.Open(run_id);
-  if (!journal.ok()) {
-    d.progress->Warning("cannot record step " + step.id + ": " + journal.status().message());
-    return run_id;
+  const size_t i = d.index.at(step.id);
+  Impl::StepRun& s = d.steps[i];
+  if (!s.created) d.CreateAll();
+  if (!s.started && !s.kept) {
+    s.started = true;
+    if (Status st = s.records->AppendStart(SystemClock()->NowMillis()); !st.ok()) {
+      d.progress->Warning("cannot record step " + step.id + ": " + st.message());
+    }
+    d.Poke();
   }
-  std::vector<core::Tag> tags = {
-      {"mlflow.parentRunId", d.run.id},         {"mlflow.runName", step.id},
-      {"mlflow.source.type", "LOCAL"},          {"cairn.pipeline.run", d.run.id},
-      {"cairn.pipeline.name", d.experiment},    {"cairn.step.id", step.id},
-      {"cairn.step.command", Cut(step.command)}};
-  if (!step.item.empty()) tags.push_back({"cairn.step.item", Cut(step.item)});
-  // The steps it waits for, as a JSON array of ids: with these the DAG can be drawn.
-  nlohmann::json needs = nlohmann::json::array();
-  for (size_t dep : step.deps) {
-    if (dep < d.step_ids.size()) needs.push_back(d.step_ids[dep]);
-  }
-  if (!needs.empty()) tags.push_back({"cairn.step.needs", Cut(needs.dump())});
-  Status s = (*journal)->AppendCreate(d.experiment, step.id, SystemClock()->NowMillis(), tags);
-  std::vector<core::Param> params;
-  for (const auto& [k, v] : step.params) params.push_back({k, Cut(v)});
-  if (s.ok() && !params.empty()) s = (*journal)->AppendBatch(params, {});
-  if (!s.ok()) d.progress->Warning("cannot record step " + step.id + ": " + s.message());
-  // Created now, so that the step's own client finds its run.
-  if (d.server_up) (void)d.Deliver(**journal);
-  d.steps[step.id] = std::move(*journal);
-  return run_id;
+  return s.records->run_id();
 }
 
 void Tracker::StepEnded(const Step& step, const StepRecord& r) {
   Impl& d = *impl_;
-  StepRun(step);
-  RunRecords& j = *d.steps.at(step.id);
+  Impl::StepRun& s = d.steps[d.index.at(step.id)];
+  if (s.ended || s.kept) return;
   std::vector<core::Tag> tags = {{"cairn.step.state", r.state}};
   if (r.state == "done" || r.state == "failed") {
     tags.push_back({"cairn.step.exit_code", std::to_string(r.exit_code)});
@@ -307,33 +353,47 @@ void Tracker::StepEnded(const Step& step, const StepRecord& r) {
   if (!r.reason.empty()) tags.push_back({"cairn.step.reason", Cut(r.reason)});
   if (!r.cache_key.empty()) tags.push_back({"cairn.step.cache_key", r.cache_key});
   if (!r.cached_from_run.empty()) tags.push_back({"cairn.step.cached_from_run", r.cached_from_run});
-  Status s = j.AppendBatch({}, tags);
-  if (s.ok() && !r.log_path.empty()) {
+  RunRecords& j = *s.records;
+  // A step that never started has no run yet: it is created with its outcome.
+  Status st = s.created ? j.AppendBatch({}, tags)
+                        : d.Create(d.index.at(step.id), /*scheduled=*/false, tags);
+  if (st.ok() && !r.log_path.empty()) {
     if (Result<std::string> log = ReadFile(r.log_path); log.ok()) {
-      for (size_t offset = 0; offset < log->size() && s.ok(); offset += kLogChunkBytes) {
+      for (size_t offset = 0; offset < log->size() && st.ok(); offset += kLogChunkBytes) {
         core::ConsoleChunk chunk;
         chunk.offset = static_cast<int64_t>(offset);
         chunk.timestamp = SystemClock()->NowMillis();
         chunk.data = log->substr(offset, kLogChunkBytes);
-        s = j.AppendLog({chunk});
+        st = j.AppendLog({chunk});
       }
     }
   }
-  if (s.ok() && !r.outputs_json.empty()) s = j.AppendArtifact("cairn/outputs.json", r.outputs_json);
-  if (s.ok() && step.registration && !r.registered_output.empty()) {
+  if (st.ok() && !step.outputs.empty() && !r.outputs_json.empty()) {
+    st = j.AppendArtifact("cairn/outputs.json", r.outputs_json);
+  }
+  if (st.ok() && step.registration && !r.registered_output.empty()) {
     // The run ends either way: a failure here costs the version, not the run's records.
     if (Status reg = d.Register(j, *step.registration, r.registered_output); !reg.ok()) {
       d.progress->Warning("step " + step.id + ": nothing registered as " +
                           step.registration->model + ": " + reg.message());
     }
   }
-  if (s.ok()) s = j.AppendEnd(StatusOf(r.state), SystemClock()->NowMillis());
-  if (!s.ok()) d.progress->Warning("cannot record step " + step.id + ": " + s.message());
-  d.Enqueue(&j);
+  if (st.ok()) st = j.AppendEnd(StatusOf(r.state), SystemClock()->NowMillis());
+  if (!st.ok()) d.progress->Warning("cannot record step " + step.id + ": " + st.message());
+  s.ended = true;
+  d.Poke();
 }
 
 void Tracker::Finish(bool ok, bool interrupted) {
   Impl& d = *impl_;
+  // Steps the run never reached end with it.
+  for (size_t i = 0; i < d.steps.size(); ++i) {
+    if (d.steps[i].kept || d.steps[i].ended) continue;
+    StepRecord r;
+    r.state = "cancelled";
+    r.reason = interrupted ? "the pipeline run was interrupted" : "the pipeline run ended first";
+    StepEnded(d.pipeline->steps[i], r);
+  }
   const std::string state = ok ? "complete" : interrupted ? "interrupted" : "failed";
   Status s = d.parent->AppendBatch({}, {{"cairn.pipeline.state", state}});
   if (s.ok()) {
@@ -343,37 +403,32 @@ void Tracker::Finish(bool ok, bool interrupted) {
                             SystemClock()->NowMillis());
   }
   if (!s.ok()) d.progress->Warning("cannot record the pipeline run's end: " + s.message());
-  // Let the worker finish what it has (quickly while the server is down), then deliver the
-  // rest here, for a few seconds at most, and not past the first sign that the server cannot
-  // be reached.
+  // The worker stops; what is left is delivered here, for a few seconds at most, and not
+  // past the first sign that the server cannot be reached (tried once at most while it is
+  // known to be down).
   {
-    std::lock_guard<std::mutex> lock(d.queue_mu);
+    std::lock_guard<std::mutex> lock(d.mu);
     d.stopping = true;
   }
-  d.queue_cv.notify_all();
+  d.wake.notify_all();
   if (d.worker.joinable()) d.worker.join();
-  std::vector<RunRecords*> all = {d.parent.get()};
-  for (auto& [id, j] : d.steps) all.push_back(j.get());
   const int64_t give_up = SystemClock()->NowMillis() + kFinishPatienceMs;
-  bool reachable = true;
-  size_t pending = 0;
-  for (RunRecords* j : all) {
-    if (!j->complete() && reachable && SystemClock()->NowMillis() < give_up) {
-      reachable = d.Deliver(*j).code() != StatusCode::kUnavailable;
-    } else if (!j->complete()) {
-      (void)j->Keep();  // left for `cairn sync`: on disk
-    }
-    if (j->complete()) {
-      (void)j->Remove();
-    } else {
-      ++pending;
-    }
+  while (!d.sink->complete() && SystemClock()->NowMillis() < give_up) {
+    const size_t before = d.sink->acknowledged();
+    Status delivered = d.sink->Deliver();
+    std::lock_guard<std::mutex> lock(d.mu);
+    d.Note(delivered);
+    if (!delivered.ok() || d.sink->acknowledged() == before) break;
   }
-  if (pending > 0) {
-    d.progress->Warning(std::to_string(pending) + " run(s) of this pipeline are not on the " +
-                        "tracking server at " + d.sink->tracking_uri() +
-                        " yet; `cairn sync` uploads them");
+  if (d.sink->complete()) {
+    (void)d.sink->Remove();
+    return;
   }
+  (void)d.sink->Keep();  // left for `cairn sync`: on disk
+  const size_t pending = d.sink->appended() - d.sink->acknowledged();
+  d.progress->Warning(std::to_string(pending) + " record(s) of this pipeline run are not on " +
+                      "the tracking server at " + d.sink->tracking_uri() +
+                      " yet; `cairn sync` uploads them");
 }
 
 }  // namespace cairn::pipeline

@@ -1,19 +1,23 @@
 // Tracker: a pipeline run in the tracking store. The pipeline run is a parent run (its id is
-// the pipeline run's id) in the experiment named after the pipeline; each step that runs or
-// is restored from the cache is a child run (`mlflow.parentRunId`) with its command,
-// parameters, state, exit code, cache key, console log (the step's log file) and the list of
-// its outputs (cairn/outputs.json). A cached step's run names the run that produced its
-// outputs (cairn.step.cached_from_run). A step that ran and has `register` uploads that output
-// as its run's artifacts under outputs/ and makes it a version of the registered model.
+// the pipeline run's id) in the experiment named after the pipeline; each step of the run is a
+// child run (`mlflow.parentRunId`) with its command, parameters, state, exit code, cache key,
+// console log (the step's log file) and the list of its outputs (cairn/outputs.json). A cached
+// step's run names the run that produced its outputs (cairn.step.cached_from_run); a step that
+// did not run (skipped, cancelled) ends KILLED. A step that ran and has `register` uploads
+// that output as its run's artifacts under outputs/ and makes it a version of the registered
+// model.
 //
-// Everything goes through a TrackingSink (tracking_sink.h), by default run journals, so that a
-// tracking server that is down or goes away loses nothing: records wait and `cairn sync`
-// delivers them. A step's
-// run is created before the step starts, so that the MLFLOW_RUN_ID it gets exists for the
-// step's own MLflow or cairn client when the server is up. The records of a step's end are
-// delivered by a background thread, so that the tracking server does not slow the pipeline.
+// Everything goes through a TrackingSink (tracking_sink.h): one journal per pipeline run, so
+// that a tracking server that is down or goes away loses nothing (records wait, and `cairn
+// sync` or a resume delivers them), and a pipeline of any size keeps one file open. The
+// scheduler never waits for the server, with one exception: before the first step that runs
+// a command, the runs of every step not yet recorded are created (SCHEDULED) in one batch and
+// delivered, so that the MLFLOW_RUN_ID each step gets exists for its own MLflow or cairn client
+// when the server is up. Everything else is delivered in batches by a background thread. A
+// pipeline whose steps all come from the cache waits for nothing until its end.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,26 +47,30 @@ struct StepRecord {
 
 class Tracker {
  public:
-  // Starts the parent run (or, for a resumed run, continues it). An unreachable server is a
-  // warning: the records wait in journals.
-  static Result<std::unique_ptr<Tracker>> Start(const std::string& tracking_uri,
-                                                const Pipeline& pipeline, const RunInfo& run,
-                                                Progress& progress);
+  // Starts the parent run, or for a resume (`resumed` set: the steps it keeps, which get no
+  // new run) continues it. An unreachable server is a warning: the records wait in the
+  // journal.
+  static Result<std::unique_ptr<Tracker>> Start(
+      const std::string& tracking_uri, const Pipeline& pipeline, const RunInfo& run,
+      Progress& progress, const std::map<std::string, StepEvent>* resumed = nullptr);
   // The same, with the records going to `sink`.
-  static Result<std::unique_ptr<Tracker>> Start(std::unique_ptr<TrackingSink> sink,
-                                                const Pipeline& pipeline, const RunInfo& run,
-                                                Progress& progress);
+  static Result<std::unique_ptr<Tracker>> Start(
+      std::unique_ptr<TrackingSink> sink, const Pipeline& pipeline, const RunInfo& run,
+      Progress& progress, const std::map<std::string, StepEvent>* resumed = nullptr);
   ~Tracker();
 
   const std::string& tracking_uri() const;
-  // The run id for a step about to start (its run is created now), to put in MLFLOW_RUN_ID.
+  // The run id of a step about to start, to put in MLFLOW_RUN_ID: the run exists on the
+  // server when this returns, unless the server cannot be reached.
   std::string StepRun(const Step& step);
-  // The experiment id of the parent run ("" when the server was unreachable).
+  // The step's run id, without starting it.
+  std::string StepRunId(const Step& step) const;
+  // The experiment id of the parent run ("" until the server has answered).
   std::string ExperimentId() const;
-  // Records a step's end (creating its run first when it never started, e.g. cached).
+  // Records a step's end (its run created now when it has none yet, e.g. cached).
   void StepEnded(const Step& step, const StepRecord& record);
-  // Ends the parent run and waits (a few seconds at most) for the records to be delivered;
-  // says what is left for `cairn sync`.
+  // Ends the runs of steps that never ended (KILLED) and the parent run, and waits (a few
+  // seconds at most) for the records to be delivered; says what is left for `cairn sync`.
   void Finish(bool ok, bool interrupted);
 
  private:

@@ -105,6 +105,8 @@ constexpr AccessRule kRules[] = {
     // Records the verdict in run_id; the handler checks READ on the original.
     {Api::kCairn, "POST", "runs/reproduction", Target::kRun, kUpdate, "run_id"},
     {Api::kCairn, "POST", "runs", Target::kNewRun, kUpdate, nullptr},
+    // Many runs' records: the handler checks each record's experiment or run.
+    {Api::kCairn, "POST", "runs/records", Target::kSignedIn, kUpdate, nullptr},
     {Api::kCairn, "GET", "runs/*/log", Target::kRunInPath, kRead, nullptr},
     {Api::kCairn, "POST", "runs/*/log", Target::kRunInPath, kUpdate, nullptr},
     {Api::kCairn, "POST", "auth/login", Target::kPublic, kRead, nullptr},

@@ -1,7 +1,11 @@
 #include "server/cairn_api.h"
 
+#include <map>
+#include <set>
+
 #include "core/mlflow_json.h"
 #include "server/access_rules.h"
+#include "server/http_errors.h"
 #include "service/reproduction.h"
 #include "service/run_environment.h"
 #include "util/clock.h"
@@ -10,9 +14,8 @@
 namespace cairn::server {
 namespace {
 
-Result<CairnResponse> AppendLog(ApiContext& ctx, const CairnCall& call) {
-  const std::string run_id(call.wildcard);
-  const Fields& f = call.fields;
+// The chunks of a console log upload.
+Result<std::vector<core::ConsoleChunk>> DecodeChunks(const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> items, f.Objects("chunks"));
   std::vector<core::ConsoleChunk> chunks;
   chunks.reserve(items.size());
@@ -29,6 +32,12 @@ Result<CairnResponse> AppendLog(ApiContext& ctx, const CairnCall& call) {
     CAIRN_ASSIGN_OR_RETURN(c.data, item.RequiredStr("data"));
     chunks.push_back(std::move(c));
   }
+  return chunks;
+}
+
+Result<CairnResponse> AppendLog(ApiContext& ctx, const CairnCall& call) {
+  const std::string run_id(call.wildcard);
+  CAIRN_ASSIGN_OR_RETURN(std::vector<core::ConsoleChunk> chunks, DecodeChunks(call.fields));
   CAIRN_ASSIGN_OR_RETURN(int64_t length, ctx.tracking->AppendRunLog(run_id, chunks));
   JsonWriter w;
   w.BeginObject().Key("length").Int(length).EndObject();
@@ -112,41 +121,38 @@ Result<CairnResponse> ExperimentStats(ApiContext& ctx, const CairnCall&) {
 }
 
 // POST runs: creates a run under an id the client chose (see docs/api/cairn.md).
-Result<CairnResponse> CreateRun(ApiContext& ctx, const CairnCall& call) {
-  const Fields& f = call.fields;
-  service::CreateRunRequest req;
-  CAIRN_ASSIGN_OR_RETURN(req.run_id, f.RequiredStr("run_id"));
+// The experiment a new run goes to: experiment_id, else experiment_name (created when
+// missing, the caller its creator), else the default experiment "0".
+Result<std::string> ExperimentForNewRun(ApiContext& ctx, const Fields& f) {
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> experiment_id, f.Str("experiment_id"));
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> experiment_name, f.Str("experiment_name"));
-  if (experiment_id) {
-    req.experiment_id = *experiment_id;
-  } else if (experiment_name) {
-    Result<core::Experiment> e = ctx.tracking->GetExperimentByName(*experiment_name);
-    if (!e.ok() && e.status().code() == StatusCode::kNotFound) {
-      Result<std::string> id = ctx.tracking->CreateExperiment(*experiment_name, "", {});
-      if (id.ok()) {
-        CAIRN_RETURN_IF_ERROR(
-            ctx.identity->GrantCreator(*ctx.caller, core::ResourceKind::kExperiment, *id));
-      }
-      // Created meanwhile by another client: look it up again.
-      if (!id.ok() && id.status().code() == StatusCode::kAlreadyExists) {
-        e = ctx.tracking->GetExperimentByName(*experiment_name);
-      } else {
-        CAIRN_RETURN_IF_ERROR(id.status());
-        e = ctx.tracking->GetExperiment(*id);
-      }
+  if (experiment_id) return *experiment_id;
+  if (!experiment_name) return std::string("0");
+  Result<core::Experiment> e = ctx.tracking->GetExperimentByName(*experiment_name);
+  if (!e.ok() && e.status().code() == StatusCode::kNotFound) {
+    Result<std::string> id = ctx.tracking->CreateExperiment(*experiment_name, "", {});
+    if (id.ok()) {
+      CAIRN_RETURN_IF_ERROR(
+          ctx.identity->GrantCreator(*ctx.caller, core::ResourceKind::kExperiment, *id));
     }
-    CAIRN_RETURN_IF_ERROR(e.status());
-    req.experiment_id = e->experiment_id;
-    // The gate let an experiment to be created through; one that appeared meanwhile must
-    // still be the caller's to write to.
-    CAIRN_ASSIGN_OR_RETURN(
-        core::Permission p,
-        ctx.access->PermissionOn(*ctx.caller, core::ResourceKind::kExperiment, req.experiment_id));
-    if (!core::Allows(p, core::Access::kUpdate)) return PermissionDenied("Permission denied");
-  } else {
-    req.experiment_id = "0";
+    // Created meanwhile by another client: look it up again.
+    if (!id.ok() && id.status().code() == StatusCode::kAlreadyExists) {
+      e = ctx.tracking->GetExperimentByName(*experiment_name);
+    } else {
+      CAIRN_RETURN_IF_ERROR(id.status());
+      e = ctx.tracking->GetExperiment(*id);
+    }
   }
+  CAIRN_RETURN_IF_ERROR(e.status());
+  return e->experiment_id;
+}
+
+// A new run's creation, as POST runs takes it (see docs/api/cairn.md), in `experiment_id`.
+Result<service::CreateRunRequest> DecodeNewRun(ApiContext& ctx, const Fields& f,
+                                               std::string experiment_id) {
+  service::CreateRunRequest req;
+  CAIRN_ASSIGN_OR_RETURN(req.run_id, f.RequiredStr("run_id"));
+  req.experiment_id = std::move(experiment_id);
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> user, f.Str("user_id"));
   req.user_id = user.value_or("");
   // Signed in, the run is the account's, whatever name the client's machine gave.
@@ -160,14 +166,22 @@ Result<CairnResponse> CreateRun(ApiContext& ctx, const CairnCall& call) {
                            "' for 'status': a new run is RUNNING or SCHEDULED");
   }
   req.scheduled = status == "SCHEDULED";
-  CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> tags, f.Objects("tags"));
-  for (const Fields& t : tags) {
-    core::Tag tag;
-    CAIRN_ASSIGN_OR_RETURN(tag.key, t.RequiredStr("key"));
-    CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> value, t.Str("value"));
-    tag.value = value.value_or("");
-    req.tags.push_back(std::move(tag));
+  CAIRN_ASSIGN_OR_RETURN(req.tags, DecodeTags(f, "tags"));
+  return req;
+}
+
+Result<CairnResponse> CreateRun(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  CAIRN_ASSIGN_OR_RETURN(std::string experiment_id, ExperimentForNewRun(ctx, f));
+  if (!f.Has("experiment_id") && f.Has("experiment_name")) {
+    // The gate let an experiment to be created through; one that appeared meanwhile must
+    // still be the caller's to write to.
+    CAIRN_ASSIGN_OR_RETURN(
+        core::Permission p,
+        ctx.access->PermissionOn(*ctx.caller, core::ResourceKind::kExperiment, experiment_id));
+    if (!core::Allows(p, core::Access::kUpdate)) return PermissionDenied("Permission denied");
   }
+  CAIRN_ASSIGN_OR_RETURN(service::CreateRunRequest req, DecodeNewRun(ctx, f, experiment_id));
   CAIRN_ASSIGN_OR_RETURN(core::Run run, ctx.tracking->CreateRun(req));
   JsonWriter w;
   w.BeginObject();
@@ -175,6 +189,110 @@ Result<CairnResponse> CreateRun(ApiContext& ctx, const CairnCall& call) {
   w.Key("experiment_id").String(run.info.experiment_id);
   w.Key("artifact_uri").String(run.info.artifact_uri);
   w.EndObject();
+  return CairnResponse{w.Take()};
+}
+
+// POST runs/records: many runs' records in one request, applied in order and committed
+// together (see docs/api/cairn.md). Each record is checked as its own call would be, the
+// caller's access among it; the answer lists the records that failed, by index.
+Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> items, call.fields.Objects("records"));
+  if (items.size() > service::TrackingService::kMaxRunRecords) {
+    return InvalidArgument("A records request may hold at most " +
+                           std::to_string(service::TrackingService::kMaxRunRecords) +
+                           " records, got " + std::to_string(items.size()));
+  }
+  std::vector<Status> failed(items.size());
+  std::vector<service::RunRecord> records;
+  std::vector<size_t> index;  // records[k] is items[index[k]]
+  // What the caller may do, asked once per experiment and run.
+  std::map<std::string, Status> experiment_ok, run_ok;
+  std::set<std::string> created;  // runs created by this request: the caller's
+  auto may_update_experiment = [&](const std::string& id) -> Status {
+    auto it = experiment_ok.find(id);
+    if (it != experiment_ok.end()) return it->second;
+    Status s = [&]() -> Status {
+      CAIRN_ASSIGN_OR_RETURN(
+          bool may, CallerMay(ctx, core::ResourceKind::kExperiment, id, core::Access::kUpdate));
+      return may ? Status::Ok() : PermissionDenied("Permission denied");
+    }();
+    return experiment_ok[id] = s;
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Fields& f = items[i];
+    Result<service::RunRecord> record = [&]() -> Result<service::RunRecord> {
+      service::RunRecord r;
+      CAIRN_ASSIGN_OR_RETURN(r.run_id, f.RequiredStr("run_id"));
+      CAIRN_ASSIGN_OR_RETURN(std::string op, f.RequiredStr("op"));
+      if (op == "create") {
+        CAIRN_ASSIGN_OR_RETURN(std::string experiment, ExperimentForNewRun(ctx, f));
+        CAIRN_RETURN_IF_ERROR(may_update_experiment(experiment));
+        r.op = service::RunRecord::Op::kCreate;
+        CAIRN_ASSIGN_OR_RETURN(r.create, DecodeNewRun(ctx, f, experiment));
+        created.insert(r.run_id);
+        return r;
+      }
+      if (ctx.access->enabled() && created.count(r.run_id) == 0) {
+        auto it = run_ok.find(r.run_id);
+        if (it == run_ok.end()) {
+          it = run_ok.emplace(r.run_id, RequireRunAccess(ctx, r.run_id, core::Access::kUpdate))
+                   .first;
+        }
+        CAIRN_RETURN_IF_ERROR(it->second);
+      }
+      if (op == "batch") {
+        r.op = service::RunRecord::Op::kLog;
+        CAIRN_ASSIGN_OR_RETURN(std::vector<Fields> metrics, f.Objects("metrics"));
+        for (const Fields& m : metrics) {
+          CAIRN_ASSIGN_OR_RETURN(core::Metric metric, DecodeMetric(m));
+          r.metrics.push_back(std::move(metric));
+        }
+        CAIRN_ASSIGN_OR_RETURN(std::vector<core::Tag> params, DecodeTags(f, "params"));
+        for (core::Tag& p : params) r.params.push_back({std::move(p.key), std::move(p.value)});
+        CAIRN_ASSIGN_OR_RETURN(r.tags, DecodeTags(f, "tags"));
+      } else if (op == "log") {
+        r.op = service::RunRecord::Op::kConsole;
+        CAIRN_ASSIGN_OR_RETURN(r.chunks, DecodeChunks(f));
+      } else if (op == "start" || op == "end") {
+        r.op = service::RunRecord::Op::kUpdate;
+        if (op == "start") {
+          r.update.status = core::RunStatus::kRunning;
+          CAIRN_ASSIGN_OR_RETURN(r.update.start_time, f.Int("start_time"));
+        } else {
+          CAIRN_ASSIGN_OR_RETURN(std::string status, f.RequiredStr("status"));
+          core::RunStatus s;
+          if (!core::ParseRunStatus(status, &s)) {
+            return InvalidArgument("Invalid value '" + status +
+                                   "' for 'status': expected RUNNING, SCHEDULED, FINISHED, "
+                                   "FAILED or KILLED");
+          }
+          r.update.status = s;
+          CAIRN_ASSIGN_OR_RETURN(r.update.end_time, f.Int("end_time"));
+        }
+      } else {
+        return InvalidArgument("Invalid value '" + op +
+                               "' for 'op': expected create, batch, log, start or end");
+      }
+      return r;
+    }();
+    if (!record.ok()) {
+      failed[i] = record.status();
+      continue;
+    }
+    records.push_back(std::move(*record));
+    index.push_back(i);
+  }
+  std::vector<Status> applied = ctx.tracking->ApplyRunRecords(std::move(records));
+  for (size_t k = 0; k < applied.size(); ++k) failed[index[k]] = std::move(applied[k]);
+  JsonWriter w;
+  w.BeginObject().Key("failures").BeginArray();
+  for (size_t i = 0; i < failed.size(); ++i) {
+    if (failed[i].ok()) continue;
+    w.BeginObject().Key("index").Int(static_cast<int64_t>(i));
+    w.Key("error_code").String(ToHttpError(failed[i].code()).error_code);
+    w.Key("message").String(failed[i].message()).EndObject();
+  }
+  w.EndArray().EndObject();
   return CairnResponse{w.Take()};
 }
 
@@ -372,6 +490,7 @@ constexpr CairnRoute kCairnRoutes[] = {
     {"GET", "runs/environment-diff", RunEnvironmentDiff},
     {"POST", "runs/reproduction", RunReproduction},
     {"POST", "runs", CreateRun},
+    {"POST", "runs/records", ApplyRunRecords},
     {"GET", "runs/*/log", ReadLog},
     {"POST", "runs/*/log", AppendLog},
 };

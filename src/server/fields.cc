@@ -332,4 +332,14 @@ Result<std::vector<core::Tag>> DecodeTags(const Fields& f, std::string_view name
   return tags;
 }
 
+Result<core::Metric> DecodeMetric(const Fields& f) {
+  core::Metric m;
+  CAIRN_ASSIGN_OR_RETURN(m.key, f.RequiredStr("key"));
+  CAIRN_ASSIGN_OR_RETURN(m.value, f.RequiredDouble("value"));
+  CAIRN_ASSIGN_OR_RETURN(m.timestamp, f.RequiredInt("timestamp"));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> step, f.Int("step"));
+  m.step = step.value_or(0);
+  return m;
+}
+
 }  // namespace cairn::server

@@ -66,6 +66,8 @@ class Fields {
 
 // A repeated {key, value} message (tags, params); a missing value is "".
 Result<std::vector<core::Tag>> DecodeTags(const Fields& f, std::string_view name);
+// A metric message: key, value, timestamp and step.
+Result<core::Metric> DecodeMetric(const Fields& f);
 
 // Request bodies nest at most this deep; MLflow's messages use five levels at most.
 inline constexpr size_t kMaxJsonDepth = 32;

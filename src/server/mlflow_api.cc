@@ -18,16 +18,6 @@ using core::Tag;
 
 constexpr std::string_view kEmpty = "{}";
 
-Result<core::Metric> DecodeMetric(const Fields& f) {
-  core::Metric m;
-  CAIRN_ASSIGN_OR_RETURN(m.key, f.RequiredStr("key"));
-  CAIRN_ASSIGN_OR_RETURN(m.value, f.RequiredDouble("value"));
-  CAIRN_ASSIGN_OR_RETURN(m.timestamp, f.RequiredInt("timestamp"));
-  CAIRN_ASSIGN_OR_RETURN(std::optional<int64_t> step, f.Int("step"));
-  m.step = step.value_or(0);
-  return m;
-}
-
 Result<core::ViewType> DecodeViewType(const Fields& f, std::string_view name) {
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> text, f.Str(name));
   core::ViewType view = core::ViewType::kActiveOnly;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <set>
 #include <tuple>
 #include <unordered_set>
@@ -181,28 +184,51 @@ Status TrackingService::DeleteExperimentTag(const std::string& experiment_id,
 
 // --- Runs ----------------------------------------------------------------------------------
 
-Result<Run> TrackingService::CreateRun(const CreateRunRequest& request) {
-  if (!request.run_id.empty()) {
-    const bool hex = request.run_id.size() == 32 &&
-                     request.run_id.find_first_not_of("0123456789abcdef") == std::string::npos;
-    if (!hex) {
-      return InvalidArgument("Invalid value '" + request.run_id +
-                             "' for 'run_id': expected 32 lowercase hexadecimal digits");
-    }
-    // Created already (a repeated upload of a journal): the run as it is, if it is in the
-    // experiment asked for; another experiment's run is not shown to whoever guessed its id.
-    Result<Run> existing = store_->GetRun(request.run_id);
-    if (existing.ok() && existing->info.experiment_id !=
-                             core::CanonicalExperimentId(request.experiment_id)) {
-      return AlreadyExists("Run with id=" + request.run_id + " already exists");
-    }
-    if (existing.ok() || existing.status().code() != StatusCode::kNotFound) return existing;
+namespace {
+
+// Defined with LogBatch below.
+Status ValidateBatch(const std::vector<core::Metric>& metrics,
+                     const std::vector<core::Param>& params, const std::vector<core::Tag>& tags);
+
+Status ValidateRunId(const std::string& run_id) {
+  const bool hex =
+      run_id.size() == 32 && run_id.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (hex) return Status::Ok();
+  return InvalidArgument("Invalid value '" + run_id +
+                         "' for 'run_id': expected 32 lowercase hexadecimal digits");
+}
+
+Status RequireActiveExperiment(const Experiment& e) {
+  if (e.lifecycle_stage == LifecycleStage::kActive) return Status::Ok();
+  return InvalidArgument("The experiment " + e.experiment_id +
+                         " must be in the 'active' state. Current state is deleted.");
+}
+
+Status ValidateLog(const std::vector<core::ConsoleChunk>& chunks) {
+  if (chunks.size() > TrackingService::kMaxLogChunks) {
+    return InvalidArgument("A console log upload may hold at most " +
+                           std::to_string(TrackingService::kMaxLogChunks) + " chunks, got " +
+                           std::to_string(chunks.size()));
   }
-  CAIRN_ASSIGN_OR_RETURN(Experiment e, store_->GetExperiment(request.experiment_id));
-  if (e.lifecycle_stage != LifecycleStage::kActive) {
-    return InvalidArgument("The experiment " + e.experiment_id +
-                           " must be in the 'active' state. Current state is deleted.");
+  size_t bytes = 0;
+  for (const core::ConsoleChunk& c : chunks) {
+    if (c.offset < 0) return InvalidArgument("Console log chunk offset must not be negative");
+    if (c.data.empty()) return InvalidArgument("Console log chunk data must not be empty");
+    bytes += c.data.size();
   }
+  if (bytes > TrackingService::kMaxLogAppendBytes) {
+    return InvalidArgument("A console log upload may hold at most " +
+                           std::to_string(TrackingService::kMaxLogAppendBytes) + " bytes, got " +
+                           std::to_string(bytes));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Run> TrackingService::NewRun(const CreateRunRequest& request, const Experiment& e) {
+  if (!request.run_id.empty()) CAIRN_RETURN_IF_ERROR(ValidateRunId(request.run_id));
+  CAIRN_RETURN_IF_ERROR(RequireActiveExperiment(e));
   for (const core::Tag& t : request.tags) CAIRN_RETURN_IF_ERROR(ValidateTag(t));
   Run run;
   run.info.run_id = request.run_id.empty() ? RandomHex(16) : request.run_id;
@@ -229,8 +255,117 @@ Result<Run> TrackingService::CreateRun(const CreateRunRequest& request) {
                       : name_tag != nullptr     ? name_tag->value
                                                 : RandomRunName();
   if (name_tag == nullptr) run.data.tags.push_back({std::string(core::kRunNameTag), run.info.run_name});
+  return run;
+}
+
+Result<Run> TrackingService::CreateRun(const CreateRunRequest& request) {
+  if (!request.run_id.empty()) {
+    CAIRN_RETURN_IF_ERROR(ValidateRunId(request.run_id));
+    // Created already (a repeated upload of a journal): the run as it is, if it is in the
+    // experiment asked for; another experiment's run is not shown to whoever guessed its id.
+    Result<Run> existing = store_->GetRun(request.run_id);
+    if (existing.ok() &&
+        existing->info.experiment_id != core::CanonicalExperimentId(request.experiment_id)) {
+      return AlreadyExists("Run with id=" + request.run_id + " already exists");
+    }
+    if (existing.ok() || existing.status().code() != StatusCode::kNotFound) return existing;
+  }
+  CAIRN_ASSIGN_OR_RETURN(Experiment e, store_->GetExperiment(request.experiment_id));
+  CAIRN_ASSIGN_OR_RETURN(Run run, NewRun(request, e));
   CAIRN_RETURN_IF_ERROR(store_->CreateRun(run));
   return store_->GetRun(run.info.run_id);
+}
+
+std::vector<Status> TrackingService::ApplyRunRecords(std::vector<RunRecord> records) {
+  std::vector<Status> out(records.size());
+  // Each record is checked here, then queued for the store without waiting; the outcomes of
+  // the queued ones arrive on the store's writer thread.
+  struct Pending {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t left = 0;
+  } pending;
+  auto done_for = [&pending, &out](size_t i) {
+    return [&pending, &out, i](Status s) {
+      std::lock_guard<std::mutex> lock(pending.mu);
+      out[i] = std::move(s);
+      if (--pending.left == 0) pending.cv.notify_all();
+    };
+  };
+  std::map<std::string, Result<Experiment>> experiments;
+  std::map<std::string, Status> active;  // runs not created here: whether they are active
+  std::set<std::string> created;
+  for (size_t i = 0; i < records.size(); ++i) {
+    RunRecord& r = records[i];
+    Status checked = [&]() -> Status {
+      switch (r.op) {
+        case RunRecord::Op::kCreate:
+          return ValidateRunId(r.create.run_id);
+        case RunRecord::Op::kLog:
+          return ValidateBatch(r.metrics, r.params, r.tags);
+        case RunRecord::Op::kConsole:
+          return ValidateLog(r.chunks);
+        case RunRecord::Op::kUpdate:
+          if (created.count(r.run_id) != 0) return Status::Ok();
+          if (auto it = active.find(r.run_id); it != active.end()) return it->second;
+          return active[r.run_id] = RequireActiveRun(r.run_id);
+      }
+      return Status::Ok();
+    }();
+    Result<Run> run = Internal("unset");
+    if (checked.ok() && r.op == RunRecord::Op::kCreate) {
+      auto e = experiments.find(r.create.experiment_id);
+      if (e == experiments.end()) {
+        e = experiments
+                .emplace(r.create.experiment_id, store_->GetExperiment(r.create.experiment_id))
+                .first;
+      }
+      run = e->second.ok() ? NewRun(r.create, *e->second) : Result<Run>(e->second.status());
+      checked = run.status();
+      if (checked.ok()) created.insert(r.create.run_id);
+    }
+    if (!checked.ok()) {
+      out[i] = std::move(checked);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(pending.mu);
+      ++pending.left;
+    }
+    switch (r.op) {
+      case RunRecord::Op::kCreate:
+        store_->CreateRunAsync(std::move(*run), done_for(i));
+        break;
+      case RunRecord::Op::kLog:
+        store_->LogBatchAsync(std::move(r.run_id), std::move(r.metrics), std::move(r.params),
+                              std::move(r.tags), done_for(i));
+        break;
+      case RunRecord::Op::kConsole:
+        store_->AppendRunLogAsync(std::move(r.run_id), std::move(r.chunks), done_for(i));
+        break;
+      case RunRecord::Op::kUpdate:
+        if (r.update.status) r.update.drop_tag = std::string(kFailureReasonTag);
+        store_->UpdateRunAsync(std::move(r.run_id), std::move(r.update), done_for(i));
+        break;
+    }
+  }
+  {
+    std::unique_lock<std::mutex> lock(pending.mu);
+    pending.cv.wait(lock, [&] { return pending.left == 0; });
+  }
+  // A run that exists already is the one this batch made before (delivered twice), when it is
+  // in the same experiment.
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].op != RunRecord::Op::kCreate || out[i].code() != StatusCode::kAlreadyExists) {
+      continue;
+    }
+    const CreateRunRequest& c = records[i].create;
+    Result<core::RunInfo> info = store_->GetRunInfo(c.run_id);
+    if (info.ok() && info->experiment_id == core::CanonicalExperimentId(c.experiment_id)) {
+      out[i] = Status::Ok();
+    }
+  }
+  return out;
 }
 
 Status TrackingService::RequireActiveRun(const std::string& run_id) {
@@ -438,22 +573,7 @@ Result<int> TrackingService::FailStaleRuns(int64_t timeout_ms) {
 
 Result<int64_t> TrackingService::AppendRunLog(const std::string& run_id,
                                               const std::vector<core::ConsoleChunk>& chunks) {
-  if (chunks.size() > kMaxLogChunks) {
-    return InvalidArgument("A console log upload may hold at most " +
-                           std::to_string(kMaxLogChunks) + " chunks, got " +
-                           std::to_string(chunks.size()));
-  }
-  size_t bytes = 0;
-  for (const core::ConsoleChunk& c : chunks) {
-    if (c.offset < 0) return InvalidArgument("Console log chunk offset must not be negative");
-    if (c.data.empty()) return InvalidArgument("Console log chunk data must not be empty");
-    bytes += c.data.size();
-  }
-  if (bytes > kMaxLogAppendBytes) {
-    return InvalidArgument("A console log upload may hold at most " +
-                           std::to_string(kMaxLogAppendBytes) + " bytes, got " +
-                           std::to_string(bytes));
-  }
+  CAIRN_RETURN_IF_ERROR(ValidateLog(chunks));
   return store_->AppendRunLog(run_id, chunks);
 }
 

@@ -49,6 +49,25 @@ struct CreateRunRequest {
   bool scheduled = false;
 };
 
+// One record of a batch (TrackingService::ApplyRunRecords), as its own call would make it.
+struct RunRecord {
+  enum class Op {
+    kCreate,   // CreateRun(create): create.run_id set, create.experiment_id resolved
+    kLog,      // LogBatch(run_id, metrics, params, tags)
+    kConsole,  // AppendRunLog(run_id, chunks)
+    kUpdate,   // the run's status, start and end times where given (a status clears the
+               // failure reason a heartbeat sweep gave, as UpdateRun does)
+  };
+  Op op = Op::kLog;
+  std::string run_id;
+  CreateRunRequest create;
+  std::vector<core::Metric> metrics;
+  std::vector<core::Param> params;
+  std::vector<core::Tag> tags;
+  std::vector<core::ConsoleChunk> chunks;
+  store::MetadataStore::RunUpdate update;
+};
+
 // Which experiments a search may show; unset: all. Searches leave the others out as if they
 // did not exist, before paging, so that pages stay full.
 using ExperimentFilter = std::function<bool(std::string_view experiment_id)>;
@@ -119,6 +138,11 @@ class TrackingService {
   Status DeleteExperimentTag(const std::string& experiment_id, const std::string& key);
 
   Result<core::Run> CreateRun(const CreateRunRequest& request);
+  // Applies `records` in order, each checked as its own call would check it, and written
+  // without waiting for one another, so that the store commits them as one group (many runs'
+  // records cost about one commit). Returns each record's outcome. A run created again with
+  // the same experiment (a batch delivered twice) is not an error.
+  std::vector<Status> ApplyRunRecords(std::vector<RunRecord> records);
   Result<core::RunInfo> UpdateRun(const std::string& run_id, std::optional<core::RunStatus> status,
                                   std::optional<int64_t> end_time,
                                   std::optional<std::string> run_name);
@@ -156,6 +180,8 @@ class TrackingService {
   Result<std::vector<core::ConsoleChunk>> ReadRunLog(const std::string& run_id, int64_t offset,
                                                      int64_t max_bytes);
   static constexpr size_t kMaxLogChunks = 10000;
+  // At most this many records in one ApplyRunRecords.
+  static constexpr size_t kMaxRunRecords = 10000;
 
   // Runs that `cairn run` started send a heartbeat (tag kHeartbeatTag, epoch ms). A RUNNING
   // run whose heartbeat is older than `timeout_ms` lost its wrapper (killed, or its host
@@ -204,6 +230,9 @@ class TrackingService {
 
  private:
   Status RequireActiveRun(const std::string& run_id);
+  // The run CreateRun would store for `request`, checked (the run id, the experiment, the
+  // tags); `experiment` is the request's, looked up.
+  Result<core::Run> NewRun(const CreateRunRequest& request, const core::Experiment& experiment);
 
   store::MetadataStore* store_;
   Clock* clock_;

@@ -119,6 +119,26 @@ class MetadataStore {
   virtual Status UpdateRun(std::string_view run_id, std::optional<core::RunStatus> status,
                            std::optional<int64_t> end_time,
                            std::optional<std::string> run_name) = 0;
+  // What UpdateRunAsync changes: each field that is given.
+  struct RunUpdate {
+    std::optional<core::RunStatus> status;
+    std::optional<int64_t> start_time;
+    std::optional<int64_t> end_time;
+    std::string drop_tag;  // a tag to remove, when the run has it
+  };
+  // The writes of a server's batch of run records (the records endpoint): each without
+  // waiting, as LogBatchAsync, so that a batch commits as one group. The defaults run the
+  // waiting call and then `done`.
+  virtual void CreateRunAsync(core::Run run, std::function<void(Status)> done) {
+    done(CreateRun(run));
+  }
+  // kNotFound when the run does not exist.
+  virtual void UpdateRunAsync(std::string run_id, RunUpdate update,
+                              std::function<void(Status)> done) = 0;
+  virtual void AppendRunLogAsync(std::string run_id, std::vector<core::ConsoleChunk> chunks,
+                                 std::function<void(Status)> done) {
+    done(AppendRunLog(run_id, chunks).status());
+  }
   virtual Status SetRunStage(std::string_view run_id, core::LifecycleStage stage) = 0;
   // One entry for each experiment that has active runs, in experiment id order (numeric).
   virtual Result<std::vector<ExperimentRunStats>> RunStatsByExperiment() = 0;

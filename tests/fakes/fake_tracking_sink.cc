@@ -1,8 +1,5 @@
 #include "fakes/fake_tracking_sink.h"
 
-#include <deque>
-#include <functional>
-
 #include "util/file.h"
 
 namespace cairn::fakes {
@@ -18,7 +15,7 @@ class FakeRecords : public pipeline::RunRecords {
   const std::string& run_id() const override { return run_id_; }
 
   Status AppendCreate(const std::string& experiment, const std::string& run_name, int64_t start_ms,
-                      const std::vector<core::Tag>& tags) override {
+                      const std::vector<core::Tag>& tags, bool scheduled) override {
     return Append([=](Server& s, FakeRun& run) {
       auto [it, added] =
           s.experiments.emplace(experiment, std::to_string(s.experiments.size() + 1));
@@ -26,7 +23,14 @@ class FakeRecords : public pipeline::RunRecords {
       run.experiment_id = it->second;
       run.run_name = run_name;
       run.start_ms = start_ms;
+      run.status = scheduled ? core::RunStatus::kScheduled : core::RunStatus::kRunning;
       for (const core::Tag& t : tags) run.tags[t.key] = t.value;
+    });
+  }
+  Status AppendStart(int64_t start_ms) override {
+    return Append([=](Server&, FakeRun& run) {
+      run.start_ms = start_ms;
+      run.status = core::RunStatus::kRunning;
     });
   }
   Status AppendBatch(const std::vector<core::Param>& params,
@@ -61,52 +65,17 @@ class FakeRecords : public pipeline::RunRecords {
     return Append([=](Server&, FakeRun& run) { run.status = status; }, /*end=*/true);
   }
 
-  Status Keep() override {
-    std::lock_guard<std::mutex> lock(server_->mu);
-    ++server_->kept;
-    return Status::Ok();
-  }
-
-  Status Deliver() override {
-    std::lock_guard<std::mutex> lock(server_->mu);
-    ++server_->deliveries;
-    if (!server_->up) return Unavailable("the fake tracking server is down");
-    while (!records_.empty()) {
-      FakeRun& run = server_->runs[run_id_];
-      run.run_id = run_id_;
-      records_.front()(*server_, run);
-      records_.pop_front();
-      --server_->pending[run_id_];
-    }
-    return Status::Ok();
-  }
-
-  bool complete() const override {
-    std::lock_guard<std::mutex> lock(server_->mu);
-    return ended_ && records_.empty();
-  }
-
-  Status Remove() override {
-    std::lock_guard<std::mutex> lock(server_->mu);
-    server_->removed.push_back(run_id_);
-    return Status::Ok();
-  }
-
  private:
-  using Record = std::function<void(Server&, FakeRun&)>;
-
-  Status Append(Record record, bool end = false) {
+  Status Append(Server::Record record, bool end = false) {
     std::lock_guard<std::mutex> lock(server_->mu);
-    ended_ = ended_ || end;
-    records_.push_back(std::move(record));
-    ++server_->pending[run_id_];
+    if (end && run_id_ == server_->own_run) server_->own_ended = true;
+    server_->journal.emplace_back(run_id_, std::move(record));
+    ++server_->appended;
     return Status::Ok();
   }
 
   const std::string run_id_;
   std::shared_ptr<Server> server_;
-  std::deque<Record> records_;  // guarded by server_->mu
-  bool ended_ = false;          // guarded by server_->mu
 };
 
 }  // namespace
@@ -114,8 +83,55 @@ class FakeRecords : public pipeline::RunRecords {
 FakeTrackingSink::FakeTrackingSink() : server_(std::make_shared<Server>()) {}
 FakeTrackingSink::~FakeTrackingSink() = default;
 
-Result<std::unique_ptr<pipeline::RunRecords>> FakeTrackingSink::OpenRun(const std::string& run_id) {
-  return std::unique_ptr<pipeline::RunRecords>(new FakeRecords(run_id, server_));
+std::unique_ptr<pipeline::RunRecords> FakeTrackingSink::Run(const std::string& run_id) {
+  {
+    std::lock_guard<std::mutex> lock(server_->mu);
+    // The first run asked for is the pipeline run's: the journal's own.
+    if (server_->own_run.empty()) server_->own_run = run_id;
+  }
+  return std::make_unique<FakeRecords>(run_id, server_);
+}
+
+Status FakeTrackingSink::Deliver() {
+  std::lock_guard<std::mutex> lock(server_->mu);
+  ++server_->deliveries;
+  if (!server_->up) return Unavailable("the fake tracking server is down");
+  while (!server_->journal.empty()) {
+    auto& [run_id, record] = server_->journal.front();
+    FakeRun& run = server_->runs[run_id];
+    run.run_id = run_id;
+    record(*server_, run);
+    server_->journal.pop_front();
+    ++server_->acknowledged;
+  }
+  return Status::Ok();
+}
+
+Status FakeTrackingSink::Keep() {
+  std::lock_guard<std::mutex> lock(server_->mu);
+  ++server_->kept;
+  return Status::Ok();
+}
+
+size_t FakeTrackingSink::appended() const {
+  std::lock_guard<std::mutex> lock(server_->mu);
+  return server_->appended;
+}
+
+size_t FakeTrackingSink::acknowledged() const {
+  std::lock_guard<std::mutex> lock(server_->mu);
+  return server_->acknowledged;
+}
+
+bool FakeTrackingSink::complete() const {
+  std::lock_guard<std::mutex> lock(server_->mu);
+  return server_->own_ended && server_->journal.empty();
+}
+
+Status FakeTrackingSink::Remove() {
+  std::lock_guard<std::mutex> lock(server_->mu);
+  server_->removed = true;
+  return Status::Ok();
 }
 
 Result<std::string> FakeTrackingSink::ExperimentOf(const std::string& run_id) {
@@ -138,12 +154,10 @@ std::map<std::string, FakeRun> Server::Runs() {
 
 size_t Server::Pending() {
   std::lock_guard<std::mutex> lock(mu);
-  size_t n = 0;
-  for (const auto& [id, count] : pending) n += count;
-  return n;
+  return journal.size();
 }
 
-std::vector<std::string> Server::Removed() {
+bool Server::Removed() {
   std::lock_guard<std::mutex> lock(mu);
   return removed;
 }

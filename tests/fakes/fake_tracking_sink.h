@@ -1,8 +1,10 @@
-// A TrackingSink in memory, for tests of the pipeline tracker: records wait in each run's
-// RunRecords until delivered, and delivery applies them to an in-memory "server" whose runs a
+// A TrackingSink in memory, for tests of the pipeline tracker: records wait in one journal
+// until delivered, and delivery applies them in order to an in-memory "server" whose runs a
 // test reads. The server can be taken down (deliveries fail, records wait) and brought back.
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,7 +44,13 @@ class FakeTrackingSink : public pipeline::TrackingSink {
   ~FakeTrackingSink() override;
 
   const std::string& tracking_uri() const override { return uri_; }
-  Result<std::unique_ptr<pipeline::RunRecords>> OpenRun(const std::string& run_id) override;
+  std::unique_ptr<pipeline::RunRecords> Run(const std::string& run_id) override;
+  Status Deliver() override;
+  Status Keep() override;
+  size_t appended() const override;
+  size_t acknowledged() const override;
+  bool complete() const override;
+  Status Remove() override;
   Result<std::string> ExperimentOf(const std::string& run_id) override;
 
   // A handle on the server that stays valid after the sink is handed to a Tracker.
@@ -54,20 +62,26 @@ class FakeTrackingSink : public pipeline::TrackingSink {
 };
 
 struct FakeTrackingSink::Server {
+  using Record = std::function<void(Server&, FakeRun&)>;
+
   void SetUp(bool up);
   // The runs delivered so far, by run id.
   std::map<std::string, FakeRun> Runs();
-  // Records appended but not delivered, over every run.
+  // Records appended but not delivered.
   size_t Pending();
-  // Runs whose records were removed (delivered and done with).
-  std::vector<std::string> Removed();
+  // Whether the journal was removed (delivered and done with).
+  bool Removed();
 
   std::mutex mu;
   bool up = true;
   std::map<std::string, FakeRun> runs;
   std::map<std::string, std::string> experiments;  // name -> id
-  std::map<std::string, size_t> pending;           // run id -> records not delivered
-  std::vector<std::string> removed;
+  std::deque<std::pair<std::string, Record>> journal;  // run id, record: not delivered
+  size_t appended = 0;
+  size_t acknowledged = 0;
+  std::string own_run;     // the journal's run, whose end completes it
+  bool own_ended = false;  // its end is among the records appended
+  bool removed = false;
   size_t deliveries = 0;  // calls of Deliver, up or down
   size_t kept = 0;        // calls of Keep
 };

@@ -302,6 +302,32 @@ class AuthOnTest(unittest.TestCase):
         time.sleep(0.6)  # past the recheck of cached credentials
         self.assertEqual(good.get(API + "experiments/search").status, 200)
 
+    def test_batched_records_are_checked_one_by_one(self):
+        theirs = self.new_run()
+        mine = os.urandom(16).hex()
+        for who, expect in (("reader", [0, 1]), ("editor", [])):
+            r = self.user(who).post(CAIRN + "runs/records", {"records": [
+                {"run_id": os.urandom(16).hex(), "op": "create", "experiment_id": self.exp,
+                 "start_time": 1},
+                {"run_id": theirs["run_id"], "op": "batch",
+                 "tags": [{"key": "by", "value": who}]}]})
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual([f["index"] for f in r.body["failures"]], expect, (who, r.body))
+            for f in r.body["failures"]:
+                self.assertEqual(f["error_code"], "PERMISSION_DENIED")
+        # A run the outsider creates in an experiment of its own is its own to write.
+        outsider = self.user("outsider")
+        r = outsider.post(CAIRN + "runs/records", {"records": [
+            {"run_id": mine, "op": "create", "experiment_name": "outsiders-own", "start_time": 1},
+            {"run_id": mine, "op": "end", "status": "FINISHED", "end_time": 2},
+            {"run_id": theirs["run_id"], "op": "end", "status": "KILLED", "end_time": 2}]})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([(f["index"], f["error_code"]) for f in r.body["failures"]],
+                         [(2, "PERMISSION_DENIED")])
+        run = self.admin.get(API + "runs/get", {"run_id": theirs["run_id"]}).body["run"]
+        self.assertEqual(run["info"]["status"], "RUNNING")
+        self.assertIn({"key": "by", "value": "editor"}, run["data"]["tags"])
+
     def test_an_existing_run_id_in_another_experiment_is_not_shown(self):
         run_id = self.new_run()["run_id"]
         r = self.user("editor").post(CAIRN + "runs", {"run_id": run_id,

@@ -1050,6 +1050,86 @@ class LoggingTest(ApiTestCase):
 # ============================================================================================
 
 
+class RunRecordsTest(ApiTestCase):
+    """cairn's POST runs/records: many runs' records in one request, as journals deliver them."""
+
+    def records(self, records):
+        return self.ok(self.post("runs/records", {"records": records}, prefix=CAIRN_API))
+
+    def test_records_of_many_runs_apply_in_order(self):
+        name = uniq("records")
+        a, b = os.urandom(16).hex(), os.urandom(16).hex()
+        got = self.records([
+            {"run_id": a, "op": "create", "experiment_name": name, "run_name": "a",
+             "start_time": 100, "status": "SCHEDULED", "tags": [{"key": "t", "value": "1"}]},
+            {"run_id": b, "op": "create", "experiment_name": name, "run_name": "b",
+             "start_time": 100},
+            {"run_id": a, "op": "start", "start_time": 150},
+            {"run_id": a, "op": "batch", "params": [{"key": "lr", "value": "0.1"}],
+             "metrics": [{"key": "loss", "value": 0.5, "timestamp": 160, "step": 1}],
+             "tags": [{"key": "t", "value": "2"}]},
+            {"run_id": a, "op": "log", "chunks": [{"offset": 0, "data": "hello\n"}]},
+            {"run_id": a, "op": "end", "status": "FINISHED", "end_time": 200},
+            {"run_id": b, "op": "end", "status": "FAILED", "end_time": 300},
+        ])
+        self.assertEqual(got, {"failures": []})
+        run_a = self.ok(self.get("runs/get", {"run_id": a}))["run"]
+        self.assertEqual((run_a["info"]["status"], run_a["info"]["start_time"],
+                          run_a["info"]["end_time"], run_a["info"]["run_name"]),
+                         ("FINISHED", 150, 200, "a"))
+        tags = {t["key"]: t["value"] for t in run_a["data"]["tags"]}
+        self.assertEqual(tags["t"], "2")
+        self.assertEqual(run_a["data"]["params"], [{"key": "lr", "value": "0.1"}])
+        self.assertEqual(run_a["data"]["metrics"][0]["value"], 0.5)
+        self.assertEqual(C.get(CAIRN_API + "runs/%s/log" % a).text, "hello\n")
+        run_b = self.ok(self.get("runs/get", {"run_id": b}))["run"]
+        self.assertEqual(run_b["info"]["status"], "FAILED")
+        self.assertEqual(run_a["info"]["experiment_id"], run_b["info"]["experiment_id"])
+
+    def test_a_batch_delivered_twice_changes_nothing(self):
+        rid = os.urandom(16).hex()
+        batch = [{"run_id": rid, "op": "create", "experiment_name": uniq("twice"),
+                  "start_time": 1},
+                 {"run_id": rid, "op": "batch", "params": [{"key": "p", "value": "1"}]},
+                 {"run_id": rid, "op": "log", "chunks": [{"offset": 0, "data": "abc"}]},
+                 {"run_id": rid, "op": "end", "status": "FINISHED", "end_time": 5}]
+        self.assertEqual(self.records(batch), {"failures": []})
+        self.assertEqual(self.records(batch), {"failures": []})
+        self.assertEqual(C.get(CAIRN_API + "runs/%s/log" % rid).text, "abc")
+
+    def test_each_refused_record_is_named_and_the_rest_apply(self):
+        rid = os.urandom(16).hex()
+        got = self.records([
+            {"run_id": rid, "op": "create", "experiment_name": uniq("refused"), "start_time": 1},
+            {"run_id": rid, "op": "end", "status": "DONE"},
+            {"run_id": "f" * 32, "op": "batch", "tags": [{"key": "a", "value": "b"}]},
+            {"run_id": rid, "op": "teleport"},
+            {"op": "batch"},
+            {"run_id": rid, "op": "batch", "params": [{"key": "bad/../name", "value": "1"}]},
+            {"run_id": rid, "op": "batch", "tags": [{"key": "ok", "value": "yes"}]},
+            {"run_id": "NOT-HEX", "op": "create", "start_time": 1},
+        ])
+        failures = {f["index"]: f for f in got["failures"]}
+        self.assertEqual(sorted(failures), [1, 2, 3, 4, 5, 7], got)
+        self.assertEqual(failures[1]["error_code"], "INVALID_PARAMETER_VALUE")
+        self.assertIn("'DONE'", failures[1]["message"])
+        self.assertEqual(failures[2]["error_code"], "RESOURCE_DOES_NOT_EXIST")
+        self.assertIn("'teleport'", failures[3]["message"])
+        self.assertIn("records[4].run_id", failures[4]["message"])
+        self.assertIn("32 lowercase hexadecimal", failures[7]["message"])
+        run = self.ok(self.get("runs/get", {"run_id": rid}))["run"]
+        self.assertIn({"key": "ok", "value": "yes"}, run["data"]["tags"])
+        self.assertEqual(run["info"]["status"], "RUNNING")
+
+    def test_too_many_records_or_a_body_that_is_not_records_is_refused(self):
+        r = self.post("runs/records", {"records": [{"run_id": "x", "op": "end"}] * 10001},
+                      prefix=CAIRN_API)
+        self.assertError(r, 400, "INVALID_PARAMETER_VALUE", mentions="at most 10000")
+        self.assertError(self.post("runs/records", {"records": 7}, prefix=CAIRN_API), 400,
+                         "INVALID_PARAMETER_VALUE")
+        self.assertEqual(self.records([]), {"failures": []})
+
+
 class SearchRunsTest(ApiTestCase):
 
     def make_runs(self):

@@ -418,6 +418,109 @@ class PipelineTest(unittest.TestCase):
         p = self.ok("run", "--no-track", cwd=project)
         self.assertNotIn("tracked at", p.stdout)
 
+    def all_runs(self, server, experiment):
+        """Every run of the experiment named `experiment` on `server`, with its tags."""
+        c = server.client()
+        exp = c.get("/api/2.0/mlflow/experiments/get-by-name",
+                    {"experiment_name": experiment}).body["experiment"]["experiment_id"]
+        runs, token = [], None
+        while True:
+            body = {"experiment_ids": [exp], "max_results": 1000}
+            if token:
+                body["page_token"] = token
+            page = c.post("/api/2.0/mlflow/runs/search", body).body
+            runs += [(r, {t["key"]: t["value"] for t in r["data"].get("tags", [])})
+                     for r in page.get("runs", [])]
+            token = page.get("next_page_token")
+            if not token:
+                return runs
+
+    def test_a_server_down_for_the_whole_run_costs_no_time_and_sync_uploads_it_all(self):
+        spare = tl.CairnServer(tl.CONFIG.cairn, os.path.join(self.root, "down-data"),
+                               name="cairn (down)").start()
+        port = spare.port
+        spare.stop()
+        home = os.path.join(self.root, "down-home")
+        env = dict(self.env, CAIRN_TRACKING_URI="http://127.0.0.1:%d" % port, CAIRN_HOME=home)
+        steps = 300
+        project = self.project("name: down\nsteps:\n" + "".join(
+            "  s%d: {run: 'true %d'%s}\n" % (i, i, ", needs: [s%d]" % (i - 1) if i else "")
+            for i in range(steps)))
+        started = time.monotonic()
+        p = subprocess.run([tl.CONFIG.cairn, "pipeline", "run"], cwd=project, env=env,
+                           capture_output=True, text=True, timeout=120)
+        took = time.monotonic() - started
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("`cairn sync` uploads them", p.stderr)
+        # The client's retries at the start and at the end, not once per step.
+        self.assertLess(took, 30, "a run with its server down took %.1f s" % took)
+        journals = [j for j in os.listdir(os.path.join(home, "journal"))
+                    if j.endswith(".journal")]
+        self.assertEqual(len(journals), 1, "one journal for the pipeline run: %r" % journals)
+        back = tl.CairnServer(tl.CONFIG.cairn, os.path.join(self.root, "down-data"), port=port,
+                              name="cairn (back up)").start()
+        try:
+            p = subprocess.run([tl.CONFIG.cairn, "sync"], cwd=project, env=env,
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            runs = self.all_runs(back, "down")
+            self.assertEqual(len(runs), steps + 1)
+            self.assertEqual({r["info"]["status"] for r, _ in runs}, {"FINISHED"})
+            self.assertEqual(sorted(t["cairn.step.id"] for _, t in runs if "cairn.step.id" in t),
+                             sorted("s%d" % i for i in range(steps)))
+            self.assertEqual(os.listdir(os.path.join(home, "journal")), [])
+        finally:
+            back.stop()
+
+    def test_the_server_killed_mid_run_and_restarted_loses_nothing(self):
+        data = os.path.join(self.root, "flaky-data")
+        flaky = tl.CairnServer(tl.CONFIG.cairn, data, name="cairn (flaky)").start()
+        port = flaky.port
+        home = os.path.join(self.root, "flaky-home")
+        env = dict(self.env, CAIRN_TRACKING_URI=flaky.url, CAIRN_HOME=home)
+        project = self.project("name: flaky\nsteps:\n" + "".join(
+            "  s%d: {run: 'sleep 0.3; echo step %d'%s}\n" % (
+                i, i, ", needs: [s%d]" % (i - 1) if i else "") for i in range(12)))
+        p = subprocess.Popen([tl.CONFIG.cairn, "pipeline", "run"], cwd=project, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        time.sleep(1.2)
+        flaky.kill()
+        time.sleep(1.0)
+        back = tl.CairnServer(tl.CONFIG.cairn, data, port=port, name="cairn (restarted)").start()
+        try:
+            out, err = p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 0, out + err)
+            if "`cairn sync` uploads them" in err:
+                s = subprocess.run([tl.CONFIG.cairn, "sync"], cwd=project, env=env,
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(s.returncode, 0, s.stdout + s.stderr)
+            runs = self.all_runs(back, "flaky")
+            self.assertEqual(len(runs), 13)
+            self.assertEqual({r["info"]["status"] for r, _ in runs}, {"FINISHED"})
+            for run, tags in runs:
+                if "cairn.step.id" not in tags:
+                    continue
+                self.assertEqual(tags["cairn.step.state"], "done")
+                log = back.client().get("/api/cairn/v1/runs/%s/log" % run["info"]["run_id"])
+                self.assertEqual(log.text, "step %s\n" % tags["cairn.step.id"][1:])
+        finally:
+            back.stop()
+
+    def test_a_thousand_step_run_keeps_few_files_open(self):
+        # Each step counts the runner's open files (its parent's) when it runs.
+        steps = 1000
+        project = self.project("name: fds\nsteps:\n" + "".join(
+            "  s%d: {run: 'ls /proc/$PPID/fd | wc -l >> fds.txt # %d'%s}\n" % (
+                i, i, ", needs: [s%d]" % (i - 1) if i else "") for i in range(steps)))
+        self.ok("run", cwd=project)
+        with open(os.path.join(project, "fds.txt")) as f:
+            counts = [int(line) for line in f.read().split()]
+        self.assertEqual(len(counts), steps)
+        self.assertLessEqual(max(counts), 64, "open files while steps ran: max %d" % max(counts))
+        runs = self.all_runs(self.server, "fds")
+        self.assertEqual(len(runs), steps + 1)
+
     def test_a_fan_out_runs_each_item_and_the_step_after_waits_for_all(self):
         project = self.project("""name: fan
 params: {seeds: [1, 2, 3, 4]}

@@ -186,6 +186,21 @@ class MemoryStore : public MetadataStore {
     return Status::Ok();
   }
 
+  void UpdateRunAsync(std::string run_id, RunUpdate update,
+                      std::function<void(Status)> done) override {
+    done([&]() -> Status {
+      std::unique_lock lock(mu_);
+      auto it = runs_.find(run_id);
+      if (it == runs_.end()) return RunNotFound(run_id);
+      core::RunInfo& info = it->second.run.info;
+      if (update.status) info.status = *update.status;
+      if (update.start_time) info.start_time = *update.start_time;
+      if (update.end_time) info.end_time = *update.end_time;
+      if (!update.drop_tag.empty()) EraseTag(&it->second.run.data.tags, update.drop_tag);
+      return Status::Ok();
+    }());
+  }
+
   Status SetRunStage(std::string_view run_id, LifecycleStage stage) override {
     std::unique_lock lock(mu_);
     auto it = runs_.find(std::string(run_id));

@@ -289,23 +289,64 @@ class SqliteStore : public MetadataStore {
   // --- Runs --------------------------------------------------------------------------------
 
   Status CreateRun(const Run& run) override {
-    return Write([&](Connection& c) -> Status {
-      CAIRN_ASSIGN_OR_RETURN(int64_t exp, ExperimentKey(c, run.info.experiment_id));
-      const core::RunInfo& i = run.info;
-      Status s = ExecStmt(c,
-                          "INSERT INTO runs (run_uuid, experiment_id, name, user_id, status, "
-                          "start_time, end_time, artifact_uri, lifecycle_stage) VALUES (?, ?, ?, "
-                          "?, ?, ?, ?, ?, ?)",
-                          i.run_id, exp, i.run_name, i.user_id, core::RunStatusName(i.status),
-                          i.start_time, i.end_time, i.artifact_uri,
-                          core::LifecycleStageName(i.lifecycle_stage));
-      if (s.code() == StatusCode::kAlreadyExists) {
-        return AlreadyExists("Run with id " + i.run_id + " already exists");
-      }
-      CAIRN_RETURN_IF_ERROR(s);
-      return sqlite::LogBatchIn(c, sqlite3_last_insert_rowid(c.raw()), i.run_id, run.data.metrics,
-                                run.data.params, run.data.tags, &logged_points_);
-    });
+    return Write([&](Connection& c) -> Status { return InsertRun(c, run); });
+  }
+
+  void CreateRunAsync(Run run, std::function<void(Status)> done) override {
+    WriteAsync([this, run = std::move(run)](Connection& c) { return InsertRun(c, run); },
+               std::move(done));
+  }
+
+  void UpdateRunAsync(std::string run_id, RunUpdate update,
+                      std::function<void(Status)> done) override {
+    WriteAsync(
+        [run_id = std::move(run_id), update = std::move(update)](Connection& c) -> Status {
+          CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, run_id));
+          if (update.status) {
+            CAIRN_RETURN_IF_ERROR(ExecStmt(c, "UPDATE runs SET status = ? WHERE id = ?",
+                                           core::RunStatusName(*update.status), run));
+          }
+          if (update.start_time) {
+            CAIRN_RETURN_IF_ERROR(ExecStmt(c, "UPDATE runs SET start_time = ? WHERE id = ?",
+                                           *update.start_time, run));
+          }
+          if (update.end_time) {
+            CAIRN_RETURN_IF_ERROR(
+                ExecStmt(c, "UPDATE runs SET end_time = ? WHERE id = ?", *update.end_time, run));
+          }
+          if (!update.drop_tag.empty()) {
+            CAIRN_RETURN_IF_ERROR(
+                ExecStmt(c, "DELETE FROM tags WHERE run = ? AND key = ?", run, update.drop_tag));
+          }
+          return Status::Ok();
+        },
+        std::move(done));
+  }
+
+  void AppendRunLogAsync(std::string run_id, std::vector<core::ConsoleChunk> chunks,
+                         std::function<void(Status)> done) override {
+    WriteAsync([run_id = std::move(run_id), chunks = std::move(chunks)](
+                   Connection& c) -> Status { return AppendLogIn(c, run_id, chunks).status(); },
+               std::move(done));
+  }
+
+  // Inserts the run, inside the caller's transaction.
+  Status InsertRun(Connection& c, const Run& run) {
+    CAIRN_ASSIGN_OR_RETURN(int64_t exp, ExperimentKey(c, run.info.experiment_id));
+    const core::RunInfo& i = run.info;
+    Status s =
+        ExecStmt(c,
+                 "INSERT INTO runs (run_uuid, experiment_id, name, user_id, status, "
+                 "start_time, end_time, artifact_uri, lifecycle_stage) VALUES (?, ?, ?, "
+                 "?, ?, ?, ?, ?, ?)",
+                 i.run_id, exp, i.run_name, i.user_id, core::RunStatusName(i.status), i.start_time,
+                 i.end_time, i.artifact_uri, core::LifecycleStageName(i.lifecycle_stage));
+    if (s.code() == StatusCode::kAlreadyExists) {
+      return AlreadyExists("Run with id " + i.run_id + " already exists");
+    }
+    CAIRN_RETURN_IF_ERROR(s);
+    return sqlite::LogBatchIn(c, sqlite3_last_insert_rowid(c.raw()), i.run_id, run.data.metrics,
+                              run.data.params, run.data.tags, &logged_points_);
   }
 
   Result<Run> GetRun(std::string_view run_id) override {
@@ -561,19 +602,26 @@ class SqliteStore : public MetadataStore {
                                const std::vector<core::ConsoleChunk>& chunks) override {
     int64_t length = 0;
     CAIRN_RETURN_IF_ERROR(Write([&](Connection& c) -> Status {
-      CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, run_id));
-      CAIRN_ASSIGN_OR_RETURN(length, RunLogLength(c, run));
-      CAIRN_ASSIGN_OR_RETURN(std::vector<core::ConsoleChunk> add, ChunksToAppend(length, chunks));
-      for (const core::ConsoleChunk& chunk : add) {
-        CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("INSERT INTO run_logs (run, offset, stream, "
-                                                   "timestamp, data) VALUES (?, ?, ?, ?, ?)"));
-        s->Bind(1, run).Bind(2, chunk.offset).Bind(3, static_cast<int>(chunk.stream));
-        s->Bind(4, chunk.timestamp).BindBlob(5, chunk.data);
-        CAIRN_RETURN_IF_ERROR(s->Exec());
-        length = chunk.offset + static_cast<int64_t>(chunk.data.size());
-      }
+      CAIRN_ASSIGN_OR_RETURN(length, AppendLogIn(c, run_id, chunks));
       return Status::Ok();
     }));
+    return length;
+  }
+
+  // Appends to the run's log inside the caller's transaction; returns the log's length.
+  static Result<int64_t> AppendLogIn(Connection& c, std::string_view run_id,
+                                     const std::vector<core::ConsoleChunk>& chunks) {
+    CAIRN_ASSIGN_OR_RETURN(int64_t run, RunKey(c, run_id));
+    CAIRN_ASSIGN_OR_RETURN(int64_t length, RunLogLength(c, run));
+    CAIRN_ASSIGN_OR_RETURN(std::vector<core::ConsoleChunk> add, ChunksToAppend(length, chunks));
+    for (const core::ConsoleChunk& chunk : add) {
+      CAIRN_ASSIGN_OR_RETURN(Stmt * s, c.Prepare("INSERT INTO run_logs (run, offset, stream, "
+                                                 "timestamp, data) VALUES (?, ?, ?, ?, ?)"));
+      s->Bind(1, run).Bind(2, chunk.offset).Bind(3, static_cast<int>(chunk.stream));
+      s->Bind(4, chunk.timestamp).BindBlob(5, chunk.data);
+      CAIRN_RETURN_IF_ERROR(s->Exec());
+      length = chunk.offset + static_cast<int64_t>(chunk.data.size());
+    }
     return length;
   }
 
