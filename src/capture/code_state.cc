@@ -7,8 +7,14 @@
 #include <filesystem>
 #include <memory>
 
+#include "util/json_writer.h"
+
 namespace cairn::capture {
 namespace {
+
+std::string CutMark(int64_t max_bytes) {
+  return "\n# cairn: the patch was cut here at " + std::to_string(max_bytes) + " bytes\n";
+}
 
 // libgit2 keeps global state; one init per use, balanced by its shutdown.
 struct Libgit2 {
@@ -118,8 +124,7 @@ Status AppendPatches(git_diff* diff, const CodeStateOptions& options, CodeState*
     }
     git_buf_dispose(&buf);
     if (state->patch_truncated) {
-      state->patch += "\n# cairn: the patch was cut here at " +
-                      std::to_string(options.max_patch_bytes) + " bytes\n";
+      state->patch += CutMark(options.max_patch_bytes);
       return Status::Ok();
     }
   }
@@ -366,6 +371,43 @@ Result<WorkingFiles> ListWorkingFiles(const std::string& dir, int64_t max_files)
   std::sort(out.paths.begin(), out.paths.end());
   out.paths.erase(std::unique(out.paths.begin(), out.paths.end()), out.paths.end());
   return out;
+}
+
+std::vector<core::Tag> CodeTags(const CodeState& code) {
+  std::vector<core::Tag> tags;
+  if (!code.in_repository) return tags;
+  if (!code.commit.empty()) tags.push_back({"mlflow.source.git.commit", code.commit});
+  if (!code.branch.empty()) tags.push_back({"mlflow.source.git.branch", code.branch});
+  if (!code.remote_url.empty()) tags.push_back({"mlflow.source.git.repoURL", code.remote_url});
+  tags.push_back({"cairn.git.root", code.root});
+  tags.push_back({"cairn.git.dirty", code.dirty ? "true" : "false"});
+  return tags;
+}
+
+std::string CodeStateJson(const CodeState& code) {
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("root").String(code.root);
+  w.Key("remote_url").String(code.remote_url);
+  w.Key("branch").String(code.branch);
+  w.Key("commit").String(code.commit);
+  w.Key("dirty").Bool(code.dirty);
+  w.Key("patch_bytes").Int(static_cast<int64_t>(code.patch.size()));
+  w.Key("patch_truncated").Bool(code.patch_truncated);
+  w.Key("untracked_skipped").BeginArray();
+  for (const std::string& path : code.untracked_skipped) w.String(path);
+  w.EndArray();
+  w.EndObject();
+  return w.Take();
+}
+
+void CutPatch(CodeState* code, int64_t max_bytes) {
+  if (static_cast<int64_t>(code->patch.size()) <= max_bytes) return;
+  // Each file's part starts with "diff --git"; the cut keeps whole parts.
+  size_t cut = code->patch.rfind("\ndiff --git ", static_cast<size_t>(max_bytes));
+  code->patch.resize(cut == std::string::npos ? 0 : cut + 1);
+  code->patch += CutMark(max_bytes);
+  code->patch_truncated = true;
 }
 
 }  // namespace cairn::capture

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model.h"
 #include "util/status.h"
 
 namespace cairn::capture {
@@ -42,6 +43,19 @@ struct CodeState {
 
 // Reads the code state of the repository containing `dir` (searching upward).
 Result<CodeState> ReadCodeState(const std::string& dir, const CodeStateOptions& options = {});
+
+// How a run records its code state (empty outside a repository): MLflow's git tags
+// (mlflow.source.git.commit, .branch, .repoURL, so that other MLflow tools read them too) with
+// cairn.git.root and cairn.git.dirty; the artifact kCodeStateArtifact, the state as JSON
+// without the patch; and the patch as kCodeDiffArtifact, which `git apply` takes on a checkout
+// of the commit.
+inline constexpr std::string_view kCodeStateArtifact = "cairn/code.json";
+inline constexpr std::string_view kCodeDiffArtifact = "cairn/code.diff";
+std::vector<core::Tag> CodeTags(const CodeState& code);
+std::string CodeStateJson(const CodeState& code);
+// Cuts the patch to at most `max_bytes` at the start of a file's part, marking the cut, as
+// ReadCodeState does with CodeStateOptions::max_patch_bytes.
+void CutPatch(CodeState* code, int64_t max_bytes);
 
 // The files that make up the code at `dir`, as a code snapshot takes them.
 struct WorkingFiles {

@@ -102,24 +102,6 @@ std::string ProcessRecord(const std::vector<std::string>& command, const std::st
   return w.Take();
 }
 
-// The code state as JSON; the patch itself is its own artifact.
-std::string CodeRecord(const capture::CodeState& code) {
-  JsonWriter w;
-  w.BeginObject();
-  w.Key("root").String(code.root);
-  w.Key("remote_url").String(code.remote_url);
-  w.Key("branch").String(code.branch);
-  w.Key("commit").String(code.commit);
-  w.Key("dirty").Bool(code.dirty);
-  w.Key("patch_bytes").Int(static_cast<int64_t>(code.patch.size()));
-  w.Key("patch_truncated").Bool(code.patch_truncated);
-  w.Key("untracked_skipped").BeginArray();
-  for (const std::string& path : code.untracked_skipped) w.String(path);
-  w.EndArray();
-  w.EndObject();
-  return w.Take();
-}
-
 bool WriteAll(int fd, const char* data, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, data, n);
@@ -493,12 +475,7 @@ void AddCodeTags(const Result<CodeState>& code, std::vector<core::Tag>* tags) {
     tags->push_back({"cairn.git.error", code.status().message().substr(0, 4000)});
     return;
   }
-  if (!code->in_repository) return;
-  if (!code->commit.empty()) tags->push_back({"mlflow.source.git.commit", code->commit});
-  if (!code->branch.empty()) tags->push_back({"mlflow.source.git.branch", code->branch});
-  if (!code->remote_url.empty()) tags->push_back({"mlflow.source.git.repoURL", code->remote_url});
-  tags->push_back({"cairn.git.root", code->root});
-  tags->push_back({"cairn.git.dirty", code->dirty ? "true" : "false"});
+  for (core::Tag& t : capture::CodeTags(*code)) tags->push_back(std::move(t));
 }
 
 // The Python environment: every installed distribution, as a lock-shaped snapshot.
@@ -642,9 +619,8 @@ Status RecordRunInputs(RunJournal& journal, const core::RunInfo& run, const RunO
   artifact(env::kRunHostArtifact, env::HostFactsJson(c.host));
   if (c.python.ok()) artifact(env::kRunPylockArtifact, c.python->snapshot.toml);
   if (c.code.ok() && c.code->in_repository) {
-    artifact("cairn/code.json", CodeRecord(*c.code));
-    // Applies with `git apply` on a checkout of the commit.
-    if (!c.code->patch.empty()) artifact("cairn/code.diff", c.code->patch);
+    artifact(capture::kCodeStateArtifact, capture::CodeStateJson(*c.code));
+    if (!c.code->patch.empty()) artifact(capture::kCodeDiffArtifact, c.code->patch);
   }
   return record;
 }

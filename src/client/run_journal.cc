@@ -103,7 +103,7 @@ std::string_view BatchOp(std::string_view line) {
     if (line.size() < kRunPrefix.size() + 34) return {};
     line.remove_prefix(kRunPrefix.size() + 34);
   }
-  for (std::string_view op : {"create", "batch", "log", "start", "end"}) {
+  for (std::string_view op : {"create", "batch", "log", "artifact", "start", "end"}) {
     const std::string head = std::string(R"("op":")") + std::string(op) + "\"";
     if (line.substr(line.starts_with('{') ? 1 : 0).starts_with(head)) return op;
   }
@@ -600,9 +600,12 @@ Status RunJournal::AppendCreate(const std::string& experiment_name, const std::s
 
 namespace {
 
-// Records of a batch: at most this many, and about this many bytes.
+// Records of a batch: at most this many, and about this many bytes. A larger record goes on
+// its own, through the call of its kind (which splits a large log, and uploads a large
+// artifact as a file).
 constexpr size_t kBatchRecords = 1000;
 constexpr size_t kBatchBytes = 4 << 20;
+constexpr size_t kBatchRecordBytes = 1 << 20;
 
 // Whether a record the server refused is refused for good (a bad param name, a value too
 // long): sending it again cannot help, and holding it would hold back every record after it,
@@ -685,7 +688,8 @@ Status RunJournal::Deliver(TrackingClient& client) {
       while (batches_ && to < records_.size() && to - from < kBatchRecords && bytes < kBatchBytes) {
         // Only the line's first bytes are needed to tell its kind.
         std::string head(std::min<size_t>(records_[to].second, 64), '\0');
-        if (pread(fd_, head.data(), head.size(), static_cast<off_t>(records_[to].first)) !=
+        if (records_[to].second > kBatchRecordBytes ||
+            pread(fd_, head.data(), head.size(), static_cast<off_t>(records_[to].first)) !=
                 static_cast<ssize_t>(head.size()) ||
             BatchOp(head).empty()) {
           break;
@@ -715,7 +719,21 @@ Status RunJournal::Deliver(TrackingClient& client) {
         result = Status::Ok();
         continue;
       }
-    } else {
+      // A batch refused whole (too large for the server, say): its first record goes on its
+      // own, and the rest in the next batch.
+      if (taken == 0 && RefusedForGood(result)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        record.resize(records_[from].second);
+        if (pread(fd_, record.data(), record.size(), static_cast<off_t>(records_[from].first)) !=
+            static_cast<ssize_t>(record.size())) {
+          result = ErrnoStatus("read", fs::path(dir_) / (run_id_ + std::string(kJournalSuffix)));
+          break;
+        }
+        to = from;
+        result = Status::Ok();
+      }
+    }
+    if (to == from) {
       d.run_id = std::string(RunOfLine(record, run_id_));
       result = DeliverRecord(d, record);
       if (RefusedForGood(result)) {

@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
+#include "fakes/http_test_server.h"
 #include "util/hash.h"
 
 namespace cairn::client {
@@ -153,6 +155,136 @@ TEST_F(RunJournalTest, RecordsGoOnlyToTheServerTheRunWasStartedAgainst) {
   EXPECT_EQ(delivered_to, std::vector<std::string>{"r5"});
   EXPECT_EQ(result.pending, 1u);
   EXPECT_EQ(result.elsewhere, (std::map<std::string, size_t>{{"http://127.0.0.1:8", 1}}));
+}
+
+// A tracking server that takes batches of records (POST /api/cairn/v1/runs/records) and the
+// calls a record of another kind goes through, remembering what arrived.
+class RecordsServer {
+ public:
+  RecordsServer() {
+    server_.http().Post(
+        "/api/cairn/v1/runs/records", [this](const httplib::Request& req, httplib::Response& res) {
+          if (!batches) {
+            res.status = 404;
+            res.set_content(R"({"error_code":"ENDPOINT_NOT_FOUND","message":"no"})",
+                            "application/json");
+            return;
+          }
+          nlohmann::json body = nlohmann::json::parse(req.body);
+          std::lock_guard<std::mutex> lock(mu);
+          batch_sizes.push_back(body["records"].size());
+          nlohmann::json failures = nlohmann::json::array();
+          for (size_t i = 0; i < body["records"].size(); ++i) {
+            const nlohmann::json& r = body["records"][i];
+            arrived.push_back(r["run_id"].get<std::string>() + " " + r["op"].get<std::string>());
+            if (auto f = fail.find(arrived.size() - 1); f != fail.end()) {
+              failures.push_back({{"index", i}, {"error_code", f->second}, {"message", "no"}});
+            }
+          }
+          res.set_content(nlohmann::json({{"failures", failures}}).dump(), "application/json");
+        });
+    server_.http().Post(R"(/api/cairn/v1/runs/([0-9a-f]+)/log)",
+                        [this](const httplib::Request& req, httplib::Response& res) {
+                          std::lock_guard<std::mutex> lock(mu);
+                          arrived.push_back(req.matches[1].str() + " log alone");
+                          res.set_content(R"({"length":1})", "application/json");
+                        });
+    server_.http().Post("/api/2.0/mlflow/runs/log-batch", [this](const httplib::Request& req,
+                                                                 httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu);
+      arrived.push_back(nlohmann::json::parse(req.body)["run_id"].get<std::string>() +
+                        " batch alone");
+      res.set_content("{}", "application/json");
+    });
+    server_.http().Post(
+        "/api/2.0/mlflow/runs/update", [this](const httplib::Request& req, httplib::Response& res) {
+          std::lock_guard<std::mutex> lock(mu);
+          arrived.push_back(nlohmann::json::parse(req.body)["run_id"].get<std::string>() +
+                            " end alone");
+          res.set_content("{}", "application/json");
+        });
+    server_.Start();
+  }
+
+  std::unique_ptr<TrackingClient> Client() {
+    ClientOptions options;
+    options.tracking_uri = server_.Url("");
+    options.retries = 0;
+    Result<std::unique_ptr<TrackingClient>> c = TrackingClient::Create(options);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  std::mutex mu;
+  bool batches = true;
+  std::map<size_t, std::string> fail;  // the n-th record to arrive: its error code
+  std::vector<std::string> arrived;    // "RUN OP", in order
+  std::vector<size_t> batch_sizes;
+  fakes::HttpTestServer server_;
+};
+
+TEST_F(RunJournalTest, RecordsOfManyRunsGoInOrderInBatchesAndALargeOneAlone) {
+  const std::string own = std::string(32, 'a'), step = std::string(32, 'b');
+  RecordsServer server;
+  std::unique_ptr<TrackingClient> client = server.Client();
+  ASSERT_NE(client, nullptr);
+  auto j = RunJournal::Open(dir_, own);
+  ASSERT_TRUE(j.ok());
+  RunJournal::Records other = (*j)->ForRun(step);
+  EXPECT_EQ(other.run_id(), step);
+  ASSERT_TRUE((*j)->AppendCreate("exp", "pipeline", 1, {}).ok());
+  ASSERT_TRUE(other.AppendCreate("exp", "step", 1, {{"k", "v"}}, /*scheduled=*/true).ok());
+  ASSERT_TRUE(other.AppendStart(2).ok());
+  ASSERT_TRUE(other.AppendArtifact("", "cairn/outputs.json", "[]").ok());
+  ASSERT_TRUE(
+      other.AppendLog({{0, core::ConsoleStream::kStdout, 1, std::string(2 << 20, 'x')}}).ok());
+  ASSERT_TRUE(other.AppendEnd(core::RunStatus::kFinished, 3).ok());
+  ASSERT_TRUE((*j)->AppendEnd(core::RunStatus::kFinished, 4).ok());
+  EXPECT_TRUE((*j)->complete() == false && (*j)->pending() == 7u);
+  ASSERT_TRUE((*j)->Deliver(*client).ok());
+  EXPECT_TRUE((*j)->complete()) << "the step's end does not end the journal's own run early";
+  EXPECT_EQ(server.arrived,
+            (std::vector<std::string>{own + " create", step + " create", step + " start",
+                                      step + " artifact", step + " log alone", step + " end",
+                                      own + " end"}));
+  EXPECT_EQ(server.batch_sizes, (std::vector<size_t>{4, 2}));
+  EXPECT_EQ((*j)->acknowledged(), 7u);
+}
+
+TEST_F(RunJournalTest, ARecordRefusedForGoodIsSkippedAndOneToRetryStopsTheDelivery) {
+  const std::string own = std::string(32, 'c');
+  RecordsServer server;
+  server.fail = {{1, "INVALID_PARAMETER_VALUE"}, {3, "INTERNAL_ERROR"}};
+  std::unique_ptr<TrackingClient> client = server.Client();
+  ASSERT_NE(client, nullptr);
+  auto j = RunJournal::Open(dir_, own);
+  ASSERT_TRUE(j.ok());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE((*j)->AppendBatch({}, {}, {{"k", "v"}}).ok());
+  ASSERT_TRUE((*j)->AppendEnd(core::RunStatus::kFinished, 4).ok());
+  Status s = (*j)->Deliver(*client);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ((*j)->acknowledged(), 3u) << "up to the record the server could not take";
+  EXPECT_EQ((*j)->pending(), 2u);
+  server.fail.clear();
+  ASSERT_TRUE((*j)->Deliver(*client).ok());
+  EXPECT_TRUE((*j)->complete());
+  EXPECT_EQ(server.arrived.size(), 7u) << "the two after the failure were sent again";
+}
+
+TEST_F(RunJournalTest, AServerWithoutBatchesGetsRecordsOneByOne) {
+  const std::string own = std::string(32, 'd');
+  RecordsServer server;
+  server.batches = false;
+  std::unique_ptr<TrackingClient> client = server.Client();
+  ASSERT_NE(client, nullptr);
+  auto j = RunJournal::Open(dir_, own);
+  ASSERT_TRUE(j.ok());
+  ASSERT_TRUE((*j)->ForRun(std::string(32, 'e')).AppendBatch({}, {}, {{"k", "v"}}).ok());
+  ASSERT_TRUE((*j)->AppendEnd(core::RunStatus::kFinished, 4).ok());
+  ASSERT_TRUE((*j)->Deliver(*client).ok());
+  EXPECT_TRUE((*j)->complete());
+  EXPECT_EQ(server.arrived,
+            (std::vector<std::string>{std::string(32, 'e') + " batch alone", own + " end alone"}));
 }
 
 }  // namespace

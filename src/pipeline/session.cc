@@ -77,15 +77,17 @@ Result<std::unique_ptr<Session>> Session::Create(const Pipeline& pipeline, RunSt
     for (const DataInput& d : step.data) code_options.exclude.push_back(workdir + "/" + d.path);
   }
   CAIRN_RETURN_IF_ERROR(s->PlaceData(workdir));
-  if (needs_git) {
+  // A tracked run records the code it runs too.
+  if (needs_git || s->options_.tracker != nullptr) {
     Result<capture::CodeState> code = capture::ReadCodeState(workdir, code_options);
+    if (code.ok() && s->options_.tracker != nullptr) s->options_.tracker->SetCode(*code);
     if (!code.ok()) {
       s->progress_.Warning("cannot read the code state: " + code.status().message());
-    } else if (!code->in_repository) {
+    } else if (needs_git && !code->in_repository) {
       s->progress_.Warning(
           "the pipeline is not in a git repository and some steps declare no `code`: a "
           "change to their scripts will not invalidate their cached results");
-    } else {
+    } else if (needs_git) {
       std::string changes = code->patch;
       for (const std::string& file : code->untracked_skipped) {
         Result<std::string> digest = s->cache_->Hash(code->root, file);

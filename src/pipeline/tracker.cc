@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "capture/code_state.h"
 #include "pipeline/session.h"
 #include "pipeline/tracking_sink.h"
 #include "util/clock.h"
@@ -30,6 +31,8 @@ constexpr int64_t kFinishPatienceMs = 5'000;
 constexpr int64_t kProbeEveryMs = 10'000;
 // The longest a step waits for the creation of the steps' runs before it starts anyway.
 constexpr int64_t kCreateWaitMs = 30'000;
+// A patch recorded with the runs is cut at this size, as `cairn run` cuts its own.
+constexpr int64_t kMaxRecordedPatchBytes = 16 << 20;
 // MLflow refuses longer tag values.
 constexpr size_t kMaxTagValue = 4'900;
 
@@ -75,6 +78,9 @@ struct Tracker::Impl {
   size_t attempts = 0;        // deliveries tried
   std::string experiment_id;
   std::thread worker;
+  // The code the pipeline runs (SetCode): tags for every run, artifacts for those that run.
+  std::vector<core::Tag> code_tags;
+  std::vector<std::pair<std::string, std::string>> code_artifacts;  // path, content
 
   // Notes how a delivery went (mu held): the server is down only when it cannot be reached
   // (a record it refuses is not that).
@@ -152,6 +158,7 @@ struct Tracker::Impl {
       if (dep < pipeline->steps.size()) needs.push_back(pipeline->steps[dep].id);
     }
     if (!needs.empty()) tags.push_back({"cairn.step.needs", Cut(needs.dump())});
+    tags.insert(tags.end(), code_tags.begin(), code_tags.end());
     return tags;
   }
 
@@ -323,6 +330,24 @@ Result<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<TrackingSink> si
   return tracker;
 }
 
+void Tracker::SetCode(capture::CodeState code) {
+  Impl& d = *impl_;
+  if (!code.in_repository) return;
+  capture::CutPatch(&code, kMaxRecordedPatchBytes);
+  d.code_tags = capture::CodeTags(code);
+  d.code_artifacts.push_back(
+      {std::string(capture::kCodeStateArtifact), capture::CodeStateJson(code)});
+  if (!code.patch.empty()) {
+    d.code_artifacts.push_back({std::string(capture::kCodeDiffArtifact), std::move(code.patch)});
+  }
+  Status s = d.parent->AppendBatch({}, d.code_tags);
+  for (const auto& [path, content] : d.code_artifacts) {
+    if (s.ok()) s = d.parent->AppendArtifact(path, content);
+  }
+  if (!s.ok()) d.progress->Warning("cannot record the pipeline's code: " + s.message());
+  d.Poke();
+}
+
 std::string Tracker::StepRunId(const Step& step) const {
   return impl_->steps.at(impl_->index.at(step.id)).records->run_id();
 }
@@ -370,6 +395,10 @@ void Tracker::StepEnded(const Step& step, const StepRecord& r) {
   }
   if (st.ok() && !step.outputs.empty() && !r.outputs_json.empty()) {
     st = j.AppendArtifact("cairn/outputs.json", r.outputs_json);
+  }
+  // A step that ran a command: the code it ran, as `cairn run` records it.
+  for (size_t k = 0; s.started && st.ok() && k < d.code_artifacts.size(); ++k) {
+    st = j.AppendArtifact(d.code_artifacts[k].first, d.code_artifacts[k].second);
   }
   if (st.ok() && step.registration && !r.registered_output.empty()) {
     // The run ends either way: a failure here costs the version, not the run's records.

@@ -26,6 +26,10 @@
 #include "pipeline/spec.h"
 #include "util/status.h"
 
+namespace cairn::capture {
+struct CodeState;
+}
+
 namespace cairn::pipeline {
 
 class Progress;
@@ -60,6 +64,11 @@ class Tracker {
   ~Tracker();
 
   const std::string& tracking_uri() const;
+  // The code the pipeline runs: its repository's commit, branch and uncommitted changes, as
+  // `cairn run` records them (capture/code_state.h): tags on the pipeline run and on every step
+  // run, and the state and the patch as artifacts of the pipeline run and of each step run
+  // that runs a command. Called before any step's run is recorded.
+  void SetCode(capture::CodeState code);
   // The run id of a step about to start, to put in MLFLOW_RUN_ID: the run exists on the
   // server when this returns, unless the server cannot be reached.
   std::string StepRun(const Step& step);

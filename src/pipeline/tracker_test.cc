@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "capture/code_state.h"
 #include "fakes/fake_tracking_sink.h"
 #include "fakes/temp_dir.h"
 #include "pipeline/session.h"
@@ -336,6 +337,58 @@ TEST(TrackerTest, ACachedStepOrAnEmptyOutputRegistersNothing) {
   for (const auto& [id, run] : f.server->Runs()) EXPECT_THAT(run.registered, IsEmpty()) << id;
   ASSERT_THAT(f.progress.warnings, SizeIs(1));
   EXPECT_THAT(f.progress.warnings[0], HasSubstr("step output empty holds no files"));
+}
+
+TEST(TrackerTest, TheCodeGoesOnEveryRunAndItsPatchOnThoseThatRan) {
+  Fixture f;
+  std::unique_ptr<Tracker> tracker = f.Start();
+  ASSERT_NE(tracker, nullptr);
+  capture::CodeState code;
+  code.in_repository = true;
+  code.root = "/project";
+  code.branch = "main";
+  code.commit = std::string(40, 'e');
+  code.dirty = true;
+  code.patch = "diff --git a/train.py b/train.py\n+lr = 0.2\n";
+  tracker->SetCode(code);
+  StepRecord cached = Record("cached");
+  tracker->StepEnded(f.pipeline.steps[0], cached);
+  const std::string train_run = tracker->StepRun(f.pipeline.steps[1]);
+  tracker->StepEnded(f.pipeline.steps[1], Record("done"));
+  tracker->Finish(true, false);
+  const std::map<std::string, fakes::FakeRun> runs = f.server->Runs();
+  std::map<std::string, fakes::FakeRun> children = ChildRuns(runs, RunOf().id);
+  for (const fakes::FakeRun& run :
+       {runs.at(RunOf().id), children.at("prepare"), children.at("train")}) {
+    EXPECT_EQ(run.tags.at("mlflow.source.git.commit"), code.commit) << run.run_name;
+    EXPECT_EQ(run.tags.at("mlflow.source.git.branch"), "main") << run.run_name;
+    EXPECT_EQ(run.tags.at("cairn.git.dirty"), "true") << run.run_name;
+  }
+  for (const fakes::FakeRun& run : {runs.at(RunOf().id), children.at("train")}) {
+    EXPECT_EQ(run.artifacts.at("cairn/code.diff"), code.patch) << run.run_name;
+    EXPECT_THAT(run.artifacts.at("cairn/code.json"), HasSubstr("\"commit\":\"eeee"))
+        << run.run_name;
+  }
+  EXPECT_THAT(children.at("prepare").artifacts, IsEmpty()) << "a cached step ran no code";
+}
+
+TEST(TrackerTest, ALargePatchIsCutAtAFileBoundary) {
+  Fixture f;
+  std::unique_ptr<Tracker> tracker = f.Start();
+  ASSERT_NE(tracker, nullptr);
+  capture::CodeState code;
+  code.in_repository = true;
+  code.commit = std::string(40, 'e');
+  code.dirty = true;
+  const std::string first = "diff --git a/a b/a\n+" + std::string(10 << 20, 'a') + "\n";
+  code.patch = first + "diff --git a/b b/b\n+" + std::string(10 << 20, 'b') + "\n";
+  tracker->SetCode(code);
+  tracker->Finish(true, false);
+  const std::string diff = f.server->Runs().at(RunOf().id).artifacts.at("cairn/code.diff");
+  EXPECT_TRUE(diff.starts_with(first));
+  EXPECT_THAT(diff.substr(first.size()), HasSubstr("# cairn: the patch was cut here"));
+  EXPECT_THAT(f.server->Runs().at(RunOf().id).artifacts.at("cairn/code.json"),
+              HasSubstr("\"patch_truncated\":true"));
 }
 
 }  // namespace

@@ -203,8 +203,14 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
                            " records, got " + std::to_string(items.size()));
   }
   std::vector<Status> failed(items.size());
-  std::vector<service::RunRecord> records;
-  std::vector<size_t> index;  // records[k] is items[index[k]]
+  // The records decoded, by their index in `items`; an artifact (a file of the run, with its
+  // content) is written through the artifact store rather than the run's records.
+  struct Decoded {
+    size_t index = 0;
+    service::RunRecord record;
+    std::optional<std::pair<std::string, std::string>> artifact;  // path, content
+  };
+  std::vector<Decoded> decoded;
   // What the caller may do, asked once per experiment and run.
   std::map<std::string, Status> experiment_ok, run_ok;
   std::set<std::string> created;  // runs created by this request: the caller's
@@ -220,6 +226,7 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
   };
   for (size_t i = 0; i < items.size(); ++i) {
     const Fields& f = items[i];
+    std::optional<std::pair<std::string, std::string>> artifact;
     Result<service::RunRecord> record = [&]() -> Result<service::RunRecord> {
       service::RunRecord r;
       CAIRN_ASSIGN_OR_RETURN(r.run_id, f.RequiredStr("run_id"));
@@ -253,6 +260,11 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
       } else if (op == "log") {
         r.op = service::RunRecord::Op::kConsole;
         CAIRN_ASSIGN_OR_RETURN(r.chunks, DecodeChunks(f));
+      } else if (op == "artifact") {
+        CAIRN_ASSIGN_OR_RETURN(std::string path, f.RequiredStr("path"));
+        CAIRN_ASSIGN_OR_RETURN(path, service::NormalizeArtifactPath(path, /*allow_root=*/false));
+        CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> content, f.Str("content"));
+        artifact.emplace(std::move(path), content.value_or(""));
       } else if (op == "start" || op == "end") {
         r.op = service::RunRecord::Op::kUpdate;
         if (op == "start") {
@@ -271,7 +283,7 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
         }
       } else {
         return InvalidArgument("Invalid value '" + op +
-                               "' for 'op': expected create, batch, log, start or end");
+                               "' for 'op': expected create, batch, log, artifact, start or end");
       }
       return r;
     }();
@@ -279,11 +291,36 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
       failed[i] = record.status();
       continue;
     }
-    records.push_back(std::move(*record));
-    index.push_back(i);
+    decoded.push_back({i, std::move(*record), std::move(artifact)});
   }
-  std::vector<Status> applied = ctx.tracking->ApplyRunRecords(std::move(records));
-  for (size_t k = 0; k < applied.size(); ++k) failed[index[k]] = std::move(applied[k]);
+  // Runs of records go to the store together; an artifact is written in its turn, after the
+  // records before it (its run's creation among them).
+  std::map<std::string, Result<std::string>> proxy_paths;  // run -> where its artifacts go
+  for (size_t k = 0; k < decoded.size();) {
+    size_t end = k;
+    while (end < decoded.size() && !decoded[end].artifact) ++end;
+    if (end > k) {
+      std::vector<service::RunRecord> records;
+      for (size_t j = k; j < end; ++j) records.push_back(std::move(decoded[j].record));
+      std::vector<Status> applied = ctx.tracking->ApplyRunRecords(std::move(records));
+      for (size_t j = k; j < end; ++j) failed[decoded[j].index] = std::move(applied[j - k]);
+      k = end;
+      continue;
+    }
+    Decoded& d = decoded[k++];
+    auto root = proxy_paths.find(d.record.run_id);
+    if (root == proxy_paths.end()) {
+      Result<core::RunInfo> run = ctx.tracking->GetRunInfo(d.record.run_id);
+      root = proxy_paths
+                 .emplace(d.record.run_id, run.ok() ? service::ProxyPathOfUri(run->artifact_uri)
+                                                    : Result<std::string>(run.status()))
+                 .first;
+    }
+    failed[d.index] =
+        root->second.ok()
+            ? ctx.artifacts->PutBytes(*root->second + "/" + d.artifact->first, d.artifact->second)
+            : root->second.status();
+  }
   JsonWriter w;
   w.BeginObject().Key("failures").BeginArray();
   for (size_t i = 0; i < failed.size(); ++i) {

@@ -1069,6 +1069,7 @@ class RunRecordsTest(ApiTestCase):
              "metrics": [{"key": "loss", "value": 0.5, "timestamp": 160, "step": 1}],
              "tags": [{"key": "t", "value": "2"}]},
             {"run_id": a, "op": "log", "chunks": [{"offset": 0, "data": "hello\n"}]},
+            {"run_id": a, "op": "artifact", "path": "cairn/outputs.json", "content": "[1]"},
             {"run_id": a, "op": "end", "status": "FINISHED", "end_time": 200},
             {"run_id": b, "op": "end", "status": "FAILED", "end_time": 300},
         ])
@@ -1082,6 +1083,8 @@ class RunRecordsTest(ApiTestCase):
         self.assertEqual(run_a["data"]["params"], [{"key": "lr", "value": "0.1"}])
         self.assertEqual(run_a["data"]["metrics"][0]["value"], 0.5)
         self.assertEqual(C.get(CAIRN_API + "runs/%s/log" % a).text, "hello\n")
+        self.assertEqual(C.get("/get-artifact", {"run_id": a, "path": "cairn/outputs.json"}).text,
+                         "[1]")
         run_b = self.ok(self.get("runs/get", {"run_id": b}))["run"]
         self.assertEqual(run_b["info"]["status"], "FAILED")
         self.assertEqual(run_a["info"]["experiment_id"], run_b["info"]["experiment_id"])
@@ -1108,9 +1111,13 @@ class RunRecordsTest(ApiTestCase):
             {"run_id": rid, "op": "batch", "params": [{"key": "bad/../name", "value": "1"}]},
             {"run_id": rid, "op": "batch", "tags": [{"key": "ok", "value": "yes"}]},
             {"run_id": "NOT-HEX", "op": "create", "start_time": 1},
+            {"run_id": rid, "op": "artifact", "path": "../escape.txt", "content": "x"},
+            {"run_id": "f" * 32, "op": "artifact", "path": "a.txt", "content": "x"},
         ])
         failures = {f["index"]: f for f in got["failures"]}
-        self.assertEqual(sorted(failures), [1, 2, 3, 4, 5, 7], got)
+        self.assertEqual(sorted(failures), [1, 2, 3, 4, 5, 7, 8, 9], got)
+        self.assertEqual(failures[8]["error_code"], "INVALID_PARAMETER_VALUE")
+        self.assertEqual(failures[9]["error_code"], "RESOURCE_DOES_NOT_EXIST")
         self.assertEqual(failures[1]["error_code"], "INVALID_PARAMETER_VALUE")
         self.assertIn("'DONE'", failures[1]["message"])
         self.assertEqual(failures[2]["error_code"], "RESOURCE_DOES_NOT_EXIST")

@@ -405,6 +405,38 @@ class PipelineTest(unittest.TestCase):
         explained = self.ok("explain", run_id, "gen", cwd=project).stdout
         self.assertIn("git uncommitted changes changed", explained)
 
+    def test_the_commit_and_the_diff_are_on_the_pipelines_runs(self):
+        PipelineTest.count += 1
+        project = os.path.join(self.root, "repo%d" % PipelineTest.count)
+        os.makedirs(project)
+        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@x",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@x")
+        with open(os.path.join(project, "pipeline.yaml"), "w") as f:
+            f.write("name: versioned\nsteps:\n  prep: {run: python3 prep.py > data.txt, "
+                    "outputs: [data.txt]}\n  train: {run: cat data.txt, needs: [prep]}\n")
+        with open(os.path.join(project, "prep.py"), "w") as f:
+            f.write("print(1)\n")
+        for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "v1"]):
+            subprocess.run(["git", *args], cwd=project, env=env, check=True, capture_output=True)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        with open(os.path.join(project, "prep.py"), "w") as f:
+            f.write("print(2)\n")
+        parent, children = self.runs_of_pipeline(run_id_of(self.ok("run", cwd=project).stdout))
+        self.assertEqual(set(children), {"prep", "train"})
+        c = self.server.client()
+        for run, tags in [(parent, {t["key"]: t["value"] for t in parent["data"]["tags"]}),
+                          *children.values()]:
+            self.assertNotEqual(tags.get("cairn.step.state"), "cached")
+            self.assertEqual(tags["mlflow.source.git.commit"], commit)
+            self.assertEqual(tags["mlflow.source.git.branch"], "main")
+            self.assertEqual(tags["cairn.git.dirty"], "true")
+            diff = c.get("/get-artifact", {"run_id": run["info"]["run_id"],
+                                           "path": "cairn/code.diff"})
+            self.assertEqual(diff.status, 200, diff)
+            self.assertIn("+print(2)", diff.text)
+            self.assertIn("-print(1)", diff.text)
+
     def test_records_wait_when_the_server_is_away(self):
         project = self.project("name: away\nsteps:\n  s: {run: echo hi}\n")
         env = dict(self.env, CAIRN_TRACKING_URI="http://127.0.0.1:9")
