@@ -43,6 +43,7 @@ struct PipelineFlags {
   std::vector<std::string> sbatch_args;  // --sbatch-arg
   bool no_cache = false;
   bool no_track = false;
+  std::string upload_outputs = "small";
   std::string tracking_uri;
   std::string run;   // status, resume, explain
   std::string step;  // explain
@@ -158,6 +159,9 @@ std::optional<pipeline::Budget> SizeBudget(const Pipeline& p, const PipelineFlag
 int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
             const pipeline::Budget& budget,
             std::optional<std::map<std::string, StepEvent>> completed, const std::string& cwd) {
+  // Checked by Run and Resume before anything is recorded.
+  Result<pipeline::UploadOutputs> upload = pipeline::ParseUploadOutputs(flags.upload_outputs);
+  if (!upload.ok()) return Error(upload.status(), 2);
   TerminalProgress progress(p.steps.size());
   Result<std::unique_ptr<pipeline::Tracker>> tracker =
       pipeline::StartTracker(p, state.info(), progress, completed ? &*completed : nullptr);
@@ -178,6 +182,7 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
       .no_cache = flags.no_cache,
       .completed = completed.value_or(std::map<std::string, StepEvent>{}),
       .tracker = tracker->get(),
+      .upload_outputs = *upload,
       .data = &data,
       .interrupted = &g_interrupted};
   Result<std::unique_ptr<pipeline::Runner>> runner =
@@ -223,6 +228,10 @@ int Run(const PipelineFlags& flags) {
                  flags.executor.c_str());
     return 2;
   }
+  if (Result<pipeline::UploadOutputs> u = pipeline::ParseUploadOutputs(flags.upload_outputs);
+      !u.ok()) {
+    return Error(u.status(), 2);
+  }
   int exit_code = 0;
   std::optional<Loaded> loaded = LoadFromFlags(flags, &exit_code);
   if (!loaded) return exit_code;
@@ -241,6 +250,10 @@ int Run(const PipelineFlags& flags) {
 }
 
 int Resume(const PipelineFlags& flags) {
+  if (Result<pipeline::UploadOutputs> u = pipeline::ParseUploadOutputs(flags.upload_outputs);
+      !u.ok()) {
+    return Error(u.status(), 2);
+  }
   const std::string root = RunState::RootOf(pipeline::PipelineDir(flags.file));
   Result<std::unique_ptr<RunState>> state = RunState::Open(root, flags.run);
   if (!state.ok())
@@ -429,6 +442,11 @@ void RegisterPipeline(CLI::App& app, Action* action) {
                 "Do not record the run in a tracking server (the local record is kept)");
   run->add_flag("--no-cache", run_flags->no_cache,
                 "Run every step even when the cache holds its outputs (they are stored anew)");
+  const char* upload_help =
+      "Which output files of the steps that run are recorded as their runs' artifacts (sent "
+      "to the server unless it has them): never, small (the default: files up to 100 MiB) or "
+      "always";
+  run->add_option("--upload-outputs", run_flags->upload_outputs, upload_help);
 
   auto [resume, resume_flags] =
       add("resume",
@@ -444,6 +462,7 @@ void RegisterPipeline(CLI::App& app, Action* action) {
   resume->add_flag("--no-cache", resume_flags->no_cache,
                    "Run every step that did not complete even when the cache holds its outputs "
                    "(a run started with --no-cache resumes that way anyway)");
+  resume->add_option("--upload-outputs", resume_flags->upload_outputs, upload_help);
 
   auto [explain, explain_flags] =
       add("explain",

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <tuple>
 
 #include "client/json_fields.h"
@@ -35,6 +36,27 @@ constexpr std::string_view kSentSuffix = ".sent";
 constexpr std::string_view kFilesSuffix = ".files";
 constexpr std::string_view kEndPrefix = R"({"op":"end")";
 constexpr std::string_view kHeaderPrefix = R"({"cairn_journal":)";
+
+// Records of a batch: at most this many, and about this many bytes. A larger record goes on
+// its own, through the call of its kind (which splits a large log, and uploads a large
+// artifact as a file).
+constexpr size_t kBatchRecords = 1000;
+constexpr size_t kBatchBytes = 4 << 20;
+constexpr size_t kBatchRecordBytes = 1 << 20;
+
+// Whether a record the server refused is refused for good (a bad param name, a value too
+// long): sending it again cannot help, and holding it would hold back every record after it,
+// the run's end included. Refusals of who is asking are not: with the credentials fixed,
+// `cairn sync` delivers.
+bool RefusedForGood(const Status& s) {
+  return !s.ok() && s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kInternal &&
+         s.code() != StatusCode::kUnauthenticated && s.code() != StatusCode::kPermissionDenied;
+}
+
+void WarnRefused(std::string_view run_id, const Status& s) {
+  std::fprintf(stderr, "cairn: warning: the server refused a record of run %.*s: %s\n",
+               static_cast<int>(run_id.size()), run_id.data(), s.message().c_str());
+}
 
 double Number(const json& v) {
   if (v.is_number()) return v.get<double>();
@@ -243,6 +265,89 @@ Status Register(Delivery& d, const json& record) {
   return Status::Ok();
 }
 
+// Whether `file` is named by `digest` as a content store lays files out: .../ab/cdef...[.x]. A
+// record may send only such a file, so that a journal cannot be made to upload any other.
+bool NamedByDigest(const std::string& file, const std::string& digest) {
+  if (!IsSha256Hex(digest)) return false;
+  const fs::path p(file);
+  std::string name = p.filename().string();
+  if (name.ends_with(".x")) name.resize(name.size() - 2);
+  return p.is_absolute() && p.parent_path().filename().string() + name == digest;
+}
+
+// Sends the files of a blobs record the server lacks, then names them all as the run's
+// artifacts. A file gone from its place (its cache collected) is left out, with a warning,
+// when the server lacks it too.
+Status DeliverBlobs(Delivery& d, const json& record) {
+  std::vector<BlobFile> files;
+  for (const json& f : record.value("files", json::array())) {
+    BlobFile b{f.value("path", ""), f.value("sha256", ""), f.value("size", int64_t{0}),
+               f.value("file", "")};
+    if (!NamedByDigest(b.file, b.sha256)) {
+      return InvalidArgument("journal record of run " + d.run_id +
+                             " names a file that is not named by its digest");
+    }
+    files.push_back(std::move(b));
+  }
+  std::vector<std::string> digests;
+  std::map<std::string, const BlobFile*> by_digest;
+  for (const BlobFile& f : files) {
+    if (by_digest.emplace(f.sha256, &f).second) digests.push_back(f.sha256);
+  }
+  std::set<std::string> missing, lost;
+  constexpr size_t kAsk = 10'000;
+  for (size_t i = 0; i < digests.size(); i += kAsk) {
+    const std::vector<std::string> part(
+        digests.begin() + static_cast<ptrdiff_t>(i),
+        digests.begin() + static_cast<ptrdiff_t>(std::min(i + kAsk, digests.size())));
+    CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> lack, d.client.MissingBlobs(part));
+    missing.insert(lack.begin(), lack.end());
+  }
+  int64_t sent_bytes = 0;
+  for (const std::string& digest : missing) {
+    const BlobFile& f = *by_digest.at(digest);
+    std::error_code ec;
+    if (!fs::is_regular_file(f.file, ec)) {
+      lost.insert(digest);
+      continue;
+    }
+    CAIRN_RETURN_IF_ERROR(d.client.SendBlob(digest, f.file));
+    sent_bytes += f.size;
+  }
+  std::vector<std::string> links;
+  for (const BlobFile& f : files) {
+    if (lost.count(f.sha256) != 0) continue;
+    links.push_back(
+        json({{"run_id", d.run_id}, {"op", "blob"}, {"path", f.path}, {"sha256", f.sha256}})
+            .dump());
+  }
+  for (size_t i = 0; i < links.size(); i += kBatchRecords) {
+    const std::vector<std::string> part(
+        links.begin() + static_cast<ptrdiff_t>(i),
+        links.begin() + static_cast<ptrdiff_t>(std::min(i + kBatchRecords, links.size())));
+    CAIRN_ASSIGN_OR_RETURN(std::vector<TrackingClient::RecordFailure> failures,
+                           d.client.ApplyRunRecords(part));
+    for (const TrackingClient::RecordFailure& f : failures) {
+      if (!RefusedForGood(f.status)) return f.status;
+      WarnRefused(d.run_id, f.status);
+    }
+  }
+  if (!lost.empty()) {
+    std::fprintf(stderr,
+                 "cairn: warning: run %s: %zu output file(s) were gone from the cache "
+                 "before they reached the server\n",
+                 d.run_id.c_str(), lost.size());
+  }
+  if (d.notice && !files.empty()) {
+    const size_t sent = missing.size() - lost.size();
+    d.notice("run " + d.run_id.substr(0, 8) + ": " + std::to_string(files.size()) +
+             " output file(s) recorded as artifacts: " + std::to_string(sent) + " sent (" +
+             std::to_string(sent_bytes) + " bytes), " +
+             std::to_string(digests.size() - missing.size()) + " already on the server");
+  }
+  return Status::Ok();
+}
+
 // Sends one record; the record was written by this file, so its shape is known.
 Status DeliverRecord(Delivery& d, std::string_view line) {
   TrackingClient& client = d.client;
@@ -314,6 +419,7 @@ Status DeliverRecord(Delivery& d, std::string_view line) {
                                  record.value("content", ""));
   }
   if (op == "artifact_file") return UploadKeptFile(d, record);
+  if (op == "blobs") return DeliverBlobs(d, record);
   if (op == "register") return Register(d, record);
   if (op == "inputs")
     return client.LogInputs(run_id, DecodeInputs(record.value("datasets", json::array())));
@@ -546,6 +652,18 @@ Status RunJournal::Records::AppendCreate(const std::string& experiment_name,
   return journal_->Append(run_id_, w.Take());
 }
 
+Status RunJournal::Records::AppendBlobs(const std::vector<BlobFile>& files) {
+  if (files.empty()) return Status::Ok();
+  JsonWriter w;
+  w.BeginObject().Key("op").String("blobs").Key("files").BeginArray();
+  for (const BlobFile& f : files) {
+    w.BeginObject().Key("path").String(f.path).Key("sha256").String(f.sha256);
+    w.Key("size").Int(f.size).Key("file").String(f.file).EndObject();
+  }
+  w.EndArray().EndObject();
+  return journal_->Append(run_id_, w.Take());
+}
+
 Status RunJournal::Records::AppendStart(int64_t start_time) {
   JsonWriter w;
   w.BeginObject().Key("op").String("start").Key("start_time").Int(start_time).EndObject();
@@ -597,31 +715,6 @@ Status RunJournal::AppendCreate(const std::string& experiment_name, const std::s
                                 int64_t start_time, const std::vector<core::Tag>& tags) {
   return ForRun(run_id_).AppendCreate(experiment_name, run_name, start_time, tags);
 }
-
-namespace {
-
-// Records of a batch: at most this many, and about this many bytes. A larger record goes on
-// its own, through the call of its kind (which splits a large log, and uploads a large
-// artifact as a file).
-constexpr size_t kBatchRecords = 1000;
-constexpr size_t kBatchBytes = 4 << 20;
-constexpr size_t kBatchRecordBytes = 1 << 20;
-
-// Whether a record the server refused is refused for good (a bad param name, a value too
-// long): sending it again cannot help, and holding it would hold back every record after it,
-// the run's end included. Refusals of who is asking are not: with the credentials fixed,
-// `cairn sync` delivers.
-bool RefusedForGood(const Status& s) {
-  return !s.ok() && s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kInternal &&
-         s.code() != StatusCode::kUnauthenticated && s.code() != StatusCode::kPermissionDenied;
-}
-
-void WarnRefused(std::string_view run_id, const Status& s) {
-  std::fprintf(stderr, "cairn: warning: the server refused a record of run %.*s: %s\n",
-               static_cast<int>(run_id.size()), run_id.data(), s.message().c_str());
-}
-
-}  // namespace
 
 std::pair<size_t, Status> RunJournal::DeliverBatch(TrackingClient& client, size_t from, size_t to) {
   std::string span;

@@ -23,6 +23,8 @@
 // when delivered), {"op": "artifact_file", "artifact_uri", "path", "file"} (the file's bytes
 // kept in <run_id>.files/<file>), {"op": "register", "model", "source", "alias", "files":
 // [{"path", "size"}]},
+// {"op": "blobs", "files": [{"path", "sha256", "size", "file"}]} (files sent into the content
+// store unless the server has them, then named as the run's artifacts; BlobFile),
 // {"op": "end", "status", "end_time"}, and first, for a run started while the server was
 // unreachable, {"op": "create", "experiment_name", "run_name", "start_time", "tags"} (the run
 // id is the journal's), with "status": "SCHEDULED" for a run made before it starts, which
@@ -55,6 +57,15 @@ namespace cairn::client {
 struct RegisteredFile {
   std::string path;
   int64_t size = 0;
+};
+
+// A file of the run's artifacts sent into the server's content store by its digest, from a
+// local file named by that digest (a pipeline's cached output, objects/ab/cdef...[.x]).
+struct BlobFile {
+  std::string path;    // in the run's artifacts
+  std::string sha256;  // of its bytes
+  int64_t size = 0;
+  std::string file;  // the local file: its directory and name spell the digest
 };
 
 class RunJournal {
@@ -94,6 +105,8 @@ class RunJournal {
     Status AppendRegister(const std::string& model, const std::string& source,
                           const std::string& alias, const std::vector<RegisteredFile>& files);
     Status AppendEnd(core::RunStatus status, int64_t end_time);
+    // Files for the run's artifacts, sent by digest (BlobFile) when delivered.
+    Status AppendBlobs(const std::vector<BlobFile>& files);
 
    private:
     RunJournal* journal_;

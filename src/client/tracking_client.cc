@@ -950,6 +950,22 @@ Status TrackingClient::UpdateRun(const std::string& run_id, core::RunStatus stat
   return impl_->Post("runs/update", body).status();
 }
 
+Result<std::vector<std::string>> TrackingClient::MissingBlobs(
+    const std::vector<std::string>& digests) {
+  CAIRN_ASSIGN_OR_RETURN(
+      json r, impl_->PostText("blobs/missing", impl_->prefix + "/api/cairn/v1/blobs/missing",
+                              json({{"digests", digests}}).dump()));
+  std::vector<std::string> missing;
+  for (const json& d : r.value("missing", json::array())) {
+    if (d.is_string()) missing.push_back(d.get<std::string>());
+  }
+  return missing;
+}
+
+Status TrackingClient::SendBlob(const std::string& digest, const std::string& local_path) {
+  return PutFile("/api/cairn/v1/datasets/blobs/" + digest, local_path).status();
+}
+
 Result<std::vector<TrackingClient::RecordFailure>> TrackingClient::ApplyRunRecords(
     const std::vector<std::string>& records) {
   std::string body = R"({"records":[)";

@@ -127,6 +127,11 @@ class TrackingClient {
   // Many runs' records in one request (cairn's POST runs/records; the records are JSON
   // objects, each with run_id and op), applied in order. Returns the records the server did
   // not take, by index, with why.
+  // Of `digests` (at most 100,000), the blobs this caller must send before naming them in a
+  // run's artifacts (cairn's POST blobs/missing).
+  Result<std::vector<std::string>> MissingBlobs(const std::vector<std::string>& digests);
+  // Sends the file at `local_path`, whose SHA-256 is `digest`, into the server's content store.
+  Status SendBlob(const std::string& digest, const std::string& local_path);
   struct RecordFailure {
     size_t index = 0;
     Status status;

@@ -106,6 +106,7 @@ Result<std::unique_ptr<Runner>> Runner::Create(const Pipeline& pipeline, RunStat
   session.workdir = runner->options_.cwd;
   session.use_cache = !runner->options_.no_cache && !state.info().no_cache;
   session.completed = runner->options_.completed;
+  session.upload_outputs = runner->options_.upload_outputs;
   CAIRN_ASSIGN_OR_RETURN(runner->session_,
                          Session::Create(pipeline, state, std::move(session), progress));
   return runner;

@@ -72,6 +72,7 @@ struct RunnerOptions {
   bool no_cache = false;                       // run every step (as a run started so does anyway)
   std::map<std::string, StepEvent> completed;  // kept as they are (CompletedSteps)
   Tracker* tracker = nullptr;                  // optional
+  UploadOutputs upload_outputs = UploadOutputs::kSmall;
   DataSource* data = nullptr;                  // for steps that read datasets
   const std::atomic<bool>* interrupted = nullptr;
 };

@@ -277,7 +277,59 @@ Status Session::Succeeded(const StepJob& job) {
   CAIRN_ASSIGN_OR_RETURN(CacheEntry stored, cache_->Store(options_.workdir, key->second,
                                                           parts_[job.step], step.outputs, meta));
   outputs_json_[job.step] = OutputsJson(stored.outputs);
+  if (options_.tracker != nullptr) output_files_[job.step] = OutputFiles(step, stored.outputs);
   return Status::Ok();
+}
+
+Result<UploadOutputs> ParseUploadOutputs(std::string_view text) {
+  if (text == "never") return UploadOutputs::kNever;
+  if (text == "small") return UploadOutputs::kSmall;
+  if (text == "always") return UploadOutputs::kAlways;
+  return InvalidArgument("--upload-outputs takes never, small or always, not '" +
+                         std::string(text) + "'");
+}
+
+std::vector<client::BlobFile> Session::OutputFiles(const Step& step,
+                                                   const std::vector<CachedOutput>& outputs) {
+  std::vector<client::BlobFile> files;
+  if (options_.upload_outputs == UploadOutputs::kNever) return files;
+  const int64_t limit = options_.upload_outputs == UploadOutputs::kSmall
+                            ? options_.small_output_bytes
+                            : std::numeric_limits<int64_t>::max();
+  std::string registered;
+  if (step.registration)
+    registered = "outputs/" + fs::path(step.registration->path).lexically_normal().generic_string();
+  size_t too_large = 0;
+  auto add = [&](const std::string& path, const FileEntry& f) {
+    if (f.mode == kModeSymlink) return;
+    if (!registered.empty() && (path == registered || path.starts_with(registered + "/"))) return;
+    if (f.size > limit) {
+      ++too_large;
+      return;
+    }
+    files.push_back(
+        {path, f.sha256, f.size, cache_->ObjectPath(f.sha256, f.mode == kModeExecutable)});
+  };
+  for (const CachedOutput& out : outputs) {
+    std::string base = fs::path(out.path).lexically_normal().generic_string();
+    while (base.ends_with('/')) base.pop_back();
+    base = "outputs/" + base;
+    Result<std::vector<FileEntry>> entries = cache_->OutputFiles(out);
+    if (!entries.ok()) {
+      progress_.Warning("step " + step.id + ": output " + out.path +
+                        " is not recorded with its run: " + entries.status().message());
+      continue;
+    }
+    for (const FileEntry& f : *entries) add(f.path.empty() ? base : base + "/" + f.path, f);
+  }
+  if (too_large > 0) {
+    const std::string over = limit % (1 << 20) == 0 ? std::to_string(limit >> 20) + " MiB"
+                                                    : std::to_string(limit) + " bytes";
+    progress_.Warning("step " + step.id + ": " + std::to_string(too_large) +
+                      " output file(s) over " + over +
+                      " are not recorded with its run (--upload-outputs always records them)");
+  }
+  return files;
 }
 
 void Session::AttemptEnded(const StepJob& job, const JobResult& result, const std::string& reason,
@@ -339,6 +391,7 @@ void Session::StepEnded(size_t index, StepState state, const std::string& reason
     r.cached_from_run = cached_from_run_[index];
     if (started_.count(index) != 0) r.log_path = state_.log_dir() + "/" + LogFileName(step.id);
     r.outputs_json = outputs_json_[index];
+    if (state == StepState::kDone) r.output_files = std::move(output_files_[index]);
     if (state == StepState::kDone && step.registration)
       r.registered_output = RegisteredOutput(step);
     options_.tracker->StepEnded(step, r);

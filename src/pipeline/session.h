@@ -44,6 +44,14 @@ class Progress {
   virtual void Tick() {}
 };
 
+// Which output files of a step that ran its tracking run records as artifacts (under
+// outputs/, sent into the server's content store unless it has them): none, files up to
+// kSmallOutputBytes, or all.
+enum class UploadOutputs { kNever, kSmall, kAlways };
+inline constexpr int64_t kSmallOutputBytes = int64_t{100} << 20;
+// "never", "small" or "always".
+Result<UploadOutputs> ParseUploadOutputs(std::string_view text);
+
 struct SessionOptions {
   std::string workdir;     // the pipeline's directory, where steps run
   bool use_cache = true;   // --no-cache: run every step (its outputs are still stored)
@@ -52,6 +60,8 @@ struct SessionOptions {
   std::map<std::string, StepEvent> completed;
   // Records the run and its steps in the tracking store; optional.
   Tracker* tracker = nullptr;
+  UploadOutputs upload_outputs = UploadOutputs::kSmall;
+  int64_t small_output_bytes = kSmallOutputBytes;  // what kSmall takes
   // Puts the datasets steps read in place; needed only when a step reads one.
   DataSource* data = nullptr;
 };
@@ -97,6 +107,10 @@ class Session : public StepHooks {
   // of the pipeline's directory.
   std::string RegisteredOutput(const Step& step);
   static std::string OutputsJson(const std::vector<CachedOutput>& outputs);
+  // The files of a step's stored outputs its run records as artifacts (upload_outputs), but
+  // those of the output it registers, which go up with the registration.
+  std::vector<client::BlobFile> OutputFiles(const Step& step,
+                                            const std::vector<CachedOutput>& outputs);
 
   const Pipeline& pipeline_;
   RunState& state_;
@@ -112,6 +126,7 @@ class Session : public StepHooks {
   std::map<size_t, std::string> cached_from_;      // step -> pipeline run that produced it
   std::map<size_t, std::string> cached_from_run_;  // step -> tracking run that produced it
   std::map<size_t, std::string> outputs_json_;     // step -> its outputs, for the tracker
+  std::map<size_t, std::vector<client::BlobFile>> output_files_;  // of steps that ran
   std::map<size_t, std::string> run_ids_;          // step -> its tracking run
   std::set<size_t> kept_;
   std::map<size_t, int64_t> started_;

@@ -87,6 +87,8 @@ struct Scenario {
   bool use_cache = true;
   std::map<std::string, StepEvent> completed{};
   Tracker* tracker = nullptr;
+  UploadOutputs upload_outputs = UploadOutputs::kSmall;
+  int64_t small_output_bytes = kSmallOutputBytes;
 };
 
 struct SessionOutcome {
@@ -148,6 +150,8 @@ class SessionTest : public ::testing::Test {
       options.use_cache = scenario.use_cache;
       options.cache_root = (dir_ / "cache").string();
       options.completed = scenario.completed;
+      options.upload_outputs = scenario.upload_outputs;
+      options.small_output_bytes = scenario.small_output_bytes;
       options.tracker = scenario.tracker;
       Result<std::unique_ptr<Session>> session =
           Session::Create(pipeline, state, std::move(options), out->progress);
@@ -464,6 +468,7 @@ TEST_F(SessionTest, TheTrackerSeesOneParentRunAndAChildPerStepThatRan) {
   EXPECT_EQ(other.status, core::RunStatus::kFinished);
   EXPECT_EQ(other.console, "other attempt 1\n");
   EXPECT_THAT(other.artifacts.at("cairn/outputs.json"), HasSubstr("\"other.out\""));
+  EXPECT_EQ(other.artifacts.at("outputs/other.out"), "other()") << "its output, as written";
   EXPECT_EQ(other.experiment_id, parent.experiment_id);
 
   const fakes::FakeRun& bad = children.at("bad");
@@ -525,6 +530,37 @@ TEST_F(SessionTest, ACachedStepsTrackingRunNamesTheRunThatProducedItsOutputs) {
   EXPECT_NE(train.run_id, produced_by);
   EXPECT_EQ(train.console, "") << "nothing ran";
   EXPECT_THAT(train.artifacts.at("cairn/outputs.json"), HasSubstr("\"model.bin\""));
+  EXPECT_EQ(train.artifacts.count("outputs/model.bin"), 0u)
+      << "the run that produced it has the output";
+}
+
+TEST_F(SessionTest, OutputsGoWithTheirRunUnlessToldNot) {
+  Write("raw.txt", "raw");
+  Pipeline p = Load(kTwoSteps);
+  // data.csv holds "prepare(raw)" (12 bytes), model.bin "train(prepare(raw))" (19).
+  const std::vector<std::pair<UploadOutputs, int>> modes = {
+      {UploadOutputs::kNever, 0}, {UploadOutputs::kSmall, 1}, {UploadOutputs::kAlways, 2}};
+  for (const auto& [mode, expected] : modes) {
+    std::unique_ptr<RunState> state = NewRun(p, std::string(8, char('1' + expected)) + "aaaaaaaa");
+    Tracked t(p, *state);
+    std::unique_ptr<SessionOutcome> o = Drive(p, *state,
+                                              {.use_cache = false,
+                                               .tracker = t.tracker.get(),
+                                               .upload_outputs = mode,
+                                               .small_output_bytes = 15});
+    t.tracker->Finish(o->result.ok(), o->result.interrupted);
+    std::map<std::string, fakes::FakeRun> runs = Children(t.server->Runs(), state->info().id);
+    const int recorded = static_cast<int>(runs.at("prepare").artifacts.count("outputs/data.csv") +
+                                          runs.at("train").artifacts.count("outputs/model.bin"));
+    EXPECT_EQ(recorded, expected) << static_cast<int>(mode);
+    if (mode == UploadOutputs::kAlways) {
+      EXPECT_EQ(runs.at("train").artifacts.at("outputs/model.bin"), "train(prepare(raw))");
+    }
+    if (mode == UploadOutputs::kSmall) {
+      EXPECT_THAT(o->progress.warnings,
+                  Contains(HasSubstr("step train: 1 output file(s) over 15 bytes are not")));
+    }
+  }
 }
 
 // Sets an environment variable for the life of the object.

@@ -160,6 +160,15 @@ Result<std::string> StepCache::Hash(const std::string& workdir, const std::strin
   return hash.digest;
 }
 
+Result<std::vector<FileEntry>> StepCache::OutputFiles(const CachedOutput& output) const {
+  if (!output.is_directory) {
+    return std::vector<FileEntry>{FileEntry{"", output.bytes, output.mode, output.digest}};
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::string manifest,
+                         ReadFile(ObjectPath(output.digest, false) + ".json"));
+  return ParseManifestJson(manifest);
+}
+
 std::string StepCache::ObjectPath(const std::string& digest, bool executable) const {
   return root_ + "/objects/" + digest.substr(0, 2) + "/" + digest.substr(2) +
          (executable ? ".x" : "");

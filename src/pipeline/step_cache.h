@@ -106,9 +106,14 @@ class StepCache {
   // Removes `paths` under `workdir` (files or directories) so that a step writes them anew.
   static Status RemoveOutputs(const std::string& workdir, const std::vector<std::string>& paths);
 
+  // Where the store keeps the file whose bytes hash to `digest` (objects/ab/cdef...[.x]).
+  std::string ObjectPath(const std::string& digest, bool executable) const;
+  // The files of a stored output: the output itself when it is a file, else its directory's
+  // manifest as stored.
+  Result<std::vector<FileEntry>> OutputFiles(const CachedOutput& output) const;
+
  private:
   std::optional<CacheEntry> ParseEntry(const std::string& key, const std::string& text) const;
-  std::string ObjectPath(const std::string& digest, bool executable) const;
   // Enters a file into the object store: by hard link, or copied when `copy` is set.
   Status PutFile(const std::string& source, const FileEntry& entry, bool copy);
   Status Materialise(const std::string& target, const FileEntry& entry);

@@ -396,6 +396,7 @@ void Tracker::StepEnded(const Step& step, const StepRecord& r) {
   if (st.ok() && !step.outputs.empty() && !r.outputs_json.empty()) {
     st = j.AppendArtifact("cairn/outputs.json", r.outputs_json);
   }
+  if (st.ok() && !r.output_files.empty()) st = j.AppendBlobs(r.output_files);
   // A step that ran a command: the code it ran, as `cairn run` records it.
   for (size_t k = 0; s.started && st.ok() && k < d.code_artifacts.size(); ++k) {
     st = j.AppendArtifact(d.code_artifacts[k].first, d.code_artifacts[k].second);

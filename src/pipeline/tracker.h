@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "client/run_journal.h"
 #include "pipeline/run_state.h"
 #include "pipeline/spec.h"
 #include "util/status.h"
@@ -46,6 +47,8 @@ struct StepRecord {
   // Where the output the step registers (Step::registration) lies on this machine; empty when
   // there is none or the step did not run.
   std::string registered_output;
+  // The step's outputs to record as its run's artifacts (under outputs/), from the cache.
+  std::vector<client::BlobFile> output_files;
   int64_t start_ms = 0;
 };
 

@@ -41,6 +41,9 @@ class JournalRecords : public RunRecords {
   Status AppendEnd(core::RunStatus status, int64_t end_ms) override {
     return records_.AppendEnd(status, end_ms);
   }
+  Status AppendBlobs(const std::vector<client::BlobFile>& files) override {
+    return records_.AppendBlobs(files);
+  }
 
  private:
   RunJournal::Records records_;

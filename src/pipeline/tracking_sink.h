@@ -53,6 +53,9 @@ class RunRecords {
                                 const std::string& alias,
                                 const std::vector<client::RegisteredFile>& files) = 0;
   virtual Status AppendEnd(core::RunStatus status, int64_t end_ms) = 0;
+  // Files for the run's artifacts, sent into the server's content store unless it has them
+  // (client::BlobFile).
+  virtual Status AppendBlobs(const std::vector<client::BlobFile>& files) = 0;
 };
 
 class TrackingSink {

@@ -158,6 +158,7 @@ constexpr AccessRule kRules[] = {
     // Sending blobs and adding versions: the handler checks the dataset, which a new version may
     // create.
     {Api::kCairn, "POST", "datasets/missing", Target::kSignedIn, kUpdate, nullptr},
+    {Api::kCairn, "POST", "blobs/missing", Target::kSignedIn, kUpdate, nullptr},
     {Api::kCairn, "PUT", "datasets/blobs/*", Target::kSignedIn, kUpdate, nullptr},
     {Api::kCairn, "POST", "datasets/blobs", Target::kSignedIn, kUpdate, nullptr},
     {Api::kCairn, "POST", "datasets/versions", Target::kSignedIn, kUpdate, nullptr},

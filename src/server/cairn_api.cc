@@ -208,7 +208,13 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
   struct Decoded {
     size_t index = 0;
     service::RunRecord record;
-    std::optional<std::pair<std::string, std::string>> artifact;  // path, content
+    // An artifact: its path, and its content or (a blob sent before) its digest.
+    struct Artifact {
+      std::string path;
+      std::string content;
+      std::string blob;
+    };
+    std::optional<Artifact> artifact;
   };
   std::vector<Decoded> decoded;
   // What the caller may do, asked once per experiment and run.
@@ -226,7 +232,7 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
   };
   for (size_t i = 0; i < items.size(); ++i) {
     const Fields& f = items[i];
-    std::optional<std::pair<std::string, std::string>> artifact;
+    std::optional<Decoded::Artifact> artifact;
     Result<service::RunRecord> record = [&]() -> Result<service::RunRecord> {
       service::RunRecord r;
       CAIRN_ASSIGN_OR_RETURN(r.run_id, f.RequiredStr("run_id"));
@@ -260,11 +266,17 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
       } else if (op == "log") {
         r.op = service::RunRecord::Op::kConsole;
         CAIRN_ASSIGN_OR_RETURN(r.chunks, DecodeChunks(f));
-      } else if (op == "artifact") {
+      } else if (op == "artifact" || op == "blob") {
+        artifact.emplace();
         CAIRN_ASSIGN_OR_RETURN(std::string path, f.RequiredStr("path"));
-        CAIRN_ASSIGN_OR_RETURN(path, service::NormalizeArtifactPath(path, /*allow_root=*/false));
-        CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> content, f.Str("content"));
-        artifact.emplace(std::move(path), content.value_or(""));
+        CAIRN_ASSIGN_OR_RETURN(artifact->path,
+                               service::NormalizeArtifactPath(path, /*allow_root=*/false));
+        if (op == "blob") {
+          CAIRN_ASSIGN_OR_RETURN(artifact->blob, f.RequiredStr("sha256"));
+        } else {
+          CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> content, f.Str("content"));
+          artifact->content = content.value_or("");
+        }
       } else if (op == "start" || op == "end") {
         r.op = service::RunRecord::Op::kUpdate;
         if (op == "start") {
@@ -282,8 +294,9 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
           CAIRN_ASSIGN_OR_RETURN(r.update.end_time, f.Int("end_time"));
         }
       } else {
-        return InvalidArgument("Invalid value '" + op +
-                               "' for 'op': expected create, batch, log, artifact, start or end");
+        return InvalidArgument(
+            "Invalid value '" + op +
+            "' for 'op': expected create, batch, log, artifact, blob, start or end");
       }
       return r;
     }();
@@ -316,10 +329,16 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
                                                     : Result<std::string>(run.status()))
                  .first;
     }
+    if (!root->second.ok()) {
+      failed[d.index] = root->second.status();
+      continue;
+    }
+    const std::string path = *root->second + "/" + d.artifact->path;
     failed[d.index] =
-        root->second.ok()
-            ? ctx.artifacts->PutBytes(*root->second + "/" + d.artifact->first, d.artifact->second)
-            : root->second.status();
+        d.artifact->blob.empty()
+            ? ctx.artifacts->PutBytes(path, d.artifact->content)
+            : ctx.datasets->LinkBlob(ctx.caller != nullptr ? ctx.caller->username : "", path,
+                                     d.artifact->blob);
   }
   JsonWriter w;
   w.BeginObject().Key("failures").BeginArray();

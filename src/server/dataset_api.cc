@@ -192,6 +192,19 @@ Result<CairnResponse> MissingDataBlobs(ApiContext& ctx, const CairnCall& call) {
   return CairnResponse{w.Take()};
 }
 
+// POST blobs/missing {"digests": [...]}: of these, the blobs the caller must send before
+// naming them outside a dataset (a run's output files, runs/records' blob op).
+Result<CairnResponse> MissingBlobs(ApiContext& ctx, const CairnCall& call) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> digests, call.fields.StrList("digests"));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> missing,
+                         ctx.datasets->MissingBlobs(Username(ctx), digests));
+  JsonWriter w;
+  w.BeginObject().Key("missing").BeginArray();
+  for (const std::string& d : missing) w.String(d);
+  w.EndArray().EndObject();
+  return CairnResponse{w.Take()};
+}
+
 // POST datasets/versions {"name", "digest", "message", "metadata": {...}}: a new version
 // whose manifest (sent before, like its files) has SHA-256 `digest`.
 Result<CairnResponse> CreateDataVersion(ApiContext& ctx, const CairnCall& call) {
@@ -298,6 +311,7 @@ constexpr CairnRoute kDatasetRoutes[] = {
     {"GET", "datasets/files", ListDataFiles},
     {"GET", "datasets/diff", DiffDataVersions},
     {"POST", "datasets/missing", MissingDataBlobs},
+    {"POST", "blobs/missing", MissingBlobs},
     {"POST", "datasets/versions", CreateDataVersion},
 };
 

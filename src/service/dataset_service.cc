@@ -112,6 +112,43 @@ Result<std::vector<std::string>> DatasetService::MissingBlobs(
   return missing;
 }
 
+Result<std::vector<std::string>> DatasetService::MissingBlobs(
+    const std::string& username, const std::vector<std::string>& digests) {
+  if (digests.size() > kMaxDigestsPerQuery) {
+    return InvalidArgument("at most " + std::to_string(kMaxDigestsPerQuery) +
+                           " digests may be asked about at once, not " +
+                           std::to_string(digests.size()));
+  }
+  for (const std::string& d : digests) CAIRN_RETURN_IF_ERROR(CheckDigest(d));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> not_shown, NotShown(username, nullptr, digests));
+  const std::unordered_set<std::string> unshown(not_shown.begin(), not_shown.end());
+  std::vector<std::string> look;
+  for (const std::string& d : digests) {
+    if (unshown.count(d) == 0) look.push_back(d);
+  }
+  // Sent, but perhaps collected since.
+  CAIRN_ASSIGN_OR_RETURN(std::vector<bool> have, blobs_->HasMany(look));
+  std::unordered_set<std::string> missing_set(unshown.begin(), unshown.end());
+  for (size_t i = 0; i < look.size(); ++i) {
+    if (!have[i]) missing_set.insert(look[i]);
+  }
+  std::vector<std::string> missing;
+  for (const std::string& d : digests) {
+    if (missing_set.erase(d) != 0) missing.push_back(d);
+  }
+  return missing;
+}
+
+Status DatasetService::LinkBlob(const std::string& username, const std::string& path,
+                                const std::string& digest) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> missing, MissingBlobs(username, {digest}));
+  if (!missing.empty()) {
+    return FailedPrecondition("send the blob " + digest + " before naming it");
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobReader> reader, blobs_->Open(digest));
+  return store_->PutArtifact(store::ArtifactFile{path, digest, reader->size()}).status();
+}
+
 Result<std::vector<std::string>> DatasetService::NotShown(const std::string& username,
                                                           const VersionBlobs* known,
                                                           const std::vector<std::string>& digests) {

@@ -67,8 +67,16 @@ class DatasetService {
   Result<std::vector<std::string>> MissingBlobs(const std::string& username,
                                                 const std::string& name, bool may_read,
                                                 const std::vector<std::string>& digests);
+  // The same outside any dataset: of `digests`, those `username` must send before naming them
+  // elsewhere (a run's output files, LinkRunBlob).
+  Result<std::vector<std::string>> MissingBlobs(const std::string& username,
+                                                const std::vector<std::string>& digests);
   // Records that `username` sent the blob `digest` (stored already).
   Status BlobSent(const std::string& username, const std::string& digest);
+  // Names the blob `digest` as the artifact at `path` (an artifact proxy path) when `username`
+  // has shown it holds it (sent it within the ledger's window), else kFailedPrecondition. The
+  // artifact's size is the blob's.
+  Status LinkBlob(const std::string& username, const std::string& path, const std::string& digest);
 
   // Adds a version to dataset `req.name`, creating the dataset when it has none (`creator`
   // then manages it). `may_edit`: whether the caller may add to the dataset if it exists

@@ -61,6 +61,13 @@ class FakeRecords : public pipeline::RunRecords {
       run.registered.push_back({model, source, alias, files});
     });
   }
+  Status AppendBlobs(const std::vector<client::BlobFile>& files) override {
+    for (const client::BlobFile& f : files) {
+      CAIRN_ASSIGN_OR_RETURN(std::string content, ReadFile(f.file));
+      CAIRN_RETURN_IF_ERROR(AppendArtifact(f.path, content));
+    }
+    return Status::Ok();
+  }
   Status AppendEnd(core::RunStatus status, int64_t) override {
     return Append([=](Server&, FakeRun& run) { run.status = status; }, /*end=*/true);
   }

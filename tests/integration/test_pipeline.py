@@ -437,6 +437,44 @@ class PipelineTest(unittest.TestCase):
             self.assertIn("+print(2)", diff.text)
             self.assertIn("-print(1)", diff.text)
 
+    def test_outputs_are_the_step_runs_artifacts_and_go_up_once(self):
+        project = self.project(
+            "name: outs\nsteps:\n"
+            "  make:\n    run: mkdir -p model && echo w1 > model/w.bin && echo {} > model/c.json"
+            " && echo 42 > score.txt\n    outputs: [model/, score.txt]\n"
+            "  use: {run: cat score.txt, needs: [make]}\n")
+        storage = lambda: self.server.client().get("/api/cairn/v1/storage").body["blobs"]["count"]
+        first = self.ok("run", cwd=project)
+        self.assertIn("3 output file(s) recorded as artifacts: 3 sent", first.stdout + first.stderr)
+        blobs = storage()
+        second = self.ok("run", "--no-cache", cwd=project)
+        out = second.stdout + second.stderr
+        self.assertIn("3 output file(s) recorded as artifacts: 0 sent (0 bytes), 3 already on the "
+                      "server", out)
+        self.assertEqual(storage(), blobs, "nothing new was stored")
+        for output in (first, second):
+            _, children = self.runs_of_pipeline(run_id_of(output.stdout))
+            run = children["make"][0]["info"]["run_id"]
+            listed = self.api("artifacts/list", {"run_id": run, "path": "outputs/model"})
+            self.assertEqual(sorted((f["path"], f["file_size"]) for f in listed["files"]),
+                             [("outputs/model/c.json", 3), ("outputs/model/w.bin", 3)])
+            got = self.server.client().get("/get-artifact",
+                                           {"run_id": run, "path": "outputs/score.txt"})
+            self.assertEqual(got.text, "42\n")
+            self.assertNotIn("outputs", [f["path"] for f in self.api(
+                "artifacts/list", {"run_id": children["use"][0]["info"]["run_id"]}).get(
+                    "files", [])], "a step without outputs has none")
+        # --upload-outputs never: the run records none.
+        third = self.ok("run", "--no-cache", "--upload-outputs", "never", cwd=project)
+        _, children = self.runs_of_pipeline(run_id_of(third.stdout))
+        listed = self.api("artifacts/list", {"run_id": children["make"][0]["info"]["run_id"]})
+        self.assertEqual([f["path"] for f in listed.get("files", [])], ["cairn"])
+        runs_before = self.ok("ls", cwd=project).stdout
+        bad = self.cairn("run", "--upload-outputs", "sometimes", cwd=project)
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertEqual(self.ok("ls", cwd=project).stdout, runs_before, "nothing was recorded")
+        self.assertIn("--upload-outputs takes never, small or always, not 'sometimes'", bad.stderr)
+
     def test_records_wait_when_the_server_is_away(self):
         project = self.project("name: away\nsteps:\n  s: {run: echo hi}\n")
         env = dict(self.env, CAIRN_TRACKING_URI="http://127.0.0.1:9")
