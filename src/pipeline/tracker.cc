@@ -158,6 +158,10 @@ struct Tracker::Impl {
       if (dep < pipeline->steps.size()) needs.push_back(pipeline->steps[dep].id);
     }
     if (!needs.empty()) tags.push_back({"cairn.step.needs", Cut(needs.dump())});
+    // Its declared outputs, as a JSON array of paths: the DAG page links each to its artifacts.
+    if (!step.outputs.empty()) {
+      tags.push_back({"cairn.step.outputs", Cut(nlohmann::json(step.outputs).dump())});
+    }
     tags.insert(tags.end(), code_tags.begin(), code_tags.end());
     return tags;
   }

@@ -131,6 +131,8 @@ TEST(TrackerTest, APipelineRunIsOneParentRunWithAChildPerStep) {
   EXPECT_EQ(train.params.at("lr"), "0.1");
   EXPECT_EQ(train.console, "epoch 1\nepoch 2\n");
   EXPECT_EQ(train.artifacts.at("cairn/outputs.json"), "[]");
+  EXPECT_EQ(train.tags.at("cairn.step.outputs"), "[\"model.bin\"]");
+  EXPECT_EQ(children.at("prepare").tags.count("cairn.step.outputs"), 0u);
   EXPECT_THAT(children.at("prepare").artifacts, IsEmpty()) << "a step without outputs lists none";
   EXPECT_EQ(train.status, core::RunStatus::kFinished);
   EXPECT_EQ(f.server->Pending(), 0u);

@@ -167,15 +167,24 @@ async function seed(base) {
            { key: "cairn.pipeline.state", value: "failed" }],
   });
   const steps = {};
-  for (const [id, state, needs] of [["prepare", "done", []], ["train[1]", "done", ["prepare"]],
-                                    ["train[2]", "failed", ["prepare"]], ["publish", "cached", ["check"]]]) {
+  for (const [id, state, needs, outputs] of [["prepare", "done", [], ["data/"]],
+                                             ["train[1]", "done", ["prepare"], []],
+                                             ["train[2]", "failed", ["prepare"], ["model.bin"]],
+                                             ["publish", "cached", ["check"], ["report.md"]]]) {
     const tags = [{ key: "mlflow.parentRunId", value: parent.info.run_id },
                   { key: "cairn.step.id", value: id }, { key: "cairn.step.state", value: state }];
     if (needs.length) tags.push({ key: "cairn.step.needs", value: JSON.stringify(needs) });
+    if (outputs.length) tags.push({ key: "cairn.step.outputs", value: JSON.stringify(outputs) });
+    // A cached step's outputs are those of the run that produced them: here, prepare's.
+    if (state === "cached") tags.push({ key: "cairn.step.cached_from_run", value: steps.prepare });
     const { run } = await mlflow("POST", "runs/create", { experiment_id: pipelines, run_name: id, tags });
     await mlflow("POST", "runs/update", { run_id: run.info.run_id, status: state === "failed" ? "FAILED" : "FINISHED" });
     steps[id] = run.info.run_id;
   }
+  await api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${pipelines}/${steps.prepare}/artifacts/outputs/data/rows.csv`,
+            "a,b\n1,2\n");
+  await api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${pipelines}/${steps.prepare}/artifacts/outputs/report.md`,
+            "# report\n");
   return { exp, runs, live: live.info.run_id, bytes, pipeline: parent.info.run_id, steps, many,
            chatty: chatty.info.run_id, logBytes: text.length };
 }
@@ -447,6 +456,18 @@ test("a pipeline run is drawn as its DAG with each step's state", async ({ page,
   const x = async (step) => (await page.locator(`#dag g.node[data-step="${step}"]`).boundingBox()).x;
   assert(await x("prepare") < await x("train[2]"), "prepare is drawn before train[2]");
   await shot("pipeline");
+  // Each step's outputs link to where they are kept; a failed step's were not written.
+  const outputs = await page.locator("#pipeline-outputs tr[data-step]").evaluateAll((rows) =>
+    rows.map((r) => [r.dataset.step, [...r.querySelectorAll("[data-output]")].map(
+      (o) => [o.dataset.output, o.getAttribute("href")])]));
+  assertEqual(outputs, [
+    ["prepare", [["data/", `#/runs/${data.steps.prepare}?tab=artifacts&path=outputs%2Fdata`]]],
+    ["publish", [["report.md", `#/runs/${data.steps.prepare}?tab=artifacts&path=outputs`]]],
+    ["train[2]", [["model.bin", null]]],
+  ], "outputs and their links");
+  await page.locator('#pipeline-outputs a[data-output="data/"]').click();
+  await page.locator("#artifacts li", { hasText: "rows.csv" }).waitFor();
+  await page.goBack();
   await page.locator('#dag g.node[data-step="train[2]"]').click();
   await page.locator("h1", { hasText: "train[2]" }).waitFor();
 });

@@ -1,5 +1,6 @@
 // A pipeline run: its steps laid out as the DAG they form, each with its state, duration and
-// a link to its run. Drawn from the runs alone: the parent run of the pipeline and a child run
+// a link to its run, and each step's declared outputs linked to where they are kept as
+// artifacts (the step's own run, or for a cached step the run that produced them). Drawn from the runs alone: the parent run of the pipeline and a child run
 // per step (tags cairn.step.id, cairn.step.state, cairn.step.needs). A step another one waits
 // for but that never got a run is drawn as "not started". Read again every 3 s while running.
 import { useEffect, useState } from "preact/hooks";
@@ -78,6 +79,10 @@ export function Pipeline({ runId }) {
           state: t["cairn.step.state"] || (r.info.status === "RUNNING" ? "running" : r.info.status.toLowerCase()),
           duration: runDuration(r),
           needs: parseNeeds(t["cairn.step.needs"]),
+          outputs: parseNeeds(t["cairn.step.outputs"]),
+          // Where its outputs are kept: its own run, or the run a cached step's came from.
+          outputsRun: t["cairn.step.state"] === "done" ? r.info.run_id
+            : t["cairn.step.state"] === "cached" ? t["cairn.step.cached_from_run"] : undefined,
         };
       });
       const known = new Set(found.map((s) => s.id));
@@ -150,6 +155,50 @@ export function Pipeline({ runId }) {
           })}
         </svg>
       </div>
+      <Outputs steps={steps} />
     </section>
+  );
+}
+
+// The directory of a run's artifacts that holds the output `path` (outputs/model for model/,
+// outputs for score.txt).
+export function outputListing(path) {
+  const clean = path.replace(/\/+$/, "").replace(/^\.\//, "");
+  return "outputs/" + clean;
+}
+
+function Outputs({ steps }) {
+  const withOutputs = steps.filter((s) => s.outputs && s.outputs.length);
+  if (!withOutputs.length) return null;
+  const link = (s, o) => {
+    const dir = outputListing(o);
+    const isFile = !o.endsWith("/");
+    const listing = isFile ? dir.slice(0, dir.lastIndexOf("/")) : dir;
+    return href("runs", s.outputsRun) + "?tab=artifacts&path=" + encodeURIComponent(listing);
+  };
+  return (
+    <div>
+      <h2>Outputs</h2>
+      <table id="pipeline-outputs">
+        <thead><tr><th>Step</th><th>Outputs</th></tr></thead>
+        <tbody>
+          {withOutputs.map((s) => (
+            <tr key={s.id} data-step={s.id}>
+              <td>{s.id}</td>
+              <td>
+                {s.outputs.map((o, i) => (
+                  <span key={o}>
+                    {i > 0 && ", "}
+                    {s.outputsRun ? <a href={link(s, o)} data-output={o}>{o}</a>
+                      : <span class="muted" data-output={o}>{o}</span>}
+                  </span>
+                ))}
+                {!s.outputsRun && <span class="muted"> (not written)</span>}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

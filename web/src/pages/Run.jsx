@@ -63,7 +63,7 @@ export function Run({ runId, params }) {
       {tab === "parameters" && <KeyValues rows={f.params} id="params" />}
       {tab === "metrics" && <Metrics run={run} f={f} />}
       {tab === "log" && <Log run={run} />}
-      {tab === "artifacts" && <Artifacts run={run} />}
+      {tab === "artifacts" && <Artifacts key={params.get("path")} run={run} start={params.get("path") || ""} />}
       {tab === "environment" && <Environment run={run} f={f} />}
     </section>
   );
@@ -446,8 +446,9 @@ function Log({ run }) {
   );
 }
 
-function Artifacts({ run }) {
-  const [path, setPath] = useState("");
+// The run's artifacts, listed from the directory `start` (a link may name one).
+function Artifacts({ run, start }) {
+  const [path, setPath] = useState(start);
   const [files, setFiles] = useState(null);
   const [preview, setPreview] = useState(null);
   const [error, setError] = useState(null);
