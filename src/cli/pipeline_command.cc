@@ -210,6 +210,13 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
   progress.line.Finish();
   if (*tracker != nullptr) {
     (*tracker)->Finish(result.ok() && result->ok(), result.ok() && result->interrupted);
+    if (const client::BlobTotals out = (*tracker)->OutputTotals(); out.files > 0) {
+      std::printf(
+          "outputs: %zu file%s recorded as artifacts, %zu sent (%s), %zu already on the "
+          "server\n",
+          out.files, Plural(out.files).c_str(), out.sent,
+          report::FormatSize(out.sent_bytes).c_str(), out.files - out.sent);
+    }
   }
   if (!result.ok()) return Error(result.status(), 1);
   std::printf("%s in %s%s\n", CountsText((*runner)->counts()).c_str(),

@@ -104,6 +104,7 @@ struct Delivery {
   fs::path files;      // where artifact_file records' files are kept
   const RunJournal::Notice& notice;
   std::map<std::string, std::string> artifact_uris;  // by run, once looked up
+  BlobTotals blobs;                                  // what blobs records came to
 };
 
 constexpr std::string_view kRunPrefix = R"({"run_id":")";
@@ -338,13 +339,10 @@ Status DeliverBlobs(Delivery& d, const json& record) {
                  "before they reached the server\n",
                  d.run_id.c_str(), lost.size());
   }
-  if (d.notice && !files.empty()) {
-    const size_t sent = missing.size() - lost.size();
-    d.notice("run " + d.run_id.substr(0, 8) + ": " + std::to_string(files.size()) +
-             " output file(s) recorded as artifacts: " + std::to_string(sent) + " sent (" +
-             std::to_string(sent_bytes) + " bytes), " +
-             std::to_string(digests.size() - missing.size()) + " already on the server");
-  }
+  d.blobs.files += static_cast<size_t>(std::count_if(
+      files.begin(), files.end(), [&](const BlobFile& f) { return lost.count(f.sha256) == 0; }));
+  d.blobs.sent += missing.size() - lost.size();
+  d.blobs.sent_bytes += sent_bytes;
   return Status::Ok();
 }
 
@@ -768,7 +766,8 @@ Status RunJournal::Deliver(TrackingClient& client) {
     std::lock_guard<std::mutex> lock(mu_);
     notice = notice_;
   }
-  Delivery d{client, run_id_, fs::path(dir_) / (run_id_ + std::string(kFilesSuffix)), notice, {}};
+  Delivery d{client, run_id_, fs::path(dir_) / (run_id_ + std::string(kFilesSuffix)),
+             notice, {},      {}};
   for (;;) {
     // The next records: a run of those a batch carries, or one of another kind.
     std::string record;
@@ -851,6 +850,9 @@ Status RunJournal::Deliver(TrackingClient& client) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       sent = sent_;
+      blob_totals_.files += d.blobs.files;
+      blob_totals_.sent += d.blobs.sent;
+      blob_totals_.sent_bytes += d.blobs.sent_bytes;
     }
     // Not synced: a count lost in a crash only makes records be delivered again.
     std::ofstream(fs::path(dir_) / (run_id_ + std::string(kSentSuffix)), std::ios::trunc) << sent;
@@ -861,6 +863,11 @@ Status RunJournal::Deliver(TrackingClient& client) {
 size_t RunJournal::pending() const {
   std::lock_guard<std::mutex> lock(mu_);
   return records_.size() - sent_;
+}
+
+BlobTotals RunJournal::blob_totals() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return blob_totals_;
 }
 
 size_t RunJournal::appended() const {

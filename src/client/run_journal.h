@@ -59,6 +59,14 @@ struct RegisteredFile {
   int64_t size = 0;
 };
 
+// What blobs records delivered: files named as artifacts, and of those the ones sent (the
+// others the server had).
+struct BlobTotals {
+  size_t files = 0;
+  size_t sent = 0;
+  int64_t sent_bytes = 0;
+};
+
 // A file of the run's artifacts sent into the server's content store by its digest, from a
 // local file named by that digest (a pipeline's cached output, objects/ab/cdef...[.x]).
 struct BlobFile {
@@ -150,6 +158,8 @@ class RunJournal {
   Status Keep();
   // Records appended but not yet acknowledged.
   size_t pending() const;
+  // What the blobs records delivered by this process came to.
+  BlobTotals blob_totals() const;
   // Records appended, and of those acknowledged, over the journal's life.
   size_t appended() const;
   size_t acknowledged() const;
@@ -184,6 +194,7 @@ class RunJournal {
   bool ended_ = false;
   bool synced_ = true;  // everything written is on disk
   bool batches_ = true;  // the server takes batches of records (an older one does not)
+  BlobTotals blob_totals_;
   Notice notice_ = [](const std::string& text) {
     std::fprintf(stderr, "cairn: %s\n", text.c_str());
   };

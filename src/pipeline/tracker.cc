@@ -29,6 +29,11 @@ constexpr int64_t kFinishPatienceMs = 5'000;
 // is back, and leaves the records in the journal meanwhile: each try of an unreachable server
 // costs the client's retries (seconds), which must not add up step by step.
 constexpr int64_t kProbeEveryMs = 10'000;
+// Records appended within this long of each other go in one delivery (a step's end and the
+// next one's start, and those of the steps after it), unless a step waits for them or there
+// are kGatherRecords of them already.
+constexpr int64_t kGatherMs = 100;
+constexpr size_t kGatherRecords = 500;
 // The longest a step waits for the creation of the steps' runs before it starts anyway.
 constexpr int64_t kCreateWaitMs = 30'000;
 // A patch recorded with the runs is cut at this size, as `cairn run` cuts its own.
@@ -71,6 +76,7 @@ struct Tracker::Impl {
   std::condition_variable wake;       // the worker: records to deliver, or stop
   std::condition_variable delivered;  // a delivery ended
   bool dirty = false;                 // records appended since the last delivery began
+  bool urgent = false;                // a step waits for the records appended
   bool stopping = false;
   bool server_up = true;
   bool warned = false;
@@ -107,6 +113,10 @@ struct Tracker::Impl {
     for (;;) {
       if (server_up) {
         wake.wait(lock, [this] { return stopping || dirty; });
+        // More records come with the next steps: gathered, they cost one request.
+        wake.wait_for(lock, std::chrono::milliseconds(kGatherMs), [this] {
+          return stopping || urgent || sink->appended() - sink->acknowledged() >= kGatherRecords;
+        });
       } else {
         const int64_t wait_ms =
             std::clamp<int64_t>(next_probe_ms - SystemClock()->NowMillis(), 0, 1'000);
@@ -121,6 +131,7 @@ struct Tracker::Impl {
       }
       if (!server_up) next_probe_ms = SystemClock()->NowMillis() + kProbeEveryMs;
       dirty = false;
+      urgent = false;
       lock.unlock();
       Status s = sink->Deliver();
       std::optional<Result<std::string>> experiment;
@@ -198,6 +209,7 @@ struct Tracker::Impl {
     if (!server_up) return;
     const size_t attempts_before = attempts;
     dirty = true;
+    urgent = true;
     wake.notify_one();
     delivered.wait_for(lock, std::chrono::milliseconds(kCreateWaitMs), [&] {
       return !server_up || (attempts > attempts_before && sink->acknowledged() >= target);
@@ -417,6 +429,8 @@ void Tracker::StepEnded(const Step& step, const StepRecord& r) {
   s.ended = true;
   d.Poke();
 }
+
+client::BlobTotals Tracker::OutputTotals() const { return impl_->sink->blob_totals(); }
 
 void Tracker::Finish(bool ok, bool interrupted) {
   Impl& d = *impl_;

@@ -84,6 +84,8 @@ class Tracker {
   // Ends the runs of steps that never ended (KILLED) and the parent run, and waits (a few
   // seconds at most) for the records to be delivered; says what is left for `cairn sync`.
   void Finish(bool ok, bool interrupted);
+  // The step outputs recorded as artifacts so far (StepRecord::output_files delivered).
+  client::BlobTotals OutputTotals() const;
 
  private:
   struct Impl;

@@ -63,6 +63,7 @@ class JournalSink : public TrackingSink {
   size_t appended() const override { return journal_->appended(); }
   size_t acknowledged() const override { return journal_->acknowledged(); }
   bool complete() const override { return journal_->complete(); }
+  client::BlobTotals blob_totals() const override { return journal_->blob_totals(); }
   Status Remove() override { return journal_->Remove(); }
   Result<std::string> ExperimentOf(const std::string& run_id) override {
     CAIRN_ASSIGN_OR_RETURN(core::Run run, client_->GetRun(run_id));
@@ -81,6 +82,10 @@ Result<std::unique_ptr<TrackingSink>> NewJournalSink(
     std::function<void(const std::string&)> notice) {
   client::ClientOptions options;
   options.tracking_uri = tracking_uri;
+  // One retry, not the default three: records that cannot go wait in the journal, and the
+  // tracker tries again on its own (every 10 s while the server is away), so a server that is
+  // down costs a pipeline well under a second rather than seconds at its start and end.
+  options.retries = 1;
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<TrackingClient> client, TrackingClient::Create(options));
   Result<std::unique_ptr<RunJournal>> j =
       RunJournal::Open(client::DefaultJournalDir(), run_id, client->tracking_uri());

@@ -79,6 +79,8 @@ class TrackingSink {
   virtual size_t acknowledged() const = 0;
   // Every record acknowledged, the pipeline run's end among them.
   virtual bool complete() const = 0;
+  // What the blobs records delivered came to.
+  virtual client::BlobTotals blob_totals() const = 0;
   // Forgets the records (after complete()).
   virtual Status Remove() = 0;
   // The experiment id of a run the server knows; NotFound for one it does not, another error

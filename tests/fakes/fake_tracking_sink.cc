@@ -64,7 +64,14 @@ class FakeRecords : public pipeline::RunRecords {
   Status AppendBlobs(const std::vector<client::BlobFile>& files) override {
     for (const client::BlobFile& f : files) {
       CAIRN_ASSIGN_OR_RETURN(std::string content, ReadFile(f.file));
-      CAIRN_RETURN_IF_ERROR(AppendArtifact(f.path, content));
+      CAIRN_RETURN_IF_ERROR(Append([=](Server& s, FakeRun& run) {
+        run.artifacts[f.path] = content;
+        ++s.blob_totals.files;
+        if (s.blobs.insert(f.sha256).second) {
+          ++s.blob_totals.sent;
+          s.blob_totals.sent_bytes += f.size;
+        }
+      }));
     }
     return Status::Ok();
   }
@@ -133,6 +140,11 @@ size_t FakeTrackingSink::acknowledged() const {
 bool FakeTrackingSink::complete() const {
   std::lock_guard<std::mutex> lock(server_->mu);
   return server_->own_ended && server_->journal.empty();
+}
+
+client::BlobTotals FakeTrackingSink::blob_totals() const {
+  std::lock_guard<std::mutex> lock(server_->mu);
+  return server_->blob_totals;
 }
 
 Status FakeTrackingSink::Remove() {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,7 @@ class FakeTrackingSink : public pipeline::TrackingSink {
   size_t appended() const override;
   size_t acknowledged() const override;
   bool complete() const override;
+  client::BlobTotals blob_totals() const override;
   Status Remove() override;
   Result<std::string> ExperimentOf(const std::string& run_id) override;
 
@@ -84,6 +86,8 @@ struct FakeTrackingSink::Server {
   bool removed = false;
   size_t deliveries = 0;  // calls of Deliver, up or down
   size_t kept = 0;        // calls of Keep
+  std::set<std::string> blobs;  // digests sent so far
+  client::BlobTotals blob_totals;
 };
 
 }  // namespace cairn::fakes

@@ -445,11 +445,12 @@ class PipelineTest(unittest.TestCase):
             "  use: {run: cat score.txt, needs: [make]}\n")
         storage = lambda: self.server.client().get("/api/cairn/v1/storage").body["blobs"]["count"]
         first = self.ok("run", cwd=project)
-        self.assertIn("3 output file(s) recorded as artifacts: 3 sent", first.stdout + first.stderr)
+        self.assertIn("outputs: 3 files recorded as artifacts, 3 sent (9 B), 0 already on the "
+                      "server", first.stdout)
         blobs = storage()
         second = self.ok("run", "--no-cache", cwd=project)
         out = second.stdout + second.stderr
-        self.assertIn("3 output file(s) recorded as artifacts: 0 sent (0 bytes), 3 already on the "
+        self.assertIn("outputs: 3 files recorded as artifacts, 0 sent (0 B), 3 already on the "
                       "server", out)
         self.assertEqual(storage(), blobs, "nothing new was stored")
         for output in (first, second):
