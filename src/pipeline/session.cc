@@ -19,6 +19,9 @@
 namespace cairn::pipeline {
 namespace {
 
+// A checkpoint's file written within this long is taken by a later save (checkpoint.h).
+constexpr int64_t kCheckpointSettleMs = 100;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -56,6 +59,7 @@ Result<std::unique_ptr<Session>> Session::Create(const Pipeline& pipeline, RunSt
   std::unique_ptr<Session> s(new Session(pipeline, state, std::move(options), progress));
   CAIRN_ASSIGN_OR_RETURN(s->stat_cache_, StatCache::Open(s->options_.cache_root + "/stat-cache"));
   s->cache_ = std::make_unique<StepCache>(s->options_.cache_root, s->stat_cache_.get());
+  s->checkpoints_ = std::make_unique<CheckpointStore>(state.info().dir, s->cache_.get());
 
   // The code part of steps that declare no code paths: the repository's commit and its
   // uncommitted changes, leaving out the pipeline's data and outputs and cairn's own records.
@@ -222,6 +226,15 @@ void Session::Prepare(StepJob* job) {
   const Step& step = pipeline_.steps[job->step];
   Status removed = StepCache::RemoveOutputs(options_.workdir, step.outputs);
   if (!removed.ok()) progress_.Warning(removed.message());
+  if (step.checkpoint) {
+    Result<std::optional<size_t>> restored = checkpoints_->Restore(step.id, CheckpointDir(step));
+    if (!restored.ok()) {
+      progress_.Warning("step " + step.id + ": " + restored.status().message());
+    } else if (*restored) {
+      progress_.Event("restored", step.id,
+                      "its checkpoint, " + std::to_string(**restored) + " file(s)");
+    }
+  }
   Result<std::pair<std::string, std::string>> env = EnvironmentOf(step);
   if (env.ok() && !env->second.empty()) {
     for (const auto& [name, value] : env::ActivationVariables(env->second)) {
@@ -254,8 +267,25 @@ std::string Session::OutputsJson(const std::vector<CachedOutput>& outputs) {
   return j.dump(1) + "\n";
 }
 
+std::string Session::CheckpointDir(const Step& step) const {
+  std::error_code ec;
+  return (fs::absolute(options_.workdir.empty() ? "." : options_.workdir, ec) /
+          step.checkpoint->path)
+      .string();
+}
+
+void Session::SaveCheckpoint(size_t index, int64_t settle_ms) {
+  const Step& step = pipeline_.steps[index];
+  Result<size_t> saved = checkpoints_->Save(step.id, CheckpointDir(step), settle_ms);
+  if (!saved.ok()) {
+    progress_.Warning("step " + step.id +
+                      ": its checkpoint was not stored: " + saved.status().message());
+  }
+}
+
 void Session::AttemptStarted(const StepJob& job) {
   started_[job.step] = SystemClock()->NowMillis();
+  if (pipeline_.steps[job.step].checkpoint) checkpoint_saved_[job.step] = started_[job.step];
   StepEvent e;
   e.step = job.id;
   e.state = "started";
@@ -335,6 +365,7 @@ std::vector<client::BlobFile> Session::OutputFiles(const Step& step,
 void Session::AttemptEnded(const StepJob& job, const JobResult& result, const std::string& reason,
                            int64_t retry_in_ms) {
   last_exit_[job.step] = result.exit_code;
+  if (checkpoint_saved_.erase(job.step) != 0) SaveCheckpoint(job.step, /*settle_ms=*/0);
   if (reason.empty() || retry_in_ms < 0) return;
   StepEvent e;
   e.step = job.id;
@@ -419,6 +450,14 @@ std::string Session::RegisteredOutput(const Step& step) {
 
 void Session::BeforeWait() {
   FlushCache();
+  // Files of a checkpoint are stored once they have not changed for kCheckpointSettleMs, and
+  // did not change while they were copied: one being written keeps its earlier copy.
+  const int64_t now = SystemClock()->NowMillis();
+  for (auto& [index, saved] : checkpoint_saved_) {
+    if (now - saved < pipeline_.steps[index].checkpoint->every_ms) continue;
+    SaveCheckpoint(index, kCheckpointSettleMs);
+    saved = now;
+  }
   progress_.Tick();
 }
 

@@ -10,6 +10,9 @@
 //    lock) goes first on PATH.
 //  - After a successful attempt: the outputs go into the cache (a declared output that was
 //    not written fails the step).
+//  - A step with a checkpoint directory gets its last checkpoint back before each attempt
+//    (an empty directory in a new run); while it runs, and when an attempt ends, the
+//    directory's files are stored (checkpoint.h).
 //  - Every event is appended to the run's state (run_state.h) and reported to a Progress.
 #pragma once
 
@@ -19,6 +22,7 @@
 #include <string>
 
 #include "pipeline/builder.h"
+#include "pipeline/checkpoint.h"
 #include "pipeline/data_source.h"
 #include "pipeline/run_state.h"
 #include "pipeline/spec.h"
@@ -102,6 +106,10 @@ class Session : public StepHooks {
   // The environment a step runs in: its lock hash ("none" without one) and its prefix.
   Result<std::pair<std::string, std::string>> EnvironmentOf(const Step& step);
   void Record(StepEvent event);
+  // The step's checkpoint directory, absolute.
+  std::string CheckpointDir(const Step& step) const;
+  // Stores the checkpoint of a step that runs (`settle_ms` as CheckpointStore::Save).
+  void SaveCheckpoint(size_t step, int64_t settle_ms);
   void FlushCache();
   // Where the output `step` registers lies, resolved; "" (with a warning) when it leads out
   // of the pipeline's directory.
@@ -118,6 +126,8 @@ class Session : public StepHooks {
   Progress& progress_;
   std::unique_ptr<StatCache> stat_cache_;
   std::unique_ptr<StepCache> cache_;
+  std::unique_ptr<CheckpointStore> checkpoints_;
+  std::map<size_t, int64_t> checkpoint_saved_;   // running steps with a checkpoint: last save
   std::map<std::string, std::string> git_code_;  // KeyParts::code of git; empty outside git
   std::map<std::string, PlacedData> data_;       // by directory: the datasets put in place
   std::map<std::string, std::pair<std::string, std::string>> envs_;  // env spec -> hash, prefix

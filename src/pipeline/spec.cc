@@ -150,9 +150,10 @@ class Reader {
     if (!ValidStepName(name)) {
       Problem(at, "a step name may hold letters, digits, '_', '-' and '.' only");
     }
-    if (!CheckKeys(node, at,
-                   {"run", "needs", "inputs", "outputs", "code", "params", "variables", "env",
-                    "resources", "retries", "timeout", "cache", "foreach", "register"})) {
+    if (!CheckKeys(
+            node, at,
+            {"run", "needs", "inputs", "outputs", "code", "params", "variables", "env", "resources",
+             "retries", "timeout", "cache", "foreach", "register", "checkpoint"})) {
       return s;
     }
     if (const YAML::Node n = node["run"]; n) {
@@ -178,6 +179,8 @@ class Reader {
     }
     if (const YAML::Node n = node["register"]; n)
       s.registration = ReadRegister(n, at + ".register");
+    if (const YAML::Node n = node["checkpoint"]; n)
+      s.checkpoint = ReadCheckpoint(n, at + ".checkpoint");
     return s;
   }
 
@@ -274,6 +277,32 @@ class Reader {
     } else {
       Problem(field, "must be true or false, got '" + text + "'");
     }
+  }
+
+  // `checkpoint: DIR` is the path alone.
+  std::optional<Checkpoint> ReadCheckpoint(const YAML::Node& n, const std::string& field) {
+    Checkpoint c;
+    std::string every;
+    if (n.IsScalar()) {
+      if (!Scalar(n, field, &c.path)) return std::nullopt;
+    } else {
+      if (!CheckKeys(n, field, {"path", "every"})) return std::nullopt;
+      if (n["path"] && !Scalar(n["path"], field + ".path", &c.path)) return std::nullopt;
+      if (n["every"] && !Scalar(n["every"], field + ".every", &every)) return std::nullopt;
+    }
+    if (c.path.empty()) {
+      Problem(field + ".path", "is missing: the directory the step keeps its checkpoint in");
+      return std::nullopt;
+    }
+    if (!every.empty()) {
+      Result<int64_t> v = ParseDuration(every);
+      if (!v.ok() || *v <= 0) {
+        Problem(field + ".every", v.ok() ? "must be above 0" : v.status().message());
+        return std::nullopt;
+      }
+      c.every_ms = *v;
+    }
+    return c;
   }
 
   // `register: {model: NAME, path: OUTPUT, alias: ALIAS}`; the path is checked against the
@@ -690,6 +719,24 @@ Step Instantiate(const StepSpec& s, const std::string& pipeline_env, const std::
   step.cache = s.cache;
   // After `params` is taken: parameters used only here do not change the cache key.
   if (s.registration) step.registration = Register(step, *s.registration, sub, resolver, problems);
+  if (s.checkpoint) {
+    std::vector<std::string> path =
+        resolver.Resolve({s.checkpoint->path}, sub, at + ".checkpoint", true, problems);
+    if (!path.empty()) {
+      // Outputs are removed before each attempt; a checkpoint is kept across them.
+      for (const std::string& out : step.outputs) {
+        const bool overlap =
+            path[0] == out || path[0].starts_with(out + "/") || out.starts_with(path[0] + "/");
+        if (overlap) {
+          problems->push_back(at + ".checkpoint: " + path[0] + " overlaps the output " + out +
+                              ", which is removed before each attempt");
+          path.clear();
+          break;
+        }
+      }
+    }
+    if (!path.empty()) step.checkpoint = Checkpoint{path[0], s.checkpoint->every_ms};
+  }
   return step;
 }
 

@@ -59,6 +59,15 @@ struct Registration {
 };
 
 // A dataset input as written: `{data: NAME[@VERSION], path: DIR}` (path optional).
+// `checkpoint: DIR` or `checkpoint: {path: DIR, every: 30s}`: a directory where the step keeps
+// what lets it continue (a training loop's state). Its files are stored while the step runs,
+// every `every`, and when an attempt ends; a retried or resumed attempt starts with the last
+// of them in place (checkpoint.h). Not part of the step's cache key.
+struct Checkpoint {
+  std::string path;  // StepSpec: as written; Step: normalised like an output
+  int64_t every_ms = 10'000;
+};
+
 struct DataInputSpec {
   std::string ref;
   std::string path;  // "" : data/NAME
@@ -83,6 +92,7 @@ struct StepSpec {
   bool has_foreach = false;
   std::vector<std::string> foreach;  // the items, or one "${params.NAME}" to expand later
   std::optional<Registration> registration;
+  std::optional<Checkpoint> checkpoint;
 };
 
 struct PipelineSpec {
@@ -127,6 +137,7 @@ struct Step {
   // With parameters substituted and the path normalised like `outputs`. Not part of the
   // step's cache key: registering changes nothing the step writes.
   std::optional<Registration> registration;
+  std::optional<Checkpoint> checkpoint;
   std::vector<size_t> deps;  // indexes of the steps this one waits for, sorted
 };
 

@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "pipeline/session.h"
+
 namespace cairn::pipeline {
 namespace {
 
@@ -130,6 +132,42 @@ steps:
   EXPECT_THAT(p.steps[0].data, ElementsAre(DataInput{"mnist", 3, "data/mnist"},
                                            DataInput{"labels", 0, "extra/labels"}));
   EXPECT_EQ(p.steps[0].params.count("v"), 1u);  // the version is part of the step's parameters
+}
+
+TEST(PipelineSpecTest, ACheckpointIsADirectoryOutsideTheOutputs) {
+  std::vector<std::string> problems;
+  Pipeline p = Expand(R"(
+name: x
+steps:
+  a: {run: a, checkpoint: ./state/}
+  b: {run: b, checkpoint: {path: ckpt, every: 30s}, outputs: [model/]}
+)",
+                      &problems);
+  EXPECT_THAT(problems, IsEmpty());
+  ASSERT_TRUE(p.steps[0].checkpoint.has_value());
+  EXPECT_EQ(p.steps[0].checkpoint->path, "state");
+  EXPECT_EQ(p.steps[0].checkpoint->every_ms, 10'000) << "the default";
+  EXPECT_EQ(p.steps[1].checkpoint->path, "ckpt");
+  EXPECT_EQ(p.steps[1].checkpoint->every_ms, 30'000);
+  EXPECT_EQ(Session::CanonicalDefinition(p.steps[0]).find("state"), std::string::npos)
+      << "not part of the cache key";
+
+  problems.clear();
+  Expand(R"(
+name: x
+steps:
+  a: {run: a, checkpoint: model/ckpt, outputs: [model/]}
+  b: {run: b, checkpoint: {every: 1s}}
+  c: {run: c, checkpoint: {path: c, every: never}}
+  d: {run: d, checkpoint: ../elsewhere}
+  e: {run: e, checkpoint: {path: e, often: 1s}}
+)",
+         &problems);
+  EXPECT_THAT(problems, Contains(HasSubstr("model/ckpt overlaps the output model")));
+  EXPECT_THAT(problems, Contains(HasSubstr("steps.b.checkpoint.path: is missing")));
+  EXPECT_THAT(problems, Contains(HasSubstr("steps.c.checkpoint.every")));
+  EXPECT_THAT(problems, Contains(HasSubstr("steps.d.checkpoint")));
+  EXPECT_THAT(problems, Contains(HasSubstr("often")));
 }
 
 TEST(PipelineSpecTest, DatasetInputsThatCannotWorkAreProblems) {

@@ -476,6 +476,75 @@ class PipelineTest(unittest.TestCase):
         self.assertEqual(self.ok("ls", cwd=project).stdout, runs_before, "nothing was recorded")
         self.assertIn("--upload-outputs takes never, small or always, not 'sometimes'", bad.stderr)
 
+    TRAIN_WITH_CHECKPOINT = """import os, sys, time
+os.makedirs("ckpt", exist_ok=True)
+start = int(open("ckpt/epoch").read()) if os.path.exists("ckpt/epoch") else 0
+print("starting at epoch", start, flush=True)
+for e in range(start, 12):
+    time.sleep(0.2)
+    with open("ckpt/epoch.tmp", "w") as f:
+        f.write(str(e + 1))
+    os.replace("ckpt/epoch.tmp", "ckpt/epoch")
+    with open("epochs.log", "a") as f:
+        f.write("%d\\n" % e)
+    if e == 4 and os.environ.get("FAIL_ONCE") and not os.path.exists("failed-once"):
+        open("failed-once", "w").close()
+        sys.exit(3)
+with open("model.txt", "w") as f:
+    f.write("trained\\n")
+"""
+
+    def epochs(self, project):
+        with open(os.path.join(project, "epochs.log")) as f:
+            return [int(x) for x in f.read().split()]
+
+    def test_a_step_killed_mid_training_resumes_from_its_checkpoint(self):
+        project = self.project(
+            "name: ckpt\nsteps:\n  train:\n    run: python3 train.py\n"
+            "    checkpoint: {path: ckpt, every: 0.3s}\n    outputs: [model.txt]\n",
+            {"train.py": self.TRAIN_WITH_CHECKPOINT})
+        p = subprocess.Popen([tl.CONFIG.cairn, "pipeline", "run", "--no-track"], cwd=project,
+                             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if os.path.exists(os.path.join(project, "epochs.log")) and \
+                    len(self.epochs(project)) >= 5:
+                break
+            time.sleep(0.05)
+        os.killpg(p.pid, signal.SIGKILL)  # the runner and its step, with no chance to clean up
+        p.wait()
+        done_before = len(self.epochs(project))
+        self.assertLess(done_before, 12, "the step ended before it was killed")
+        resumed = self.ok("resume", self.last_run_id(project), cwd=project)
+        self.assertIn("restored  train", resumed.stdout)
+        self.assertEqual(self.states(resumed.stdout)["train"], "done")
+        log = subprocess.run(["sh", "-c", "cat .cairn/pipelines/*/logs/*"], cwd=project,
+                             capture_output=True, text=True).stdout
+        starts = [int(line.split()[-1]) for line in log.splitlines()
+                  if line.startswith("starting at epoch")]
+        self.assertEqual(len(starts), 2, log)
+        self.assertEqual(starts[0], 0)
+        self.assertGreaterEqual(starts[1], 2, "the second attempt started from the checkpoint")
+        self.assertLessEqual(starts[1], done_before)
+        self.assertEqual(self.epochs(project)[done_before:], list(range(starts[1], 12)))
+
+    def test_a_retried_step_continues_from_the_checkpoint_its_failed_attempt_left(self):
+        project = self.project(
+            "name: ckpt-retry\nsteps:\n  train:\n    run: FAIL_ONCE=1 python3 train.py\n"
+            "    checkpoint: ckpt\n    retries: 1\n    outputs: [model.txt]\n",
+            {"train.py": self.TRAIN_WITH_CHECKPOINT})
+        out = self.ok("run", "--no-track", cwd=project)
+        self.assertEqual(self.states(out.stdout)["train"], "done")
+        self.assertEqual(self.epochs(project), list(range(0, 5)) + list(range(5, 12)),
+                         "the retry went on from epoch 5, not from 0")
+        # A new run starts from an empty checkpoint directory.
+        os.remove(os.path.join(project, "epochs.log"))
+        os.remove(os.path.join(project, "failed-once"))
+        self.ok("run", "--no-track", "--no-cache", cwd=project)
+        self.assertEqual(self.epochs(project)[0], 0)
+
     def test_records_wait_when_the_server_is_away(self):
         project = self.project("name: away\nsteps:\n  s: {run: echo hi}\n")
         env = dict(self.env, CAIRN_TRACKING_URI="http://127.0.0.1:9")
