@@ -1,7 +1,9 @@
 // `cairn pipeline validate|run|resume|explain|status|ls|gc`: flags, one call into the pipeline
 // layer (pipeline/launch.h, run_history.h, budget.h, cache_gc.h) and what it prints. See
 // docs/pipelines.md.
+#include <pwd.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "cli/commands.h"
 #include "client/tracking_client.h"
 #include "data/server_data_source.h"
+#include "pipeline/approval.h"
 #include "pipeline/budget.h"
 #include "pipeline/cache_gc.h"
 #include "pipeline/executor.h"
@@ -44,6 +48,8 @@ struct PipelineFlags {
   bool no_cache = false;
   bool no_track = false;
   std::string upload_outputs = "small";
+  bool reject = false;  // approve
+  std::string comment;  // approve
   std::string tracking_uri;
   std::string run;   // status, resume, explain
   std::string step;  // explain
@@ -287,6 +293,72 @@ int Resume(const PipelineFlags& flags) {
   return Execute(*p, **state, flags, *budget, pipeline::CompletedSteps(**state), run_dir);
 }
 
+// This machine's name for the user running the command.
+std::string LocalUserName() {
+  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') return user;
+  if (const struct passwd* pw = getpwuid(getuid()); pw != nullptr) return pw->pw_name;
+  return "";
+}
+
+// Decides on a step waiting for approval: through the tracking server for a tracked run (or a
+// run of another machine, named by its full id), else in the run's directory.
+int Approve(const PipelineFlags& flags) {
+  const std::string root = RunState::RootOf(pipeline::PipelineDir(flags.file));
+  Result<std::unique_ptr<RunState>> state = RunState::Open(root, flags.run);
+  const pipeline::ApprovalDecision decision{!flags.reject, LocalUserName(), flags.comment,
+                                            SystemClock()->NowMillis()};
+  const std::string verb = flags.reject ? "rejected" : "approved";
+  if (state.ok()) {
+    const auto latest = (*state)->Latest();
+    auto it = latest.find(flags.step);
+    if (it == latest.end() || it->second.state != "waiting") {
+      return Error(
+          FailedPrecondition("step " + flags.step + " of run " + (*state)->info().id.substr(0, 8) +
+                             " does not wait for approval" +
+                             (it == latest.end() ? "" : " (it is " + it->second.state + ")")),
+          1);
+    }
+    if ((*state)->info().tracking_uri.empty()) {
+      Status s = pipeline::WriteLocalDecision((*state)->info().dir, flags.step, decision);
+      if (!s.ok()) return Error(s, 1);
+      std::printf("%s step %s of run %s\n", verb.c_str(), flags.step.c_str(),
+                  (*state)->info().id.substr(0, 8).c_str());
+      return 0;
+    }
+  } else if (state.status().code() != StatusCode::kNotFound) {
+    return Error(state.status(), 2);
+  }
+  // The run's server: the one it was started against, or for a run of another machine the
+  // one the flags name.
+  const std::string run_id = state.ok() ? (*state)->info().id : flags.run;
+  std::unique_ptr<client::TrackingClient> client =
+      ConnectOrExplain(state.ok() ? (*state)->info().tracking_uri : flags.tracking_uri);
+  if (client == nullptr) return 2;
+  Result<core::Run> parent = client->GetRun(run_id);
+  if (!parent.ok()) return Error(parent.status(), 1);
+  client::TrackingClient::RunSearch search;
+  search.experiment_ids = {parent->info.experiment_id};
+  search.filter = "tags.`cairn.pipeline.run` = '" + run_id + "' and tags.`cairn.step.id` = '" +
+                  flags.step + "'";
+  search.order_by = {"attributes.start_time DESC"};
+  search.max_results = 1;
+  Result<client::TrackingClient::RunPage> found = client->SearchRuns(search);
+  if (!found.ok()) return Error(found.status(), 1);
+  if (found->runs.empty()) {
+    return Error(NotFound("run " + run_id + " has no step " + flags.step), 1);
+  }
+  const std::string step_run = found->runs.front().info.run_id;
+  nlohmann::json body = {{"run_id", step_run},
+                         {"decision", flags.reject ? "reject" : "approve"},
+                         {"comment", flags.comment},
+                         {"user", decision.by}};
+  Result<std::string> answer = client->CallJson("POST", "/api/cairn/v1/runs/approval", body.dump());
+  if (!answer.ok()) return Error(answer.status(), 1);
+  std::printf("%s step %s of run %s (its run %s)\n", verb.c_str(), flags.step.c_str(),
+              run_id.substr(0, 8).c_str(), step_run.substr(0, 8).c_str());
+  return 0;
+}
+
 int Status_(const PipelineFlags& flags) {
   const std::string root = RunState::RootOf(pipeline::PipelineDir(flags.file));
   Result<pipeline::RunStatus> status = pipeline::ReadRunStatus(root, flags.run);
@@ -480,6 +552,23 @@ void RegisterPipeline(CLI::App& app, Action* action) {
   explain->add_option("run", explain_flags->run, "The run id (or a unique prefix)")->required();
   explain->add_option("step", explain_flags->step, "The step id")->required();
   spec_flags(explain, explain_flags.get(), false);
+
+  auto [approve, approve_flags] =
+      add("approve",
+          "Approve (or with --reject, reject) a step that waits for approval (`approve: {by:\n"
+          "NAME}` in its spec). The decision goes to the run's tracking server, which checks\n"
+          "that you are NAME or a member of the team NAME and records it in the audit log; a\n"
+          "run that is not tracked is decided in its directory. A rejected step fails.",
+          Approve);
+  approve
+      ->add_option("run", approve_flags->run,
+                   "The run id (or a unique prefix of a run in this directory)")
+      ->required();
+  approve->add_option("step", approve_flags->step, "The step id")->required();
+  approve->add_flag("--reject", approve_flags->reject, "Reject the step: it fails");
+  approve->add_option("-m,--comment", approve_flags->comment, "Why, for the record");
+  spec_flags(approve, approve_flags.get(), false);
+  AddTrackingUriOption(approve, &approve_flags->tracking_uri);
 
   auto [status, status_flags] =
       add("status", "Show each step's state in a pipeline run: done, cached, failed, skipped, ...",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace cairn::pipeline {
@@ -34,7 +35,7 @@ class Loop {
     for (;;) {
       if (!stopping_ && options_.interrupted != nullptr && options_.interrupted->load()) Stop();
       if (!stopping_) StartWhatIsReady();
-      if (active_.empty() && retries_.empty()) {
+      if (active_.empty() && retries_.empty() && awaiting_.empty()) {
         if (plan_.Over() || stopping_) break;
         continue;
       }
@@ -86,6 +87,22 @@ class Loop {
       StartAttempt(step, attempt);
     }
     if (retry_waits) return;
+    // Steps waiting for approval: those approved start as the budget allows.
+    for (auto it = awaiting_.begin(); it != awaiting_.end();) {
+      const size_t step = *it;
+      const ApprovalState approval = hooks_.Approve(step);
+      if (approval.decision == ApprovalState::kWaiting ||
+          (approval.decision == ApprovalState::kApproved && !plan_.Resume(step))) {
+        ++it;
+        continue;
+      }
+      it = awaiting_.erase(it);
+      if (approval.decision == ApprovalState::kRejected) {
+        Finish(step, StepState::kFailed, approval.reason);
+      } else {
+        StartAttempt(step, 1);
+      }
+    }
     // Reused steps complete at once and may make others ready: go round until none is.
     for (bool again = true; again;) {
       again = false;
@@ -93,8 +110,19 @@ class Loop {
         Result<bool> reuse = hooks_.Reuse(step);
         if (!reuse.ok()) {
           Finish(step, StepState::kFailed, reuse.status().message());
-        } else if (*reuse) {
+          continue;
+        }
+        if (*reuse) {
           Finish(step, StepState::kCached, "");
+          again = true;
+          continue;
+        }
+        const ApprovalState approval = hooks_.Approve(step);
+        if (approval.decision == ApprovalState::kRejected) {
+          Finish(step, StepState::kFailed, approval.reason);
+        } else if (approval.decision == ApprovalState::kWaiting) {
+          plan_.Pause(step);  // its resources are free while it waits, for others now
+          awaiting_.insert(step);
           again = true;
         } else {
           StartAttempt(step, 1);
@@ -193,12 +221,16 @@ class Loop {
     // Every step whose state this changes is told, the users of a cancelled retry included.
     const std::vector<StepState> before = plan_.states();
     std::map<size_t, Retry> retrying = std::exchange(retries_, {});
+    const std::set<size_t> awaiting = std::exchange(awaiting_, {});
     plan_.CancelWaiting();
     for (const auto& [step, r] : retrying) plan_.Finish(step, StepState::kCancelled);
+    for (size_t step : awaiting) plan_.Finish(step, StepState::kCancelled);
     for (size_t i = 0; i < before.size(); ++i) {
       if (before[i] == plan_.state(i)) continue;
       hooks_.StepEnded(i, plan_.state(i),
-                       retrying.count(i) != 0 ? "interrupted before its retry" : "interrupted");
+                       retrying.count(i) != 0   ? "interrupted before its retry"
+                       : awaiting.count(i) != 0 ? "interrupted while waiting for approval"
+                                                : "interrupted");
     }
   }
 
@@ -214,6 +246,7 @@ class Loop {
   Plan plan_;
   std::map<size_t, Active> active_;
   std::map<size_t, Retry> retries_;
+  std::set<size_t> awaiting_;  // steps waiting for approval (paused in the plan)
   bool stopping_ = false;
 };
 

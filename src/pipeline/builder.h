@@ -18,12 +18,23 @@ namespace cairn::pipeline {
 
 // What happens around steps: the cache, the tracking store, the progress display. Every
 // method is called from the builder's thread.
+// Whether a step that must be approved may start (StepHooks::Approve).
+struct ApprovalState {
+  enum Decision { kApproved, kWaiting, kRejected };
+  Decision decision = kApproved;
+  std::string reason;  // for kRejected: who rejected it, and why
+};
+
 class StepHooks {
  public:
   virtual ~StepHooks() = default;
   // Before a ready step starts: true when it need not run (its outputs were restored from the
   // cache, or it completed in the run being resumed). An error fails the step.
   virtual Result<bool> Reuse(size_t step) { return false; }
+  // Before a step that is not reused starts, and again while it waits (at the pace of the
+  // builder's loop, every 100 ms or so): whether it may. A waiting step holds no resources
+  // meanwhile; a rejected one fails, with the reason.
+  virtual ApprovalState Approve(size_t step) { return {}; }
   // Before each attempt starts: may add to the job (environment variables).
   virtual void Prepare(StepJob* job) {}
   virtual void AttemptStarted(const StepJob& job) {}

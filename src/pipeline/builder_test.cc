@@ -1,11 +1,13 @@
 #include "pipeline/builder.h"
-#include "fakes/fake_executor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <set>
+
+#include "fakes/fake_executor.h"
 
 namespace cairn::pipeline {
 namespace {
@@ -257,6 +259,65 @@ steps:
   EXPECT_EQ(e.max_parallel, 1u);
   // other runs during flaky's backoff; flaky's retry, due at 11 s, waits for the slot.
   EXPECT_THAT(StartTimes(e), ElementsAre("flaky@0", "other@1000", "flaky@21000", "late@22000"));
+}
+
+// Approves steps once the fake clock reaches a time, and rejects others.
+class ApprovingHooks : public RecordingHooks {
+ public:
+  explicit ApprovingHooks(FakeExecutor& e) : executor(e) {}
+  ApprovalState Approve(size_t step) override {
+    const std::string& id = pipeline->steps[step].id;
+    if (reject.count(id) != 0) return {ApprovalState::kRejected, "rejected by bob"};
+    auto it = approve_at.find(id);
+    if (it == approve_at.end()) return {};
+    return executor.clock_.NowMillis() >= it->second ? ApprovalState{}
+                                                     : ApprovalState{ApprovalState::kWaiting, ""};
+  }
+  FakeExecutor& executor;
+  std::map<std::string, int64_t> approve_at;
+  std::set<std::string> reject;
+};
+
+TEST(BuilderTest, AStepWaitingForApprovalLeavesItsSlotAndARejectedOneFails) {
+  Pipeline p = Parse(R"(
+name: gate
+steps:
+  build: {run: b}
+  publish: {run: p, needs: [build]}
+  other: {run: o, needs: [build]}
+  late: {run: l, needs: [other]}
+  bad: {run: x}
+  after_bad: {run: y, needs: [bad]}
+)");
+  FakeExecutor e;
+  e.script["other"] = {{3000, 0}};
+  ApprovingHooks hooks(e);
+  hooks.approve_at["publish"] = 2500;
+  hooks.reject.insert("bad");
+  Outcome o = Drive(p, e, {1, 4, 0, 0}, &hooks);
+  EXPECT_FALSE(o.result.ok());
+  EXPECT_EQ(e.max_parallel, 1u);
+  // publish waits from 1 s, holding nothing: other takes the one slot; publish, approved at
+  // 2.5 s, starts when other is done.
+  EXPECT_THAT(StartTimes(e), ElementsAre("build@0", "other@1000", "publish@4000", "late@5000"));
+  EXPECT_THAT(o.events,
+              IsSupersetOf({"bad failed (rejected by bob)",
+                            "after_bad skipped (needs bad, which failed)", "publish done"}));
+}
+
+TEST(BuilderTest, AnInterruptCancelsAStepWaitingForApproval) {
+  Pipeline p = Parse("name: g\nsteps:\n  publish: {run: p}\n");
+  FakeExecutor e;
+  ApprovingHooks hooks(e);
+  hooks.approve_at["publish"] = 1'000'000;
+  std::atomic<bool> interrupted{false};
+  e.on_wait = [&](int64_t now) {
+    if (now >= 500) interrupted = true;
+  };
+  Outcome o = Drive(p, e, {1, 4, 0, 0}, &hooks, &interrupted);
+  EXPECT_TRUE(o.result.interrupted);
+  EXPECT_THAT(o.events, ElementsAre("publish cancelled (interrupted while waiting for approval)"));
+  EXPECT_THAT(e.starts, IsEmpty());
 }
 
 TEST(BuilderTest, ADueRetryIsNotOvertakenByStepsThatFitBetter) {

@@ -21,6 +21,8 @@ namespace {
 
 // A checkpoint's file written within this long is taken by a later save (checkpoint.h).
 constexpr int64_t kCheckpointSettleMs = 100;
+// How often a step waiting for approval looks for a decision.
+constexpr int64_t kApprovalPollMs = 1'000;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -220,6 +222,40 @@ Result<bool> Session::Reuse(size_t index) {
   cached_from_run_[index] = entry->tracking_run;
   outputs_json_[index] = OutputsJson(entry->outputs);
   return true;
+}
+
+ApprovalState Session::Approve(size_t index) {
+  const Step& step = pipeline_.steps[index];
+  if (!step.approval) return {};
+  const int64_t now = SystemClock()->NowMillis();
+  auto [ask, first] = next_ask_.try_emplace(index, 0);
+  if (first) {
+    // On the server first: whoever is told the step waits finds it there.
+    if (options_.tracker != nullptr) options_.tracker->StepWaiting(step);
+    StepEvent e;
+    e.step = step.id;
+    e.state = "waiting";
+    e.reason = "for approval by " + step.approval->by;
+    Record(e);
+    progress_.Event("waiting", step.id,
+                    "for approval by " + step.approval->by + ": cairn pipeline approve " +
+                        state_.info().id.substr(0, 8) + " " + step.id);
+  }
+  if (now < ask->second) return {ApprovalState::kWaiting, ""};
+  ask->second = now + kApprovalPollMs;
+  std::optional<ApprovalDecision> decision = options_.tracker != nullptr
+                                                 ? options_.tracker->ApprovalOf(step)
+                                                 : ReadLocalDecision(state_.info().dir, step.id);
+  if (!decision) return {ApprovalState::kWaiting, ""};
+  next_ask_.erase(index);
+  // "by alice: looks good", "by alice", "looks good".
+  std::string detail = decision->by.empty() ? "" : "by " + decision->by;
+  if (!decision->comment.empty()) detail += (detail.empty() ? "" : ": ") + decision->comment;
+  if (!decision->approved) {
+    return {ApprovalState::kRejected, "rejected" + (detail.empty() ? "" : " " + detail)};
+  }
+  progress_.Event("approved", step.id, detail);
+  return {};
 }
 
 void Session::Prepare(StepJob* job) {

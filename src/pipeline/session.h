@@ -10,6 +10,8 @@
 //    lock) goes first on PATH.
 //  - After a successful attempt: the outputs go into the cache (a declared output that was
 //    not written fails the step).
+//  - A step that must be approved waits, once ready, for a decision: from the tracking
+//    server (the step's run) when the run is tracked, else from the run's directory.
 //  - A step with a checkpoint directory gets its last checkpoint back before each attempt
 //    (an empty directory in a new run); while it runs, and when an attempt ends, the
 //    directory's files are stored (checkpoint.h).
@@ -80,6 +82,7 @@ class Session : public StepHooks {
   ~Session() override;
 
   Result<bool> Reuse(size_t step) override;
+  ApprovalState Approve(size_t step) override;
   void Prepare(StepJob* job) override;
   void AttemptStarted(const StepJob& job) override;
   Status Succeeded(const StepJob& job) override;
@@ -128,6 +131,7 @@ class Session : public StepHooks {
   std::unique_ptr<StepCache> cache_;
   std::unique_ptr<CheckpointStore> checkpoints_;
   std::map<size_t, int64_t> checkpoint_saved_;   // running steps with a checkpoint: last save
+  std::map<size_t, int64_t> next_ask_;           // steps waiting for approval: when to look again
   std::map<std::string, std::string> git_code_;  // KeyParts::code of git; empty outside git
   std::map<std::string, PlacedData> data_;       // by directory: the datasets put in place
   std::map<std::string, std::pair<std::string, std::string>> envs_;  // env spec -> hash, prefix

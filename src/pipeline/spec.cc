@@ -153,7 +153,7 @@ class Reader {
     if (!CheckKeys(
             node, at,
             {"run", "needs", "inputs", "outputs", "code", "params", "variables", "env", "resources",
-             "retries", "timeout", "cache", "foreach", "register", "checkpoint"})) {
+             "retries", "timeout", "cache", "foreach", "register", "checkpoint", "approve"})) {
       return s;
     }
     if (const YAML::Node n = node["run"]; n) {
@@ -181,6 +181,7 @@ class Reader {
       s.registration = ReadRegister(n, at + ".register");
     if (const YAML::Node n = node["checkpoint"]; n)
       s.checkpoint = ReadCheckpoint(n, at + ".checkpoint");
+    if (const YAML::Node n = node["approve"]; n) s.approval = ReadApproval(n, at + ".approve");
     return s;
   }
 
@@ -277,6 +278,22 @@ class Reader {
     } else {
       Problem(field, "must be true or false, got '" + text + "'");
     }
+  }
+
+  // `approve: NAME` is `by` alone.
+  std::optional<Approval> ReadApproval(const YAML::Node& n, const std::string& field) {
+    Approval a;
+    if (n.IsScalar()) {
+      if (!Scalar(n, field, &a.by)) return std::nullopt;
+    } else {
+      if (!CheckKeys(n, field, {"by"})) return std::nullopt;
+      if (n["by"] && !Scalar(n["by"], field + ".by", &a.by)) return std::nullopt;
+    }
+    if (a.by.empty()) {
+      Problem(field + ".by", "is missing: the user or team who approves the step");
+      return std::nullopt;
+    }
+    return a;
   }
 
   // `checkpoint: DIR` is the path alone.
@@ -737,6 +754,7 @@ Step Instantiate(const StepSpec& s, const std::string& pipeline_env, const std::
     }
     if (!path.empty()) step.checkpoint = Checkpoint{path[0], s.checkpoint->every_ms};
   }
+  if (s.approval) step.approval = Approval{sub.Apply(s.approval->by, at + ".approve.by")};
   return step;
 }
 

@@ -68,6 +68,14 @@ struct Checkpoint {
   int64_t every_ms = 10'000;
 };
 
+// `approve: {by: NAME}` (or `approve: NAME`): the step waits, once the steps it needs are
+// done and before it starts, until the user or a member of the team NAME approves it
+// (`cairn pipeline approve RUN STEP`); a rejection fails it. Not part of its cache key, and a
+// step whose outputs come from the cache is not asked about.
+struct Approval {
+  std::string by;
+};
+
 struct DataInputSpec {
   std::string ref;
   std::string path;  // "" : data/NAME
@@ -93,6 +101,7 @@ struct StepSpec {
   std::vector<std::string> foreach;  // the items, or one "${params.NAME}" to expand later
   std::optional<Registration> registration;
   std::optional<Checkpoint> checkpoint;
+  std::optional<Approval> approval;
 };
 
 struct PipelineSpec {
@@ -138,6 +147,7 @@ struct Step {
   // step's cache key: registering changes nothing the step writes.
   std::optional<Registration> registration;
   std::optional<Checkpoint> checkpoint;
+  std::optional<Approval> approval;  // `by` with parameters substituted
   std::vector<size_t> deps;  // indexes of the steps this one waits for, sorted
 };
 

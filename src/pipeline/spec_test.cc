@@ -170,6 +170,30 @@ steps:
   EXPECT_THAT(problems, Contains(HasSubstr("often")));
 }
 
+TEST(PipelineSpecTest, AnApprovalNamesWhoApproves) {
+  std::vector<std::string> problems;
+  Pipeline p = Expand(R"(
+name: x
+params: {team: ml-leads}
+steps:
+  a: {run: a, approve: alice}
+  b: {run: b, approve: {by: "${params.team}"}}
+  c: {run: c}
+)",
+                      &problems);
+  EXPECT_THAT(problems, IsEmpty());
+  ASSERT_TRUE(p.steps[0].approval && p.steps[1].approval);
+  EXPECT_EQ(p.steps[0].approval->by, "alice");
+  EXPECT_EQ(p.steps[1].approval->by, "ml-leads");
+  EXPECT_FALSE(p.steps[2].approval.has_value());
+  EXPECT_EQ(p.steps[1].params.count("team"), 0u) << "not part of the cache key";
+  problems.clear();
+  Expand("name: x\nsteps:\n  a: {run: a, approve: {who: bob}}\n  b: {run: b, approve: {}}\n",
+         &problems);
+  EXPECT_THAT(problems, Contains(HasSubstr("who")));
+  EXPECT_THAT(problems, Contains(HasSubstr("steps.b.approve.by: is missing")));
+}
+
 TEST(PipelineSpecTest, DatasetInputsThatCannotWorkAreProblems) {
   std::vector<std::string> problems;
   Expand(R"(

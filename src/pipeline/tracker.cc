@@ -203,7 +203,12 @@ struct Tracker::Impl {
       }
       any = true;
     }
-    if (!any) return;
+    if (any) WaitForDelivery();
+  }
+
+  // Waits until the server has every record appended so far (or cannot be reached, or
+  // kCreateWaitMs passed).
+  void WaitForDelivery() {
     const size_t target = sink->appended();
     std::unique_lock<std::mutex> lock(mu);
     if (!server_up) return;
@@ -362,6 +367,31 @@ void Tracker::SetCode(capture::CodeState code) {
   }
   if (!s.ok()) d.progress->Warning("cannot record the pipeline's code: " + s.message());
   d.Poke();
+}
+
+void Tracker::StepWaiting(const Step& step) {
+  Impl& d = *impl_;
+  Impl::StepRun& s = d.steps[d.index.at(step.id)];
+  if (!s.created) d.CreateAll();
+  Status st = s.records->AppendBatch(
+      {}, {{"cairn.step.state", "waiting for approval"}, {"cairn.approval.by", step.approval->by}});
+  if (!st.ok()) d.progress->Warning("cannot record step " + step.id + ": " + st.message());
+  d.WaitForDelivery();
+}
+
+std::optional<ApprovalDecision> Tracker::ApprovalOf(const Step& step) {
+  Impl& d = *impl_;
+  Result<std::map<std::string, std::string>> tags =
+      d.sink->TagsOf(d.steps[d.index.at(step.id)].records->run_id());
+  if (!tags.ok()) return std::nullopt;
+  auto get = [&](const char* key) {
+    auto it = tags->find(key);
+    return it == tags->end() ? std::string() : it->second;
+  };
+  const std::string decision = get("cairn.approval.decision");
+  if (decision != "approved" && decision != "rejected") return std::nullopt;
+  return ApprovalDecision{decision == "approved", get("cairn.approval.decided_by"),
+                          get("cairn.approval.comment"), 0};
 }
 
 std::string Tracker::StepRunId(const Step& step) const {

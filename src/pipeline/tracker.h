@@ -19,10 +19,12 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "client/run_journal.h"
+#include "pipeline/approval.h"
 #include "pipeline/run_state.h"
 #include "pipeline/spec.h"
 #include "util/status.h"
@@ -77,6 +79,13 @@ class Tracker {
   std::string StepRun(const Step& step);
   // The step's run id, without starting it.
   std::string StepRunId(const Step& step) const;
+  // A step that waits for approval (Step::approval): its run says so at once
+  // (cairn.step.state "waiting for approval", cairn.approval.by), so that an approver finds it.
+  void StepWaiting(const Step& step);
+  // The decision on a waiting step, as the server has it (tags cairn.approval.decision
+  // "approved" or "rejected", .decided_by, .comment); nullopt while there is none or the
+  // server cannot be asked.
+  std::optional<ApprovalDecision> ApprovalOf(const Step& step);
   // The experiment id of the parent run ("" until the server has answered).
   std::string ExperimentId() const;
   // Records a step's end (its run created now when it has none yet, e.g. cached).

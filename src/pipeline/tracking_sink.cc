@@ -69,6 +69,12 @@ class JournalSink : public TrackingSink {
     CAIRN_ASSIGN_OR_RETURN(core::Run run, client_->GetRun(run_id));
     return run.info.experiment_id;
   }
+  Result<std::map<std::string, std::string>> TagsOf(const std::string& run_id) override {
+    CAIRN_ASSIGN_OR_RETURN(core::Run run, client_->GetRun(run_id));
+    std::map<std::string, std::string> tags;
+    for (const core::Tag& t : run.data.tags) tags[t.key] = t.value;
+    return tags;
+  }
 
  private:
   std::unique_ptr<TrackingClient> client_;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,8 @@ class TrackingSink {
   // The experiment id of a run the server knows; NotFound for one it does not, another error
   // when it cannot be asked.
   virtual Result<std::string> ExperimentOf(const std::string& run_id) = 0;
+  // The tags of a run the server knows (as ExperimentOf).
+  virtual Result<std::map<std::string, std::string>> TagsOf(const std::string& run_id) = 0;
 };
 
 // The journal of the pipeline run `run_id` under client::DefaultJournalDir() (or the fallback

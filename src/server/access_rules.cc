@@ -105,6 +105,8 @@ constexpr AccessRule kRules[] = {
     // Records the verdict in run_id; the handler checks READ on the original.
     {Api::kCairn, "POST", "runs/reproduction", Target::kRun, kUpdate, "run_id"},
     {Api::kCairn, "POST", "runs", Target::kNewRun, kUpdate, nullptr},
+    // Whoever may read the run; the handler checks the caller is the approver it names.
+    {Api::kCairn, "POST", "runs/approval", Target::kRun, kRead, "run_id"},
     // Many runs' records: the handler checks each record's experiment or run.
     {Api::kCairn, "POST", "runs/records", Target::kSignedIn, kUpdate, nullptr},
     {Api::kCairn, "GET", "runs/*/log", Target::kRunInPath, kRead, nullptr},

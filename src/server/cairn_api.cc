@@ -1,5 +1,6 @@
 #include "server/cairn_api.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -352,6 +353,63 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
   return CairnResponse{w.Take()};
 }
 
+// POST runs/approval {"run_id", "decision": "approve"|"reject", "comment"}: decides on a
+// pipeline step that waits for approval (its run names the approver in cairn.approval.by). The
+// caller must be that user or a member of that team (an admin may decide any); the decision
+// goes into the run's tags, where the pipeline's runner reads it, and stands once made.
+Result<CairnResponse> DecideApproval(ApiContext& ctx, const CairnCall& call) {
+  const Fields& f = call.fields;
+  CAIRN_ASSIGN_OR_RETURN(std::string run_id, f.RequiredStr("run_id"));
+  CAIRN_ASSIGN_OR_RETURN(std::string decision, f.RequiredStr("decision"));
+  if (decision != "approve" && decision != "reject") {
+    return InvalidArgument("Invalid value '" + decision +
+                           "' for 'decision': expected approve or reject");
+  }
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> comment, f.Str("comment"));
+  CAIRN_ASSIGN_OR_RETURN(core::Run run, ctx.tracking->GetRun(run_id));
+  const core::Tag* by = run.FindTag("cairn.approval.by");
+  if (by == nullptr || by->value.empty()) {
+    return FailedPrecondition("run " + run_id + " is not a step waiting for approval");
+  }
+  if (const core::Tag* made = run.FindTag("cairn.approval.decision"); made != nullptr) {
+    const core::Tag* who = run.FindTag("cairn.approval.decided_by");
+    return AlreadyExists("the step of run " + run_id + " was " + made->value + " already" +
+                         (who != nullptr && !who->value.empty() ? " by " + who->value : ""));
+  }
+  const core::Principal* caller = ctx.caller;
+  if (ctx.access->enabled() && caller != nullptr && !caller->ActsAsAdmin() &&
+      caller->username != by->value &&
+      std::find(caller->teams.begin(), caller->teams.end(), by->value) == caller->teams.end()) {
+    return PermissionDenied("Permission denied: the step of run " + run_id + " is approved by " +
+                            by->value);
+  }
+  // Without sign-in, the name the client gives (its machine's user), for the record.
+  CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> user, f.Str("user"));
+  const std::string decided_by =
+      ctx.access->enabled() && caller != nullptr ? caller->username : user.value_or("");
+  const std::string outcome = decision == "approve" ? "approved" : "rejected";
+  std::vector<core::Tag> tags = {
+      {"cairn.approval.decision", outcome},
+      {"cairn.approval.decided_by", decided_by},
+      {"cairn.approval.time", std::to_string(SystemClock()->NowMillis())}};
+  if (comment && !comment->empty()) tags.push_back({"cairn.approval.comment", *comment});
+  CAIRN_RETURN_IF_ERROR(ctx.tracking->LogBatch(run_id, {}, {}, tags));
+  // The route is open to readers, whose calls are not audited: a decision always is.
+  core::AuditEntry entry;
+  entry.time = SystemClock()->NowMillis();
+  entry.actor = caller != nullptr ? caller->username : "";
+  if (caller != nullptr && !caller->token_name.empty()) entry.actor += "/" + caller->token_name;
+  entry.source = std::string(ctx.remote_address);
+  entry.action = "POST runs/approval (" + outcome + ")";
+  entry.object = "run " + run_id;
+  entry.outcome = "ok";
+  ctx.access->Audit(std::move(entry));
+  JsonWriter w;
+  w.BeginObject().Key("run_id").String(run_id).Key("decision").String(outcome);
+  w.Key("decided_by").String(decided_by).EndObject();
+  return CairnResponse{w.Take()};
+}
+
 // GET runs/environment-diff: the recorded environments of 2 to 10 runs, each against the first
 // that has one (see docs/api/cairn.md).
 Result<CairnResponse> RunEnvironmentDiff(ApiContext& ctx, const CairnCall& call) {
@@ -547,6 +605,7 @@ constexpr CairnRoute kCairnRoutes[] = {
     {"POST", "runs/reproduction", RunReproduction},
     {"POST", "runs", CreateRun},
     {"POST", "runs/records", ApplyRunRecords},
+    {"POST", "runs/approval", DecideApproval},
     {"GET", "runs/*/log", ReadLog},
     {"POST", "runs/*/log", AppendLog},
 };

@@ -161,6 +161,14 @@ Result<std::string> FakeTrackingSink::ExperimentOf(const std::string& run_id) {
   return it->second.experiment_id;
 }
 
+Result<std::map<std::string, std::string>> FakeTrackingSink::TagsOf(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(server_->mu);
+  if (!server_->up) return Unavailable("the fake tracking server is down");
+  auto it = server_->runs.find(run_id);
+  if (it == server_->runs.end()) return NotFound("no run " + run_id);
+  return it->second.tags;
+}
+
 void Server::SetUp(bool is_up) {
   std::lock_guard<std::mutex> lock(mu);
   up = is_up;

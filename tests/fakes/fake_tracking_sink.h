@@ -54,6 +54,7 @@ class FakeTrackingSink : public pipeline::TrackingSink {
   client::BlobTotals blob_totals() const override;
   Status Remove() override;
   Result<std::string> ExperimentOf(const std::string& run_id) override;
+  Result<std::map<std::string, std::string>> TagsOf(const std::string& run_id) override;
 
   // A handle on the server that stays valid after the sink is handed to a Tracker.
   std::shared_ptr<Server> server() const { return server_; }

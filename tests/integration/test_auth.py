@@ -328,6 +328,47 @@ class AuthOnTest(unittest.TestCase):
         self.assertEqual(run["info"]["status"], "RUNNING")
         self.assertIn({"key": "by", "value": "editor"}, run["data"]["tags"])
 
+    def test_only_the_named_approver_decides_on_a_step_and_it_is_audited(self):
+        self.assertEqual(self.admin.post(CAIRN + "teams", {"name": "approvers"}).status, 200)
+        self.assertEqual(self.admin.post(CAIRN + "teams/members",
+                                         {"team": "approvers", "username": "reader"}).status, 200)
+        waiting = self.new_run()["run_id"]
+        r = self.admin.post(API + "runs/log-batch", {"run_id": waiting, "tags": [
+            {"key": "cairn.approval.by", "value": "approvers"},
+            {"key": "cairn.step.state", "value": "waiting for approval"}]})
+        self.assertEqual(r.status, 200, r)
+        # The editor may write to the run but is not an approver; the outsider may not even
+        # read it.
+        r = self.user("editor").post(CAIRN + "runs/approval",
+                                     {"run_id": waiting, "decision": "approve"})
+        self.assertEqual((r.status, r.body["error_code"]), (403, "PERMISSION_DENIED"), r)
+        self.assertIn("is approved by approvers", r.body["message"])
+        r = self.user("outsider").post(CAIRN + "runs/approval",
+                                       {"run_id": waiting, "decision": "approve"})
+        self.assertEqual(r.status, 403, r)
+        # A member of the team decides; the decision stands.
+        r = self.user("reader").post(CAIRN + "runs/approval", {
+            "run_id": waiting, "decision": "reject", "comment": "metrics regressed",
+            "user": "someone-else"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body, {"run_id": waiting, "decision": "rejected",
+                                  "decided_by": "reader"})
+        tags = {t["key"]: t["value"] for t in self.admin.get(
+            API + "runs/get", {"run_id": waiting}).body["run"]["data"]["tags"]}
+        self.assertEqual((tags["cairn.approval.decision"], tags["cairn.approval.decided_by"],
+                          tags["cairn.approval.comment"]),
+                         ("rejected", "reader", "metrics regressed"))
+        r = self.admin.post(CAIRN + "runs/approval", {"run_id": waiting, "decision": "approve"})
+        self.assertEqual((r.status, r.body["error_code"]), (400, "RESOURCE_ALREADY_EXISTS"), r)
+        self.assertIn("was rejected already by reader", r.body["message"])
+        audit = self.admin.get(CAIRN + "audit", {"object": "run " + waiting}).body
+        actions = [(e["actor"], e["action"]) for e in audit.get("entries", [])]
+        self.assertIn(("reader", "POST runs/approval (rejected)"), actions)
+        # A run that waits for nothing cannot be decided on.
+        r = self.admin.post(CAIRN + "runs/approval",
+                            {"run_id": self.new_run()["run_id"], "decision": "approve"})
+        self.assertEqual((r.status, r.body["error_code"]), (400, "BAD_REQUEST"), r)
+
     def test_an_existing_run_id_in_another_experiment_is_not_shown(self):
         run_id = self.new_run()["run_id"]
         r = self.user("editor").post(CAIRN + "runs", {"run_id": run_id,

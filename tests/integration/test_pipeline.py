@@ -545,6 +545,80 @@ with open("model.txt", "w") as f:
         self.ok("run", "--no-track", "--no-cache", cwd=project)
         self.assertEqual(self.epochs(project)[0], 0)
 
+    def start_waiting_run(self, project, *flags):
+        """Starts `pipeline run` in the background and returns it once a step waits."""
+        p = subprocess.Popen([tl.CONFIG.cairn, "pipeline", "run", *flags], cwd=project,
+                             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if line.startswith("  waiting"):
+                return p, "".join(lines)
+        self.fail("no step waited:\n" + "".join(lines) + p.stderr.read())
+
+    # Each test's steps are its own (`{0}`): the step cache is shared.
+    APPROVAL_SPEC = ("name: gated\nsteps:\n  build: {{run: 'echo {0} > b.txt', outputs: [b.txt]}}\n"
+                     "  publish: {{run: 'cat b.txt', needs: [build], approve: {{by: alice}}}}\n"
+                     "  announce: {{run: 'echo announced {0}', needs: [publish]}}\n")
+
+    def test_a_step_waits_for_approval_and_runs_once_approved(self):
+        project = self.project(self.APPROVAL_SPEC.format("approved"))
+        p, head = self.start_waiting_run(project)
+        self.assertIn("waiting   publish", head)
+        self.assertIn("for approval by alice: cairn pipeline approve", head)
+        run_id = run_id_of(head)
+        _, children = self.runs_of_pipeline(run_id)
+        self.assertEqual(children["publish"][1]["cairn.step.state"], "waiting for approval")
+        self.assertEqual(children["publish"][1]["cairn.approval.by"], "alice")
+        self.assertEqual(children["announce"][0]["info"]["status"], "SCHEDULED")
+        approved = self.ok("approve", run_id[:8], "publish", "-m", "ship it", cwd=project)
+        self.assertIn("approved step publish of run %s" % run_id[:8], approved.stdout)
+        out, err = p.communicate(timeout=60)
+        out = head + out
+        self.assertEqual(p.returncode, 0, out + err)
+        self.assertIn("approved  publish", out)
+        self.assertIn("ship it", out)
+        self.assertEqual(self.states(out), {"build": "done", "publish": "done",
+                                            "announce": "done"})
+        _, children = self.runs_of_pipeline(run_id)
+        tags = children["publish"][1]
+        self.assertEqual((tags["cairn.approval.decision"], tags["cairn.approval.comment"]),
+                         ("approved", "ship it"))
+        again = self.cairn("approve", run_id[:8], "publish", cwd=project)
+        self.assertEqual(again.returncode, 1)
+        self.assertIn("does not wait for approval (it is done)", again.stderr)
+
+    def test_a_rejected_step_fails_and_what_needs_it_is_skipped(self):
+        project = self.project(self.APPROVAL_SPEC.format("rejected"))
+        p, head = self.start_waiting_run(project)
+        run_id = run_id_of(head)
+        self.ok("approve", run_id[:8], "publish", "--reject", "-m", "not today", cwd=project)
+        out, err = p.communicate(timeout=60)
+        out = head + out
+        self.assertEqual(p.returncode, 1, out + err)
+        self.assertEqual(self.states(out), {"build": "done", "publish": "failed",
+                                            "announce": "skipped"})
+        self.assertIn("rejected by", out)
+        self.assertIn("not today", out)
+        _, children = self.runs_of_pipeline(run_id)
+        self.assertEqual(children["publish"][0]["info"]["status"], "FAILED")
+
+    def test_an_untracked_run_is_approved_in_its_directory(self):
+        project = self.project(self.APPROVAL_SPEC.format("untracked"))
+        p, head = self.start_waiting_run(project, "--no-track")
+        run = self.last_run_id(project)
+        status = self.ok("status", run, cwd=project).stdout
+        self.assertIn("waiting", status)
+        self.ok("approve", run, "publish", cwd=project)
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, out + err)
+        self.assertEqual(self.states(out)["announce"], "done")
+        wrong = self.cairn("approve", run, "build", cwd=project)
+        self.assertEqual(wrong.returncode, 1)
+        self.assertIn("step build of run %s does not wait for approval" % run, wrong.stderr)
+
     def test_records_wait_when_the_server_is_away(self):
         project = self.project("name: away\nsteps:\n  s: {run: echo hi}\n")
         env = dict(self.env, CAIRN_TRACKING_URI="http://127.0.0.1:9")
