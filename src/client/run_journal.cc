@@ -301,8 +301,21 @@ Status DeliverBlobs(Delivery& d, const json& record) {
     const std::vector<std::string> part(
         digests.begin() + static_cast<ptrdiff_t>(i),
         digests.begin() + static_cast<ptrdiff_t>(std::min(i + kAsk, digests.size())));
-    CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> lack, d.client.MissingBlobs(part));
-    missing.insert(lack.begin(), lack.end());
+    Result<std::vector<std::string>> lack = d.client.MissingBlobs(part);
+    if (!lack.ok() && (lack.status().code() == StatusCode::kNotFound ||
+                       lack.status().code() == StatusCode::kUnimplemented)) {
+      // A server without content-addressed uploads: each file as an artifact upload.
+      for (const BlobFile& f : files) {
+        CAIRN_ASSIGN_OR_RETURN(std::string artifact_uri, ArtifactUriOf(d, record));
+        CAIRN_RETURN_IF_ERROR(d.client.UploadArtifactFile(artifact_uri, f.path, f.file));
+        d.blobs.sent_bytes += f.size;
+      }
+      d.blobs.files += files.size();
+      d.blobs.sent += files.size();
+      return Status::Ok();
+    }
+    CAIRN_RETURN_IF_ERROR(lack.status());
+    missing.insert(lack->begin(), lack->end());
   }
   int64_t sent_bytes = 0;
   for (const std::string& digest : missing) {
@@ -545,6 +558,13 @@ Status RunJournal::Write(const std::string& lines) {
 }
 
 Status RunJournal::Append(const std::string& run, const std::string& record) {
+  // Another run's records name it by its id, which delivery reads back as 32 hex digits.
+  if (run != run_id_ && (run.size() != 32 || !std::all_of(run.begin(), run.end(), [](char c) {
+                           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                         }))) {
+    return InvalidArgument("'" + run + "' is not a run id: records of run " + run_id_ +
+                           "'s journal name other runs by 32 hex digits");
+  }
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t offset = end_;
   // Another run's records name it first, so that only the journal's own end looks like one.

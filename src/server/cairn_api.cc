@@ -218,9 +218,9 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
     std::optional<Artifact> artifact;
   };
   std::vector<Decoded> decoded;
+  std::vector<Decoded> creates;  // applied first: the other records' checks see their runs
   // What the caller may do, asked once per experiment and run.
   std::map<std::string, Status> experiment_ok, run_ok;
-  std::set<std::string> created;  // runs created by this request: the caller's
   auto may_update_experiment = [&](const std::string& id) -> Status {
     auto it = experiment_ok.find(id);
     if (it != experiment_ok.end()) return it->second;
@@ -243,16 +243,7 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
         CAIRN_RETURN_IF_ERROR(may_update_experiment(experiment));
         r.op = service::RunRecord::Op::kCreate;
         CAIRN_ASSIGN_OR_RETURN(r.create, DecodeNewRun(ctx, f, experiment));
-        created.insert(r.run_id);
         return r;
-      }
-      if (ctx.access->enabled() && created.count(r.run_id) == 0) {
-        auto it = run_ok.find(r.run_id);
-        if (it == run_ok.end()) {
-          it = run_ok.emplace(r.run_id, RequireRunAccess(ctx, r.run_id, core::Access::kUpdate))
-                   .first;
-        }
-        CAIRN_RETURN_IF_ERROR(it->second);
       }
       if (op == "batch") {
         r.op = service::RunRecord::Op::kLog;
@@ -305,10 +296,38 @@ Result<CairnResponse> ApplyRunRecords(ApiContext& ctx, const CairnCall& call) {
       failed[i] = record.status();
       continue;
     }
-    decoded.push_back({i, std::move(*record), std::move(artifact)});
+    (record->op == service::RunRecord::Op::kCreate ? creates : decoded)
+        .push_back({i, std::move(*record), std::move(artifact)});
+  }
+  // The runs' creations first, then every other record is checked against the run as it now
+  // is: a run this request created is the caller's, and one that existed (a create refused, a
+  // run of someone else's) is checked like any other.
+  if (!creates.empty()) {
+    std::vector<service::RunRecord> records;
+    for (Decoded& c : creates) records.push_back(std::move(c.record));
+    std::vector<Status> applied = ctx.tracking->ApplyRunRecords(std::move(records));
+    for (size_t j = 0; j < creates.size(); ++j) failed[creates[j].index] = std::move(applied[j]);
+  }
+  if (ctx.access->enabled()) {
+    std::vector<Decoded> allowed;
+    for (Decoded& d : decoded) {
+      auto it = run_ok.find(d.record.run_id);
+      if (it == run_ok.end()) {
+        it = run_ok
+                 .emplace(d.record.run_id,
+                          RequireRunAccess(ctx, d.record.run_id, core::Access::kUpdate))
+                 .first;
+      }
+      if (it->second.ok()) {
+        allowed.push_back(std::move(d));
+      } else {
+        failed[d.index] = it->second;
+      }
+    }
+    decoded = std::move(allowed);
   }
   // Runs of records go to the store together; an artifact is written in its turn, after the
-  // records before it (its run's creation among them).
+  // records before it.
   std::map<std::string, Result<std::string>> proxy_paths;  // run -> where its artifacts go
   for (size_t k = 0; k < decoded.size();) {
     size_t end = k;
@@ -366,35 +385,36 @@ Result<CairnResponse> DecideApproval(ApiContext& ctx, const CairnCall& call) {
                            "' for 'decision': expected approve or reject");
   }
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> comment, f.Str("comment"));
-  CAIRN_ASSIGN_OR_RETURN(core::Run run, ctx.tracking->GetRun(run_id));
-  const core::Tag* by = run.FindTag("cairn.approval.by");
-  if (by == nullptr || by->value.empty()) {
-    return FailedPrecondition("run " + run_id + " is not a step waiting for approval");
-  }
-  if (const core::Tag* made = run.FindTag("cairn.approval.decision"); made != nullptr) {
-    const core::Tag* who = run.FindTag("cairn.approval.decided_by");
-    return AlreadyExists("the step of run " + run_id + " was " + made->value + " already" +
-                         (who != nullptr && !who->value.empty() ? " by " + who->value : ""));
-  }
-  const core::Principal* caller = ctx.caller;
-  if (ctx.access->enabled() && caller != nullptr && !caller->ActsAsAdmin() &&
-      caller->username != by->value &&
-      std::find(caller->teams.begin(), caller->teams.end(), by->value) == caller->teams.end()) {
-    return PermissionDenied("Permission denied: the step of run " + run_id + " is approved by " +
-                            by->value);
-  }
-  // Without sign-in, the name the client gives (its machine's user), for the record.
   CAIRN_ASSIGN_OR_RETURN(std::optional<std::string> user, f.Str("user"));
+  const std::string outcome = decision == "approve" ? "approved" : "rejected";
+  const core::Principal* caller = ctx.caller;
+  // Without sign-in, the name the client gives (its machine's user), for the record.
   const std::string decided_by =
       ctx.access->enabled() && caller != nullptr ? caller->username : user.value_or("");
-  const std::string outcome = decision == "approve" ? "approved" : "rejected";
-  std::vector<core::Tag> tags = {
-      {"cairn.approval.decision", outcome},
-      {"cairn.approval.decided_by", decided_by},
-      {"cairn.approval.time", std::to_string(SystemClock()->NowMillis())}};
-  if (comment && !comment->empty()) tags.push_back({"cairn.approval.comment", *comment});
-  CAIRN_RETURN_IF_ERROR(ctx.tracking->LogBatch(run_id, {}, {}, tags));
-  // The route is open to readers, whose calls are not audited: a decision always is.
+  Status decided = [&]() -> Status {
+    CAIRN_RETURN_IF_ERROR(ctx.tracking->GetRunInfo(run_id).status());
+    if (ctx.access->enabled() && caller != nullptr && !caller->ActsAsAdmin()) {
+      // The route is open to readers: deciding still takes a token that may write.
+      if (!caller->scopes.write) return PermissionDenied("Permission denied: a read-only token");
+      CAIRN_ASSIGN_OR_RETURN(core::Run run, ctx.tracking->GetRun(run_id));
+      const core::Tag* by = run.FindTag(service::kApprovalByTag);
+      const bool named = by != nullptr && (caller->username == by->value ||
+                                           std::find(caller->teams.begin(), caller->teams.end(),
+                                                     by->value) != caller->teams.end());
+      if (by != nullptr && !named) {
+        return PermissionDenied("Permission denied: the step of run " + run_id +
+                                " is approved by " + by->value);
+      }
+    }
+    std::vector<core::Tag> tags = {
+        {std::string(service::kApprovalDecisionTag), outcome},
+        {std::string(service::kApprovalDecidedByTag), decided_by},
+        {"cairn.approval.time", std::to_string(SystemClock()->NowMillis())}};
+    if (comment && !comment->empty()) tags.push_back({"cairn.approval.comment", *comment});
+    return ctx.tracking->DecideApproval(run_id, tags);
+  }();
+  // The route is open to readers, whose calls are not audited: a decision, or an attempt at
+  // one, always is.
   core::AuditEntry entry;
   entry.time = SystemClock()->NowMillis();
   entry.actor = caller != nullptr ? caller->username : "";
@@ -402,8 +422,11 @@ Result<CairnResponse> DecideApproval(ApiContext& ctx, const CairnCall& call) {
   entry.source = std::string(ctx.remote_address);
   entry.action = "POST runs/approval (" + outcome + ")";
   entry.object = "run " + run_id;
-  entry.outcome = "ok";
+  entry.outcome =
+      decided.ok() ? "ok"
+                   : std::string(ToHttpError(decided.code()).error_code) + ": " + decided.message();
   ctx.access->Audit(std::move(entry));
+  CAIRN_RETURN_IF_ERROR(decided);
   JsonWriter w;
   w.BeginObject().Key("run_id").String(run_id).Key("decision").String(outcome);
   w.Key("decided_by").String(decided_by).EndObject();

@@ -132,6 +132,16 @@ Status ArtifactService::KeepDatasetVersion(const store::ArtifactFile& manifest,
   return store_->PutArtifact(manifest).status();
 }
 
+Status ArtifactService::LinkBlob(const std::string& path, const std::string& digest) {
+  std::shared_lock lock(gc_mu_);
+  Result<std::unique_ptr<blob::BlobReader>> reader = blobs_->Open(digest);
+  if (!reader.ok()) {
+    if (reader.status().code() != StatusCode::kNotFound) return reader.status();
+    return FailedPrecondition("the server does not hold blob " + digest + ": send it again");
+  }
+  return store_->PutArtifact(store::ArtifactFile{path, digest, (*reader)->size()}).status();
+}
+
 Status ArtifactService::PutBytes(const std::string& path, std::string_view bytes) {
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobWriter> w, NewUpload());
   CAIRN_RETURN_IF_ERROR(w->Write(bytes));

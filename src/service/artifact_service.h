@@ -62,6 +62,9 @@ class ArtifactService {
   Status CommitUpload(const std::string& path, blob::BlobWriter& writer);
   // Convenience for small files.
   Status PutBytes(const std::string& path, std::string_view bytes);
+  // Names the stored blob `digest` as the file at `path`, its size the blob's; a collection
+  // running meanwhile does not take the blob away between the check and the naming.
+  Status LinkBlob(const std::string& path, const std::string& digest);
 
   Result<Download> Open(const std::string& path);
   // The whole file at `rel` (checked like any artifact path) of the run whose artifact URI is

@@ -145,8 +145,7 @@ Status DatasetService::LinkBlob(const std::string& username, const std::string& 
   if (!missing.empty()) {
     return FailedPrecondition("send the blob " + digest + " before naming it");
   }
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<blob::BlobReader> reader, blobs_->Open(digest));
-  return store_->PutArtifact(store::ArtifactFile{path, digest, reader->size()}).status();
+  return artifacts_->LinkBlob(path, digest);
 }
 
 Result<std::vector<std::string>> DatasetService::NotShown(const std::string& username,

@@ -31,6 +31,11 @@ Status ValidateTag(const core::Tag& t) {
     // Retention purges by it: only deleting a run sets it.
     return InvalidArgument("Tag " + t.key + " is set by the server when a run is deleted");
   }
+  if (t.key.starts_with(kApprovalPrefix) && t.key != kApprovalByTag) {
+    return InvalidArgument("Tag " + t.key +
+                           " is set by the server when a step is approved or "
+                           "rejected (POST /api/cairn/v1/runs/approval)");
+  }
   return ValidateLength("Tag", t.key, t.value, kMaxTagValueLength);
 }
 
@@ -366,6 +371,22 @@ std::vector<Status> TrackingService::ApplyRunRecords(std::vector<RunRecord> reco
     }
   }
   return out;
+}
+
+Status TrackingService::DecideApproval(const std::string& run_id,
+                                       const std::vector<core::Tag>& tags) {
+  std::lock_guard<std::mutex> lock(approval_mu_);
+  CAIRN_ASSIGN_OR_RETURN(Run run, store_->GetRun(run_id));
+  const core::Tag* by = run.FindTag(kApprovalByTag);
+  if (by == nullptr || by->value.empty()) {
+    return FailedPrecondition("run " + run_id + " is not a step waiting for approval");
+  }
+  if (const core::Tag* made = run.FindTag(kApprovalDecisionTag); made != nullptr) {
+    const core::Tag* who = run.FindTag(kApprovalDecidedByTag);
+    return AlreadyExists("the step of run " + run_id + " was " + made->value + " already" +
+                         (who != nullptr && !who->value.empty() ? " by " + who->value : ""));
+  }
+  return store_->LogBatch(run_id, {}, {}, tags);
 }
 
 Status TrackingService::RequireActiveRun(const std::string& run_id) {

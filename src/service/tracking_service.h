@@ -32,6 +32,12 @@ inline constexpr int64_t kMaxDatasetSummaries = 1000;
 inline constexpr size_t kMaxTagValueLength = 8000;
 inline constexpr int64_t kMaxSearchResults = 50000;
 inline constexpr int64_t kDefaultSearchResults = 1000;
+// A pipeline step's approval (POST runs/approval): the approver its run names, which the runner
+// sets, and the decision's tags, which only DecideApproval writes (clients may not).
+inline constexpr std::string_view kApprovalByTag = "cairn.approval.by";
+inline constexpr std::string_view kApprovalPrefix = "cairn.approval.";
+inline constexpr std::string_view kApprovalDecisionTag = "cairn.approval.decision";
+inline constexpr std::string_view kApprovalDecidedByTag = "cairn.approval.decided_by";
 // Where every run's artifacts are, whatever its experiment's artifact_location says.
 inline constexpr std::string_view kServerArtifactRoot = "mlflow-artifacts:/";
 
@@ -143,6 +149,10 @@ class TrackingService {
   // records cost about one commit). Returns each record's outcome. A run created again with
   // the same experiment (a batch delivered twice) is not an error.
   std::vector<Status> ApplyRunRecords(std::vector<RunRecord> records);
+  // Records the decision on a step that waits for approval: `tags` (under kApprovalPrefix) on
+  // run `run_id`, once. kFailedPrecondition for a run that waits for no approval;
+  // kAlreadyExists naming the decision made before.
+  Status DecideApproval(const std::string& run_id, const std::vector<core::Tag>& tags);
   Result<core::RunInfo> UpdateRun(const std::string& run_id, std::optional<core::RunStatus> status,
                                   std::optional<int64_t> end_time,
                                   std::optional<std::string> run_name);
@@ -237,6 +247,7 @@ class TrackingService {
   store::MetadataStore* store_;
   Clock* clock_;
   std::mutex log_model_mu_;  // a history tag is read, extended and written as one step
+  std::mutex approval_mu_;   // a decision is looked for and written as one step
 };
 
 // Page tokens are base64 of {"offset": N}, as MLflow's stores write them.

@@ -170,15 +170,20 @@ async function seed(base) {
   for (const [id, state, needs, outputs] of [["prepare", "done", [], ["data/"]],
                                              ["train[1]", "done", ["prepare"], []],
                                              ["train[2]", "failed", ["prepare"], ["model.bin"]],
-                                             ["publish", "cached", ["check"], ["report.md"]]]) {
+                                             ["publish", "cached", ["check"], ["report.md"]],
+                                             ["deploy", "waiting for approval", ["publish"], []]]) {
     const tags = [{ key: "mlflow.parentRunId", value: parent.info.run_id },
                   { key: "cairn.step.id", value: id }, { key: "cairn.step.state", value: state }];
     if (needs.length) tags.push({ key: "cairn.step.needs", value: JSON.stringify(needs) });
     if (outputs.length) tags.push({ key: "cairn.step.outputs", value: JSON.stringify(outputs) });
     // A cached step's outputs are those of the run that produced them: here, prepare's.
     if (state === "cached") tags.push({ key: "cairn.step.cached_from_run", value: steps.prepare });
+    if (state.startsWith("waiting")) tags.push({ key: "cairn.approval.by", value: "release-team" });
     const { run } = await mlflow("POST", "runs/create", { experiment_id: pipelines, run_name: id, tags });
-    await mlflow("POST", "runs/update", { run_id: run.info.run_id, status: state === "failed" ? "FAILED" : "FINISHED" });
+    await mlflow("POST", "runs/update", {
+      run_id: run.info.run_id,
+      status: state === "failed" ? "FAILED" : state.startsWith("waiting") ? "SCHEDULED" : "FINISHED",
+    });
     steps[id] = run.info.run_id;
   }
   await api(base, "PUT", `/api/2.0/mlflow-artifacts/artifacts/${pipelines}/${steps.prepare}/artifacts/outputs/data/rows.csv`,
@@ -449,9 +454,9 @@ test("a pipeline run is drawn as its DAG with each step's state", async ({ page,
   const states = Object.fromEntries(await page.locator("#dag g.node").evaluateAll(
     (nodes) => nodes.map((n) => [n.dataset.step, n.dataset.state])));
   assertEqual(states, { check: "not started", prepare: "done", publish: "cached", "train[1]": "done",
-                        "train[2]": "failed" }, "steps and states");
+                        "train[2]": "failed", deploy: "waiting for approval" }, "steps and states");
   const edges = await page.locator("#dag path.edge").evaluateAll((p) => p.map((e) => e.dataset.edge).sort());
-  assertEqual(edges, ["check>publish", "prepare>train[1]", "prepare>train[2]"], "edges");
+  assertEqual(edges, ["check>publish", "prepare>train[1]", "prepare>train[2]", "publish>deploy"], "edges");
   // needs come first: prepare is left of what needs it
   const x = async (step) => (await page.locator(`#dag g.node[data-step="${step}"]`).boundingBox()).x;
   assert(await x("prepare") < await x("train[2]"), "prepare is drawn before train[2]");
@@ -465,6 +470,15 @@ test("a pipeline run is drawn as its DAG with each step's state", async ({ page,
     ["publish", [["report.md", `#/runs/${data.steps.prepare}?tab=artifacts&path=outputs`]]],
     ["train[2]", [["model.bin", null]]],
   ], "outputs and their links");
+  // A step waiting for approval is approved from the page; the decision is the run's.
+  await page.locator('#approvals tr[data-step="deploy"]').waitFor();
+  await page.fill("#approvals input", "checked the report");
+  await page.click('#approvals tr[data-step="deploy"] button[data-decision="approve"]');
+  await page.locator("#approvals").waitFor({ state: "detached" });
+  const { run: deploy } = await api(base, "GET", `/api/2.0/mlflow/runs/get?run_id=${data.steps.deploy}`);
+  const decided = Object.fromEntries(deploy.data.tags.map((t) => [t.key, t.value]));
+  assertEqual([decided["cairn.approval.decision"], decided["cairn.approval.comment"]],
+              ["approved", "checked the report"], "the decision");
   await page.locator('#pipeline-outputs a[data-output="data/"]').click();
   await page.locator("#artifacts li", { hasText: "rows.csv" }).waitFor();
   await page.goBack();

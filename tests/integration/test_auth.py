@@ -315,6 +315,25 @@ class AuthOnTest(unittest.TestCase):
             self.assertEqual([f["index"] for f in r.body["failures"]], expect, (who, r.body))
             for f in r.body["failures"]:
                 self.assertEqual(f["error_code"], "PERMISSION_DENIED")
+        # Naming someone else's run in a create of one's own opens nothing: the run exists, so
+        # the records after the create are checked against its real experiment.
+        put = self.admin.put(ARTIFACTS + "%s/%s/artifacts/model.txt" % (
+            self.exp, theirs["run_id"]), b"the real model")
+        self.assertEqual(put.status, 200, put)
+        r = self.user("outsider").post(CAIRN + "runs/records", {"records": [
+            {"run_id": theirs["run_id"], "op": "create", "experiment_name": "outsiders-trap",
+             "start_time": 1},
+            {"run_id": theirs["run_id"], "op": "batch", "tags": [{"key": "by", "value": "x"}]},
+            {"run_id": theirs["run_id"], "op": "artifact", "path": "model.txt",
+             "content": "planted"},
+            {"run_id": theirs["run_id"], "op": "end", "status": "KILLED", "end_time": 2}]})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([(f["index"], f["error_code"]) for f in r.body["failures"]],
+                         [(0, "RESOURCE_ALREADY_EXISTS"), (1, "PERMISSION_DENIED"),
+                          (2, "PERMISSION_DENIED"), (3, "PERMISSION_DENIED")])
+        got = self.admin.get(ARTIFACTS + "%s/%s/artifacts/model.txt" % (self.exp,
+                                                                         theirs["run_id"]))
+        self.assertEqual(got.raw, b"the real model")
         # A run the outsider creates in an experiment of its own is its own to write.
         outsider = self.user("outsider")
         r = outsider.post(CAIRN + "runs/records", {"records": [
@@ -346,6 +365,15 @@ class AuthOnTest(unittest.TestCase):
         r = self.user("outsider").post(CAIRN + "runs/approval",
                                        {"run_id": waiting, "decision": "approve"})
         self.assertEqual(r.status, 403, r)
+        # Nobody writes a decision as a tag; a read-only token cannot decide either.
+        for key in ("cairn.approval.decision", "cairn.approval.decided_by"):
+            r = self.admin.post(API + "runs/set-tag", {"run_id": waiting, "key": key,
+                                                       "value": "approved"})
+            self.assertEqual((r.status, r.body["error_code"]), (400, "INVALID_PARAMETER_VALUE"))
+        _, read_only = self.new_token(self.user("reader"), "approver-ro", ["read"])
+        r = As(self.c, bearer(read_only)).post(CAIRN + "runs/approval",
+                                               {"run_id": waiting, "decision": "approve"})
+        self.assertEqual(r.status, 403, r)
         # A member of the team decides; the decision stands.
         r = self.user("reader").post(CAIRN + "runs/approval", {
             "run_id": waiting, "decision": "reject", "comment": "metrics regressed",
@@ -362,8 +390,10 @@ class AuthOnTest(unittest.TestCase):
         self.assertEqual((r.status, r.body["error_code"]), (400, "RESOURCE_ALREADY_EXISTS"), r)
         self.assertIn("was rejected already by reader", r.body["message"])
         audit = self.admin.get(CAIRN + "audit", {"object": "run " + waiting}).body
-        actions = [(e["actor"], e["action"]) for e in audit.get("entries", [])]
-        self.assertIn(("reader", "POST runs/approval (rejected)"), actions)
+        actions = [(e["actor"], e["action"], e["outcome"].split(":")[0])
+                   for e in audit.get("entries", [])]
+        self.assertIn(("reader", "POST runs/approval (rejected)", "ok"), actions)
+        self.assertIn(("editor", "POST runs/approval (approved)", "PERMISSION_DENIED"), actions)
         # A run that waits for nothing cannot be decided on.
         r = self.admin.post(CAIRN + "runs/approval",
                             {"run_id": self.new_run()["run_id"], "decision": "approve"})

@@ -1,10 +1,11 @@
 // A pipeline run: its steps laid out as the DAG they form, each with its state, duration and
 // a link to its run, and each step's declared outputs linked to where they are kept as
-// artifacts (the step's own run, or for a cached step the run that produced them). Drawn from the runs alone: the parent run of the pipeline and a child run
+// artifacts (the step's own run, or for a cached step the run that produced them). A step
+// waiting for approval gets Approve and Reject buttons. Drawn from the runs alone: the parent run of the pipeline and a child run
 // per step (tags cairn.step.id, cairn.step.state, cairn.step.needs). A step another one waits
 // for but that never got a run is drawn as "not started". Read again every 3 s while running.
 import { useEffect, useState } from "preact/hooks";
-import { mlflow, searchRuns } from "../api.js";
+import { cairn, mlflow, searchRuns } from "../api.js";
 import { Crumbs } from "../components/Crumbs.jsx";
 import { href } from "../router.js";
 import { formatDuration, runDuration, runFields } from "../util.js";
@@ -80,6 +81,9 @@ export function Pipeline({ runId }) {
           duration: runDuration(r),
           needs: parseNeeds(t["cairn.step.needs"]),
           outputs: parseNeeds(t["cairn.step.outputs"]),
+          // Waiting, and not decided yet (the runner has not seen the decision).
+          approver: t["cairn.step.state"] === "waiting for approval" && !t["cairn.approval.decision"]
+            ? t["cairn.approval.by"] : undefined,
           // Where its outputs are kept: its own run, or the run a cached step's came from.
           outputsRun: t["cairn.step.state"] === "done" ? r.info.run_id
             : t["cairn.step.state"] === "cached" ? t["cairn.step.cached_from_run"] : undefined,
@@ -155,6 +159,7 @@ export function Pipeline({ runId }) {
           })}
         </svg>
       </div>
+      <Approvals steps={steps} onDecided={() => setTick((n) => n + 1)} />
       <Outputs steps={steps} />
     </section>
   );
@@ -165,6 +170,48 @@ export function Pipeline({ runId }) {
 export function outputListing(path) {
   const clean = path.replace(/\/+$/, "").replace(/^\.\//, "");
   return "outputs/" + clean;
+}
+
+// Steps waiting for a person: who may decide, and the buttons that decide (the server checks
+// that the signed-in user is that person or in that team).
+function Approvals({ steps, onDecided }) {
+  const waiting = steps.filter((s) => s.approver && s.runId);
+  const [comment, setComment] = useState("");
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  if (!waiting.length) return null;
+  const decide = (s, decision) => {
+    setBusy(true);
+    setError(null);
+    cairn.post("runs/approval", { run_id: s.runId, decision, comment })
+      .then(() => { setComment(""); onDecided(); })
+      .catch((e) => setError(e.message))
+      .finally(() => setBusy(false));
+  };
+  return (
+    <div id="approvals">
+      <h2>Waiting for approval</h2>
+      {error && <p class="error" role="alert">{error}</p>}
+      <input type="text" placeholder="comment (optional)" value={comment} aria-label="comment"
+             onInput={(e) => setComment(e.currentTarget.value)} />
+      <table>
+        <tbody>
+          {waiting.map((s) => (
+            <tr key={s.id} data-step={s.id}>
+              <td>{s.id}</td>
+              <td class="muted">by {s.approver}</td>
+              <td>
+                <button type="button" disabled={busy} data-decision="approve"
+                        onClick={() => decide(s, "approve")}>Approve</button>{" "}
+                <button type="button" disabled={busy} data-decision="reject"
+                        onClick={() => decide(s, "reject")}>Reject</button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
 }
 
 function Outputs({ steps }) {
