@@ -169,8 +169,15 @@ int Execute(const Pipeline& p, RunState& state, const PipelineFlags& flags,
   Result<pipeline::UploadOutputs> upload = pipeline::ParseUploadOutputs(flags.upload_outputs);
   if (!upload.ok()) return Error(upload.status(), 2);
   TerminalProgress progress(p.steps.size());
+  // A resume's tracker: the steps kept, and those that waited for approval, carry their runs.
+  std::optional<std::map<std::string, StepEvent>> resumed = completed;
+  if (resumed) {
+    for (const auto& [step, e] : state.Latest()) {
+      if (e.state == "waiting") resumed->emplace(step, e);
+    }
+  }
   Result<std::unique_ptr<pipeline::Tracker>> tracker =
-      pipeline::StartTracker(p, state.info(), progress, completed ? &*completed : nullptr);
+      pipeline::StartTracker(p, state.info(), progress, resumed ? &*resumed : nullptr);
   if (!tracker.ok()) return Error(tracker.status(), 2);
   if (*tracker == nullptr &&
       std::any_of(p.steps.begin(), p.steps.end(),

@@ -236,6 +236,7 @@ ApprovalState Session::Approve(size_t index) {
     e.step = step.id;
     e.state = "waiting";
     e.reason = "for approval by " + step.approval->by;
+    if (options_.tracker != nullptr) e.run_id = options_.tracker->StepRunId(step);
     Record(e);
     progress_.Event("waiting", step.id,
                     "for approval by " + step.approval->by + ": cairn pipeline approve " +

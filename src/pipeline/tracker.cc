@@ -321,8 +321,16 @@ Result<std::unique_ptr<Tracker>> Tracker::Start(std::unique_ptr<TrackingSink> si
     const Step& step = pipeline.steps[i];
     impl->index[step.id] = i;
     Impl::StepRun& s = impl->steps[i];
-    s.kept = resumed != nullptr && resumed->count(step.id) != 0;
-    s.records = impl->sink->Run(s.kept ? resumed->at(step.id).run_id : RandomHex(16));
+    // A step the resume keeps has its run; so does one that waited for approval when the
+    // earlier session stopped, and a decision made on that run meanwhile counts.
+    const StepEvent* before = nullptr;
+    if (resumed != nullptr) {
+      if (auto it = resumed->find(step.id); it != resumed->end()) before = &it->second;
+    }
+    const bool waited = before != nullptr && before->state == "waiting" && !before->run_id.empty();
+    s.kept = before != nullptr && !waited;
+    s.created = waited;
+    s.records = impl->sink->Run(before != nullptr ? before->run_id : RandomHex(16));
   }
   if (resumed != nullptr) {
     CAIRN_RETURN_IF_ERROR(impl->parent->AppendBatch({}, {{"cairn.pipeline.state", "resumed"}}));

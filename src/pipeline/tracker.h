@@ -56,9 +56,10 @@ struct StepRecord {
 
 class Tracker {
  public:
-  // Starts the parent run, or for a resume (`resumed` set: the steps it keeps, which get no
-  // new run) continues it. An unreachable server is a warning: the records wait in the
-  // journal.
+  // Starts the parent run, or for a resume continues it: `resumed` holds the last events of
+  // the steps it keeps, which get no new run, and of steps that were waiting for approval,
+  // whose runs carry on (a decision made meanwhile counts). An unreachable server is a warning: the
+  // records wait in the journal.
   static Result<std::unique_ptr<Tracker>> Start(
       const std::string& tracking_uri, const Pipeline& pipeline, const RunInfo& run,
       Progress& progress, const std::map<std::string, StepEvent>* resumed = nullptr);

@@ -393,5 +393,37 @@ TEST(TrackerTest, ALargePatchIsCutAtAFileBoundary) {
               HasSubstr("\"patch_truncated\":true"));
 }
 
+TEST(TrackerTest, AStepThatWaitedForApprovalKeepsItsRunOnResume) {
+  Fixture f;
+  f.pipeline.steps[1].approval = Approval{"alice"};
+  const std::string waited = std::string(32, 'c');
+  fakes::FakeRun decided;
+  decided.run_id = waited;
+  decided.tags = {{"cairn.approval.by", "alice"},
+                  {"cairn.approval.decision", "approved"},
+                  {"cairn.approval.decided_by", "alice"}};
+  f.server->runs[waited] = decided;
+  std::map<std::string, StepEvent> resumed;
+  resumed["prepare"].run_id = std::string(32, 'a');
+  resumed["prepare"].state = "done";
+  resumed["train"].run_id = waited;
+  resumed["train"].state = "waiting";
+  Result<std::unique_ptr<Tracker>> t =
+      Tracker::Start(std::move(f.sink), f.pipeline, RunOf(), f.progress, &resumed);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ((*t)->StepRunId(f.pipeline.steps[1]), waited);
+  std::optional<ApprovalDecision> d = (*t)->ApprovalOf(f.pipeline.steps[1]);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_TRUE(d->approved);
+  EXPECT_EQ(d->by, "alice");
+  EXPECT_EQ((*t)->StepRun(f.pipeline.steps[1]), waited) << "started in the run approved";
+  (*t)->StepEnded(f.pipeline.steps[1], Record("done"));
+  (*t)->Finish(true, false);
+  const std::map<std::string, fakes::FakeRun> runs = f.server->Runs();
+  EXPECT_EQ(runs.at(waited).status, core::RunStatus::kFinished);
+  EXPECT_EQ(runs.count(std::string(32, 'a')), 0u) << "a kept step gets no records";
+  EXPECT_EQ(runs.size(), 2u) << "the parent and the approved step's run, no new one";
+}
+
 }  // namespace
 }  // namespace cairn::pipeline

@@ -605,6 +605,23 @@ with open("model.txt", "w") as f:
         _, children = self.runs_of_pipeline(run_id)
         self.assertEqual(children["publish"][0]["info"]["status"], "FAILED")
 
+    def test_a_decision_made_while_the_runner_was_down_counts_on_resume(self):
+        project = self.project(self.APPROVAL_SPEC.format("resumed"))
+        p, head = self.start_waiting_run(project)
+        run_id = run_id_of(head)
+        p.kill()
+        p.wait()
+        self.ok("approve", run_id[:8], "publish", "-m", "while it was down", cwd=project)
+        resumed = self.ok("resume", run_id[:8], cwd=project)
+        self.assertIn("approved  publish", resumed.stdout)
+        self.assertIn("while it was down", resumed.stdout)
+        states = self.states(resumed.stdout)
+        self.assertEqual((states["publish"], states["announce"]), ("done", "done"))
+        _, children = self.runs_of_pipeline(run_id)
+        self.assertEqual(children["publish"][1]["cairn.approval.decision"], "approved")
+        self.assertEqual(children["publish"][1]["cairn.step.state"], "done",
+                         "the step ran in the run that was approved")
+
     def test_an_untracked_run_is_approved_in_its_directory(self):
         project = self.project(self.APPROVAL_SPEC.format("untracked"))
         p, head = self.start_waiting_run(project, "--no-track")
