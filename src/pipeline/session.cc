@@ -62,6 +62,7 @@ Result<std::unique_ptr<Session>> Session::Create(const Pipeline& pipeline, RunSt
   CAIRN_ASSIGN_OR_RETURN(s->stat_cache_, StatCache::Open(s->options_.cache_root + "/stat-cache"));
   s->cache_ = std::make_unique<StepCache>(s->options_.cache_root, s->stat_cache_.get());
   s->checkpoints_ = std::make_unique<CheckpointStore>(state.info().dir, s->cache_.get());
+  s->checkpoint_thread_ = std::make_unique<SideThread>();
 
   // The code part of steps that declare no code paths: the repository's commit and its
   // uncommitted changes, leaving out the pipeline's data and outputs and cairn's own records.
@@ -264,6 +265,9 @@ void Session::Prepare(StepJob* job) {
   Status removed = StepCache::RemoveOutputs(options_.workdir, step.outputs);
   if (!removed.ok()) progress_.Warning(removed.message());
   if (step.checkpoint) {
+    // The last save of an attempt before is over before its checkpoint comes back.
+    checkpoint_thread_->Wait();
+    ReportCheckpointErrors();
     Result<std::optional<size_t>> restored = checkpoints_->Restore(step.id, CheckpointDir(step));
     if (!restored.ok()) {
       progress_.Warning("step " + step.id + ": " + restored.status().message());
@@ -311,13 +315,32 @@ std::string Session::CheckpointDir(const Step& step) const {
       .string();
 }
 
-void Session::SaveCheckpoint(size_t index, int64_t settle_ms) {
-  const Step& step = pipeline_.steps[index];
-  Result<size_t> saved = checkpoints_->Save(step.id, CheckpointDir(step), settle_ms);
-  if (!saved.ok()) {
-    progress_.Warning("step " + step.id +
-                      ": its checkpoint was not stored: " + saved.status().message());
+void Session::SaveCheckpoint(size_t index, int64_t settle_ms, bool wait) {
+  if (wait) {
+    checkpoint_thread_->Wait();
+  } else if (checkpoint_busy_.load()) {
+    return;  // the next turn takes what changed meanwhile
   }
+  const Step& step = pipeline_.steps[index];
+  checkpoint_busy_ = true;
+  checkpoint_thread_->Start([this, id = step.id, dir = CheckpointDir(step), settle_ms] {
+    Result<size_t> saved = checkpoints_->Save(id, dir, settle_ms);
+    if (!saved.ok()) {
+      std::lock_guard<std::mutex> lock(checkpoint_mu_);
+      checkpoint_errors_.push_back("step " + id +
+                                   ": its checkpoint was not stored: " + saved.status().message());
+    }
+    checkpoint_busy_ = false;
+  });
+}
+
+void Session::ReportCheckpointErrors() {
+  std::vector<std::string> errors;
+  {
+    std::lock_guard<std::mutex> lock(checkpoint_mu_);
+    errors.swap(checkpoint_errors_);
+  }
+  for (const std::string& e : errors) progress_.Warning(e);
 }
 
 void Session::AttemptStarted(const StepJob& job) {
@@ -402,7 +425,9 @@ std::vector<client::BlobFile> Session::OutputFiles(const Step& step,
 void Session::AttemptEnded(const StepJob& job, const JobResult& result, const std::string& reason,
                            int64_t retry_in_ms) {
   last_exit_[job.step] = result.exit_code;
-  if (checkpoint_saved_.erase(job.step) != 0) SaveCheckpoint(job.step, /*settle_ms=*/0);
+  if (checkpoint_saved_.erase(job.step) != 0) {
+    SaveCheckpoint(job.step, /*settle_ms=*/0, /*wait=*/true);
+  }
   if (reason.empty() || retry_in_ms < 0) return;
   StepEvent e;
   e.step = job.id;
@@ -492,9 +517,10 @@ void Session::BeforeWait() {
   const int64_t now = SystemClock()->NowMillis();
   for (auto& [index, saved] : checkpoint_saved_) {
     if (now - saved < pipeline_.steps[index].checkpoint->every_ms) continue;
-    SaveCheckpoint(index, kCheckpointSettleMs);
+    SaveCheckpoint(index, kCheckpointSettleMs, /*wait=*/false);
     saved = now;
   }
+  ReportCheckpointErrors();
   progress_.Tick();
 }
 

@@ -18,10 +18,13 @@
 //  - Every event is appended to the run's state (run_state.h) and reported to a Progress.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "pipeline/builder.h"
 #include "pipeline/checkpoint.h"
@@ -30,6 +33,7 @@
 #include "pipeline/spec.h"
 #include "pipeline/step_cache.h"
 #include "pipeline/tracker.h"
+#include "util/parallel.h"
 
 namespace cairn::pipeline {
 
@@ -111,8 +115,12 @@ class Session : public StepHooks {
   void Record(StepEvent event);
   // The step's checkpoint directory, absolute.
   std::string CheckpointDir(const Step& step) const;
-  // Stores the checkpoint of a step that runs (`settle_ms` as CheckpointStore::Save).
-  void SaveCheckpoint(size_t step, int64_t settle_ms);
+  // Stores the checkpoint of a step that runs (`settle_ms` as CheckpointStore::Save) on the
+  // checkpoint thread, so that copying a large one does not hold up the steps; `wait` waits
+  // for a save in hand first, else a save in hand makes this one skip its turn.
+  void SaveCheckpoint(size_t step, int64_t settle_ms, bool wait);
+  // Says what the checkpoint thread could not store.
+  void ReportCheckpointErrors();
   void FlushCache();
   // Where the output `step` registers lies, resolved; "" (with a warning) when it leads out
   // of the pipeline's directory.
@@ -132,6 +140,9 @@ class Session : public StepHooks {
   std::unique_ptr<CheckpointStore> checkpoints_;
   std::map<size_t, int64_t> checkpoint_saved_;   // running steps with a checkpoint: last save
   std::map<size_t, int64_t> next_ask_;           // steps waiting for approval: when to look again
+  std::mutex checkpoint_mu_;                     // guards checkpoint_errors_
+  std::vector<std::string> checkpoint_errors_;   // from the checkpoint thread, to report
+  std::atomic<bool> checkpoint_busy_{false};     // a save is in hand
   std::map<std::string, std::string> git_code_;  // KeyParts::code of git; empty outside git
   std::map<std::string, PlacedData> data_;       // by directory: the datasets put in place
   std::map<std::string, std::pair<std::string, std::string>> envs_;  // env spec -> hash, prefix
@@ -146,6 +157,8 @@ class Session : public StepHooks {
   std::map<size_t, int64_t> started_;
   std::map<size_t, int> last_exit_;
   std::map<std::string, int> counts_;
+  // Last: destroyed first, finishing its save while what it uses is still there.
+  std::unique_ptr<SideThread> checkpoint_thread_;
 };
 
 }  // namespace cairn::pipeline
