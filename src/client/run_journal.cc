@@ -109,14 +109,16 @@ struct Delivery {
 
 constexpr std::string_view kRunPrefix = R"({"run_id":")";
 
+// 32 lowercase hex digits: a run id, or the name of a kept file (RandomHex(16)).
+bool IsHex32(std::string_view s) {
+  return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
 // The run a journal line is for: the one it names first, else the journal's own.
 std::string_view RunOfLine(std::string_view line, std::string_view own) {
   if (!line.starts_with(kRunPrefix) || line.size() < kRunPrefix.size() + 34) return own;
   const std::string_view id = line.substr(kRunPrefix.size(), 32);
-  if (line.substr(kRunPrefix.size() + 32, 2) != "\"," ||
-      id.find_first_not_of("0123456789abcdef") != std::string_view::npos) {
-    return own;
-  }
+  if (line.substr(kRunPrefix.size() + 32, 2) != "\"," || !IsHex32(id)) return own;
   return id;
 }
 
@@ -156,17 +158,11 @@ void RefreshHeartbeat(json& record) {
   }
 }
 
-// Kept files are named by RandomHex(16): anything else in a record is not one of ours.
-bool IsKeptFileName(std::string_view name) {
-  return name.size() == 32 && std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 Status UploadKeptFile(Delivery& d, const json& record) {
   const std::string path = record.value("path", "");
   const std::string name = record.value("file", "");
-  if (!IsKeptFileName(name)) {
+  // Kept files are named by RandomHex(16): anything else in a record is not one of ours.
+  if (!IsHex32(name)) {
     return InvalidArgument("journal record of run " + d.run_id + " names no kept file");
   }
   const fs::path file = d.files / name;
@@ -559,9 +555,7 @@ Status RunJournal::Write(const std::string& lines) {
 
 Status RunJournal::Append(const std::string& run, const std::string& record) {
   // Another run's records name it by its id, which delivery reads back as 32 hex digits.
-  if (run != run_id_ && (run.size() != 32 || !std::all_of(run.begin(), run.end(), [](char c) {
-                           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                         }))) {
+  if (run != run_id_ && !IsHex32(run)) {
     return InvalidArgument("'" + run + "' is not a run id: records of run " + run_id_ +
                            "'s journal name other runs by 32 hex digits");
   }

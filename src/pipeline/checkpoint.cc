@@ -24,69 +24,26 @@ int64_t MtimeNs(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
 }
 
-Status ErrnoError(const std::string& what, const std::string& path) {
-  return Internal(what + " " + path + ": " + std::strerror(errno));
-}
-
 // Copies `from` into the object store of `cache`: into a temporary file first, hashing what
 // was copied, then renamed to the name of those bytes, so that a file still being written can
 // never leave an object whose bytes differ from its name. Returns the copy's entry, or
 // nullopt when the file changed while it was copied (it is taken next time).
 Result<std::optional<FileEntry>> StoreCopy(StepCache& cache, const std::string& from,
                                            const std::string& rel, bool executable) {
-  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return ErrnoError("cannot read", from);
-  struct stat before {};
-  fstat(in, &before);
   const std::string tmp = cache.root() + "/objects/checkpoint-" + RandomHex(8) + ".tmp";
   std::error_code ec;
   fs::create_directories(fs::path(tmp).parent_path(), ec);
-  const int out = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (out < 0) {
-    close(in);
-    return ErrnoError("cannot write", tmp);
-  }
-  Sha256Hasher hasher;
-  int64_t size = 0;
-  std::string buf(1 << 20, '\0');
-  Status s;
-  for (;;) {
-    const ssize_t n = read(in, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      s = ErrnoError("cannot read", from);
-      break;
-    }
-    if (n == 0) break;
-    hasher.Update(std::string_view(buf.data(), static_cast<size_t>(n)));
-    for (ssize_t done = 0; done < n;) {
-      const ssize_t w = write(out, buf.data() + done, static_cast<size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) {
-        s = ErrnoError("cannot write", tmp);
-        break;
-      }
-      done += w;
-    }
-    if (!s.ok()) break;
-    size += n;
-  }
-  struct stat after {};
-  fstat(in, &after);
-  close(in);
-  close(out);
-  if (s.ok() && (after.st_size != before.st_size || MtimeNs(after) != MtimeNs(before))) {
+  CAIRN_ASSIGN_OR_RETURN(HashedCopy copy, CopyHashing(from, tmp, Sync::kNoSync));
+  if (copy.source_changed) {
     unlink(tmp.c_str());
     return std::optional<FileEntry>();
   }
-  FileEntry entry{rel, size, executable ? kModeExecutable : kModeFile, hasher.HexDigest()};
+  FileEntry entry{rel, copy.size, executable ? kModeExecutable : kModeFile, copy.sha256};
   const std::string object = cache.ObjectPath(entry.sha256, executable);
-  if (s.ok()) {
-    fs::create_directories(fs::path(object).parent_path(), ec);
-    chmod(tmp.c_str(), executable ? 0555 : 0444);
-    if (rename(tmp.c_str(), object.c_str()) != 0) s = ErrnoError("cannot store", object);
-  }
-  if (!s.ok()) {
+  fs::create_directories(fs::path(object).parent_path(), ec);
+  chmod(tmp.c_str(), executable ? 0555 : 0444);
+  if (rename(tmp.c_str(), object.c_str()) != 0) {
+    Status s = ErrnoStatus("store", object);
     unlink(tmp.c_str());
     return s;
   }

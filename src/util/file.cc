@@ -15,6 +15,49 @@ namespace cairn {
 
 namespace fs = std::filesystem;
 
+Result<HashedCopy> CopyHashing(const std::string& from, const std::string& to, Sync sync) {
+  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return ErrnoStatus("open", from);  // kNotFound for a missing file
+  const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (out < 0) {
+    Status s = ErrnoStatus("create", to);
+    close(in);
+    return s;
+  }
+  struct stat before {};
+  fstat(in, &before);
+  Sha256Hasher hasher;
+  HashedCopy copy;
+  std::string buf(1 << 20, '\0');
+  Status status;
+  while (status.ok()) {
+    const ssize_t n = read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      status = ErrnoStatus("read", from);
+      break;
+    }
+    if (n == 0) break;
+    hasher.Update(std::string_view(buf.data(), static_cast<size_t>(n)));
+    copy.size += n;
+    status = WriteAll(out, std::string_view(buf.data(), static_cast<size_t>(n)), to);
+  }
+  struct stat after {};
+  fstat(in, &after);
+  close(in);
+  if (status.ok() && sync == Sync::kDurable && fsync(out) != 0) status = ErrnoStatus("fsync", to);
+  if (close(out) != 0 && status.ok()) status = ErrnoStatus("close", to);
+  if (!status.ok()) {
+    unlink(to.c_str());
+    return status;
+  }
+  copy.sha256 = hasher.HexDigest();
+  copy.source_changed = after.st_size != before.st_size ||
+                        after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+                        after.st_mtim.tv_nsec != before.st_mtim.tv_nsec;
+  return copy;
+}
+
 Status ErrnoStatus(std::string_view op, const fs::path& path) {
   int err = errno;
   std::string m(op);

@@ -32,6 +32,15 @@ int64_t BytesUnder(const std::vector<std::string>& paths);
 // errno is the failed write's.
 Status WriteAll(int fd, std::string_view bytes, const std::filesystem::path& path,
                 int64_t* written = nullptr);
+// What CopyHashing copied.
+struct HashedCopy {
+  int64_t size = 0;
+  std::string sha256;           // lowercase hex of the bytes copied
+  bool source_changed = false;  // the source's size or time moved while it was copied
+};
+// Copies `from` to the new file `to` (made 0644), hashing what it copies; `to` is fsynced with
+// Sync::kDurable, and removed on error.
+Result<HashedCopy> CopyHashing(const std::string& from, const std::string& to, Sync sync);
 // errno as text with the operation and path: "open /x: No such file or directory".
 Status ErrnoStatus(std::string_view op, const std::filesystem::path& path);
 

@@ -21,47 +21,8 @@ namespace fs = std::filesystem;
 // Copies `from` to the new file `to`, hashing what it copies; `to` is fsynced, or removed on
 // error.
 Result<Downloaded> CopyHashing(const std::string& from, const std::string& to) {
-  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return ErrnoStatus("open", from);  // kNotFound for a missing file
-  const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (out < 0) {
-    Status s = ErrnoStatus("create", to);
-    close(in);
-    return s;
-  }
-  Sha256Hasher hasher;
-  Downloaded d;
-  std::string buf(1 << 20, '\0');
-  Status status;
-  while (status.ok()) {
-    const ssize_t n = read(in, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      status = ErrnoStatus("read", from);
-      break;
-    }
-    if (n == 0) break;
-    hasher.Update(std::string_view(buf.data(), static_cast<size_t>(n)));
-    d.size += n;
-    for (ssize_t off = 0; off < n;) {
-      const ssize_t w = write(out, buf.data() + off, static_cast<size_t>(n - off));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) {
-        status = ErrnoStatus("write", to);
-        break;
-      }
-      off += w;
-    }
-  }
-  close(in);
-  if (status.ok() && fsync(out) != 0) status = ErrnoStatus("fsync", to);
-  if (close(out) != 0 && status.ok()) status = ErrnoStatus("close", to);
-  if (!status.ok()) {
-    unlink(to.c_str());
-    return status;
-  }
-  d.sha256 = hasher.HexDigest();
-  return d;
+  CAIRN_ASSIGN_OR_RETURN(HashedCopy copy, cairn::CopyHashing(from, to, Sync::kDurable));
+  return Downloaded{std::move(copy.sha256), copy.size};
 }
 
 std::string Describe(const std::string& sha256, int64_t size) {
